@@ -1,0 +1,31 @@
+// swift-tools-version:6.0
+// rcagent: remote configuration for Linux devices.
+//
+// Layering (the dependency graph is also the startup budget):
+//   C* system libraries → RCCore (pure domain) → RCStore (SQLite state) → RCAgent (daemon) / RCClient (CLI)
+// `rcagent` → RCClient → RCStore + RCCore must never reach libcurl or full Foundation.
+import PackageDescription
+
+let package = Package(
+    name: "rcagent",
+    products: [
+        .executable(name: "rcagent", targets: ["rcagent"]),
+        .executable(name: "rcagentd", targets: ["rcagentd"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+
+        .target(name: "RCCore"),
+        .target(name: "RCStore", dependencies: ["RCCore", "CSQLite"]),
+        .target(name: "RCAgent", dependencies: ["RCCore", "RCStore", "CSystemd"]),
+        .target(name: "RCClient", dependencies: ["RCCore", "RCStore"]),
+
+        .executableTarget(name: "rcagent", dependencies: ["RCClient"]),
+        .executableTarget(name: "rcagentd", dependencies: ["RCAgent"]),
+
+        .testTarget(name: "RCCoreTests", dependencies: ["RCCore"]),
+        .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["rcagent", "rcagentd", "RCStore", "RCCore"]),
+    ]
+)

@@ -1,0 +1,14 @@
+#ifndef RCAGENT_CSQLITE_SHIM_H
+#define RCAGENT_CSQLITE_SHIM_H
+#include <sqlite3.h>
+
+// SQLITE_TRANSIENT is a cast macro Swift cannot import: bound text is copied by SQLite.
+static inline sqlite3_destructor_type rc_sqlite_transient(void) { return SQLITE_TRANSIENT; }
+
+// sqlite3_file_control takes a void pointer; this keeps the WAL files after the last
+// connection closes so read-only readers (the CLI as a non-writer user) can still open.
+static inline int rc_sqlite_persist_wal(sqlite3 *db) {
+    int on = 1;
+    return sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &on);
+}
+#endif

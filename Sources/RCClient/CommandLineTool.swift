@@ -1,0 +1,94 @@
+import RCCore
+import RCStore
+
+/// `rcagent`: the device CLI. Reads come straight from the SQLite cache (the daemon may be down);
+/// commands that change the daemon's behaviour go over its control socket.
+public enum CommandLineTool {
+    public static let version = "0.1.0"
+
+    static let globalOptions: [OptionSpec] = [
+        .value("config", "PATH", "config file (default: $RCAGENT_CONFIG or \(AgentConfig.defaultPath))"),
+        .flag("help", "show this help"),
+    ]
+
+    static let commands: [CommandSpec] = [
+        GetCommand.spec,
+        ListCommand.spec,
+        StatusCommand.spec,
+        MarkStaleCommand.spec,
+    ]
+
+    static var overview: String {
+        var text = "Usage: rcagent COMMAND [options]\n\nCommands:\n"
+        for command in commands { text += "  " + command.name.padding(to: 14) + command.summary + "\n" }
+        text += "\nGlobal options: --config PATH, --help, --version\n"
+        text += "Exit codes: 0 ok, 1 failure, 64 usage, 65 value not of the requested type, 69 daemon unavailable.\n"
+        return text
+    }
+
+    /// Runs one command line and returns the process exit code.
+    public static func main(arguments: [String], environment: [String: String] = Environment.current()) -> Int32 {
+        guard let first = arguments.first else {
+            Output.err("Error: no command given\n" + overview)
+            return ExitCode.usage
+        }
+        switch first {
+        case "--help", "-h", "help":
+            Output.out(overview)
+            return ExitCode.ok
+        case "--version":
+            Output.out("rcagent \(version)\n")
+            return ExitCode.ok
+        default:
+            break
+        }
+        guard let command = commands.first(where: { $0.name == first }) else {
+            return report(.usage("unknown command '\(first)'", command: nil))
+        }
+        do {
+            let parsed = try ParsedArguments.parse(Array(arguments.dropFirst()), for: command)
+            if parsed.has("help") {
+                Output.out(command.help)
+                return ExitCode.ok
+            }
+            return try command.run(Invocation(arguments: parsed, environment: environment))
+        } catch {
+            return report(error)
+        }
+    }
+
+    private static func report(_ error: CLIError) -> Int32 {
+        Output.err("Error: \(error.message)\n" + (error.usage.map { $0.hasSuffix("\n") ? $0 : $0 + "\n" } ?? ""))
+        return error.exitCode
+    }
+}
+
+/// One run of a command: its arguments and, loaded on first use, the config and the cache.
+final class Invocation {
+    let arguments: ParsedArguments
+    let environment: [String: String]
+    private var loadedConfig: AgentConfig?
+
+    init(arguments: ParsedArguments, environment: [String: String]) {
+        self.arguments = arguments
+        self.environment = environment
+    }
+
+    var json: Bool { arguments.has("json") }
+
+    func config() throws(CLIError) -> AgentConfig {
+        if let loadedConfig { return loadedConfig }
+        do {
+            let config = try AgentConfig.load(explicitPath: arguments.value("config"), environment: environment)
+            loadedConfig = config
+            return config
+        } catch {
+            throw .failure("bad config: \(error)")
+        }
+    }
+
+    /// The cache as the CLI reads it (database, else the defaults file).
+    func values() throws(CLIError) -> ValueReader {
+        try ValueReader(config: config())
+    }
+}

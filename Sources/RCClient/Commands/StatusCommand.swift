@@ -1,0 +1,86 @@
+import RCCore
+import RCStore
+
+/// `rcagent status [--json]`: the cache's view, plus whether the daemon answers on its socket.
+enum StatusCommand {
+    static let spec = CommandSpec(
+        "status", summary: "Show source, device id, snapshots, last fetch, stale flag and daemon state.",
+        options: [.flag("json", "print the status as one JSON document")], run: run)
+
+    static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
+        let config = try invocation.config()
+        let reader = try invocation.values()
+        var status: StoreStatus?
+        if let store = reader.store {
+            do { status = try store.status() } catch { throw .failure("cannot read \(store.path): \(error)") }
+        }
+        let running = ControlClient.isReachable(socket: config.socket)
+        let now = Timestamp.now()
+        if invocation.json {
+            Output.out(json(status, config: config, running: running).compactText + "\n")
+        } else {
+            Output.out(text(status, config: config, running: running, now: now))
+        }
+        return ExitCode.ok
+    }
+
+    static func json(_ status: StoreStatus?, config: AgentConfig, running: Bool) -> JSONValue {
+        func time(_ t: Timestamp?) -> JSONValue { t.map { .string($0.iso8601) } ?? .null }
+        func string(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
+        let stale = status?.stale ?? .clear
+        return .object([
+            ("daemon", .object([("running", .bool(running)), ("socket", .string(config.socket))])),
+            ("source", .object([("type", .string(config.sourceType.rawValue))])),
+            ("deviceId", string(status?.deviceId)),
+            ("database", .string(config.databasePath)),
+            ("stale", .object([("set", .bool(stale.isSet)), ("reason", string(stale.reason)), ("since", time(stale.since))])),
+            ("active", .object([
+                ("templateVersion", string(status?.active.templateVersion)), ("activatedAt", time(status?.active.at)),
+                ("keys", .integer(Int64(status?.active.keys ?? 0))),
+            ])),
+            ("fetched", .object([
+                ("templateVersion", string(status?.fetched.templateVersion)), ("fetchedAt", time(status?.fetched.at)),
+                ("pending", .bool(status?.pending ?? false)),
+            ])),
+            ("lastFetch", .object([
+                ("attemptAt", time(status?.lastAttempt)), ("successAt", time(status?.lastSuccess)),
+                ("status", string(status?.lastStatus?.rawValue)), ("error", string(status?.lastError)),
+            ])),
+            ("throttledUntil", time(status?.throttledUntil)),
+            ("nextFetchAt", time(status?.nextFetchAt)),
+            ("backoffStep", .integer(Int64(status?.backoffStep ?? 0))),
+        ])
+    }
+
+    static func text(_ status: StoreStatus?, config: AgentConfig, running: Bool, now: Timestamp) -> String {
+        func time(_ t: Timestamp?) -> String { t.map { "\($0.iso8601) (\(age(now - $0)))" } ?? "never" }
+        var lines = ["daemon:       " + (running ? "running (\(config.socket))" : "not running (\(config.socket))")]
+        lines.append("source:       \(config.sourceType.rawValue)")
+        guard let status else {
+            lines.append("database:     none yet (\(config.databasePath)); values come from \(config.defaults)")
+            return lines.joined(separator: "\n") + "\n"
+        }
+        lines.append("device id:    \(status.deviceId ?? "-")")
+        lines.append("stale:        " + (status.stale.isSet
+            ? "yes, since \(time(status.stale.since))" + (status.stale.reason.map { ": \($0)" } ?? "")
+            : "no"))
+        lines.append("active:       template \(status.active.templateVersion ?? "-"), \(status.active.keys) keys, activated \(time(status.active.at))")
+        lines.append("fetched:      template \(status.fetched.templateVersion ?? "-"), fetched \(time(status.fetched.at))"
+            + (status.pending ? ", not yet activated" : ""))
+        lines.append("last fetch:   " + (status.lastStatus?.rawValue ?? "none") + ", attempted \(time(status.lastAttempt)), succeeded \(time(status.lastSuccess))")
+        if let error = status.lastError { lines.append("last error:   \(error)") }
+        if let until = status.throttledUntil, until > now { lines.append("throttled:    until \(until.iso8601)") }
+        if let next = status.nextFetchAt { lines.append("next fetch:   \(next.iso8601)") }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// "3s ago", "5min ago", "2h ago", "in 4min".
+    static func age(_ elapsed: Duration) -> String {
+        let seconds = elapsed.milliseconds / 1_000
+        let magnitude = abs(seconds)
+        let text =
+            magnitude < 120 ? "\(magnitude)s" : magnitude < 7_200 ? "\(magnitude / 60)min"
+            : magnitude < 172_800 ? "\(magnitude / 3_600)h" : "\(magnitude / 86_400)d"
+        return seconds >= 0 ? text + " ago" : "in " + text
+    }
+}

@@ -1,0 +1,161 @@
+/// When fetched values become active (SPEC §4.5).
+public enum ActivationPolicy: String, Sendable, CaseIterable {
+    case immediate
+    case onStart = "on-start"
+    case manual
+}
+
+public enum SourceType: String, Sendable, CaseIterable {
+    case file, http, firebase
+}
+
+public enum VersionScheme: String, Sendable, CaseIterable {
+    case dotted, debian
+}
+
+public enum RealtimeMode: String, Sendable, CaseIterable {
+    case auto, yes, no
+}
+
+/// The agent's configuration: `/etc/rcagent/agent.conf` and its drop-ins, applied over the
+/// built-in defaults. Every property's default here is the one `etc/rcagent/agent.conf` documents.
+public struct AgentConfig: Sendable {
+    // [Agent]
+    public var stateDirectory = "/var/lib/rcagent"
+    public var socket = "/run/rcagent/agent.sock"
+    public var socketGroup: String? = "rcagent"
+    public var defaults = "/etc/rcagent/defaults.json"
+    public var minimumFetchInterval: Duration = .seconds(12 * 3600)
+    public var fetchTimeout: Duration = .seconds(60)
+    public var activation = ActivationPolicy.immediate
+    public var hooksDirectory = "/etc/rcagent/hooks.d"
+    public var hookTimeout: Duration = .seconds(30)
+    // [App]
+    public var appVersion: String?
+    public var appPackage: String?
+    public var versionScheme = VersionScheme.dotted
+    public var requiredUpdateKey = "linux_required_update"
+    public var recommendedUpdateKey = "linux_recommended_update"
+    // [Source]
+    public var sourceType = SourceType.file
+    public var sourcePath: String?
+    public var sourceURL: String?
+    public var headers: [String] = []
+    public var caFile: String?
+    public var clientCertificate: String?
+    public var clientKey: String?
+    public var projectId: String?
+    public var appId: String?
+    public var apiKey: String?
+    public var endpoint: String?
+    // [Push]
+    public var realtime = RealtimeMode.auto
+    public var mqtt: String?
+    public var mqttTopic = "PUSH_RC"
+    public var mqttUsername: String?
+    public var mqttPasswordFile: String?
+    public var mqttCAFile: String?
+    public var jitter: Duration = .seconds(3)
+    // [Signals]
+    public var signals: [(name: String, value: String)] = []
+
+    /// The files that were read, in the order they were applied.
+    public var files: [String] = []
+    /// Where each key was last set, for cross-key errors (`Section.Key` → location).
+    public var locations: [String: SourceLocation] = [:]
+    /// Keys the agent does not know: reported, not fatal, so a newer config works on an older agent.
+    public var warnings: [ConfigError] = []
+
+    public init() {}
+
+    public static let defaultPath = "/etc/rcagent/agent.conf"
+
+    public var databasePath: String { stateDirectory + "/state.db" }
+
+    /// Loads the config file that `explicitPath` (from `--config`) or `RCAGENT_CONFIG` names, or the
+    /// default path, then its drop-ins `<file>.d/*.conf` in lexical order. A missing default file
+    /// means built-in defaults; a missing file the user named is an error.
+    public static func load(explicitPath: String? = nil, environment: [String: String] = [:])
+        throws(ConfigError) -> AgentConfig
+    {
+        let named = explicitPath ?? environment["RCAGENT_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
+        let path = named ?? defaultPath
+        var config = AgentConfig()
+        guard let text = try readIfPresent(path) else {
+            if named != nil { throw ConfigError(SourceLocation(file: path, line: 0), "config file not found") }
+            return config
+        }
+        try config.apply(text: text, file: path)
+        let dropInDirectory = path + ".d"
+        for name in dropIns(in: dropInDirectory) {
+            let dropIn = dropInDirectory + "/" + name
+            if let text = try readIfPresent(dropIn) { try config.apply(text: text, file: dropIn) }
+        }
+        return config
+    }
+
+    /// Applies one file's assignments over the current values.
+    public mutating func apply(text: String, file: String) throws(ConfigError) {
+        files.append(file)
+        for entry in try ConfigFile.parse(text, file: file) {
+            try apply(entry)
+        }
+    }
+
+    mutating func apply(_ entry: ConfigEntry) throws(ConfigError) {
+        if entry.section == "Signals" {
+            signals.removeAll { $0.name == entry.key }
+            if !entry.value.isEmpty { signals.append((entry.key, entry.value)) }
+            return
+        }
+        guard let setting = ConfigKeys.all.first(where: { $0.section == entry.section && $0.key == entry.key }) else {
+            let known = ConfigKeys.all.contains { $0.section == entry.section } || entry.section == "Signals"
+            warnings.append(
+                ConfigError(
+                    entry.location,
+                    known ? "unknown key '\(entry.key)' in [\(entry.section)], ignoring"
+                        : "unknown section [\(entry.section)], ignoring '\(entry.key)='"))
+            return
+        }
+        try setting.apply(&self, entry.value, entry.location)
+        locations["\(entry.section).\(entry.key)"] = entry.location
+    }
+
+    /// Checks what only the daemon needs: the source has what its type requires.
+    public func validateSource() throws(ConfigError) {
+        func location(_ key: String) -> SourceLocation {
+            locations["Source.\(key)"] ?? locations["Source.Type"] ?? SourceLocation(file: files.last ?? "config", line: 0)
+        }
+        switch sourceType {
+        case .file:
+            if sourcePath == nil { throw ConfigError(location("Path"), "[Source] Type=file needs Path=") }
+        case .http:
+            guard let url = sourceURL else { throw ConfigError(location("URL"), "[Source] Type=http needs URL=") }
+            guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
+                throw ConfigError(location("URL"), "URL= must start with http:// or https://, got '\(url)'")
+            }
+        case .firebase:
+            for (key, value) in [("ProjectId", projectId), ("AppId", appId), ("APIKey", apiKey)] where value == nil {
+                throw ConfigError(location(key), "[Source] Type=firebase needs \(key)=")
+            }
+        }
+    }
+
+    private static func readIfPresent(_ path: String) throws(ConfigError) -> String? {
+        let bytes: [UInt8]
+        do {
+            guard let read = try FileBytes.read(path) else { return nil }
+            bytes = read
+        } catch {
+            throw ConfigError(SourceLocation(file: path, line: 0), "cannot read: \(error)")
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw ConfigError(SourceLocation(file: path, line: 0), "not valid UTF-8")
+        }
+        return text
+    }
+
+    private static func dropIns(in directory: String) -> [String] {
+        FileBytes.directoryEntries(directory).filter { $0.hasSuffix(".conf") && !$0.hasPrefix(".") }.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+    }
+}

@@ -1,0 +1,84 @@
+import FoundationEssentials
+
+/// A place in a config file, for error messages (`/etc/rcagent/agent.conf:12`).
+public struct SourceLocation: Sendable, Equatable, CustomStringConvertible {
+    public let file: String
+    public let line: Int
+
+    public init(file: String, line: Int) {
+        self.file = file
+        self.line = line
+    }
+
+    public var description: String { line > 0 ? "\(file):\(line)" : file }
+}
+
+/// A config error names the file, the line and what is wrong with it.
+public struct ConfigError: Error, CustomStringConvertible, Sendable, Equatable {
+    public let location: SourceLocation
+    public let message: String
+
+    public init(_ location: SourceLocation, _ message: String) {
+        self.location = location
+        self.message = message
+    }
+
+    public var description: String { "\(location): \(message)" }
+}
+
+/// One `Key=Value` assignment, with the section it belongs to and where it was written.
+public struct ConfigEntry: Sendable, Equatable {
+    public let section: String
+    public let key: String
+    public let value: String
+    public let location: SourceLocation
+}
+
+/// The systemd-style INI syntax: `[Section]`, `Key=Value`, `#`/`;` comment lines, and
+/// comments after a value when the `#` or `;` follows white space (`Jitter=3s  # why`).
+public enum ConfigFile {
+    public static func parse(_ text: String, file: String) throws(ConfigError) -> [ConfigEntry] {
+        var entries: [ConfigEntry] = []
+        var section: String?
+        var lineNumber = 0
+        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            lineNumber += 1
+            let location = SourceLocation(file: file, line: lineNumber)
+            let line = rawLine.trimmingSpaces()
+            if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
+            if line.hasPrefix("[") {
+                guard line.hasSuffix("]"), line.count > 2 else {
+                    throw ConfigError(location, "malformed section header '\(line)', expected [Name]")
+                }
+                section = String(line.dropFirst().dropLast().trimmingSpaces())
+                continue
+            }
+            guard let equals = line.firstIndex(of: "=") else {
+                throw ConfigError(location, "expected Key=Value, got '\(line)'")
+            }
+            let key = String(line[..<equals].trimmingSpaces())
+            guard !key.isEmpty, key.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) })
+            else {
+                throw ConfigError(location, "invalid key '\(key)'")
+            }
+            guard let section else {
+                throw ConfigError(location, "'\(key)=' appears before any [Section] header")
+            }
+            let value = stripComment(line[line.index(after: equals)...])
+            entries.append(ConfigEntry(section: section, key: key, value: value, location: location))
+        }
+        return entries
+    }
+
+    private static func stripComment(_ value: Substring) -> String {
+        var previousWasSpace = true
+        for index in value.indices {
+            let c = value[index]
+            if (c == "#" || c == ";") && previousWasSpace {
+                return String(value[..<index].trimmingSpaces())
+            }
+            previousWasSpace = c == " " || c == "\t"
+        }
+        return String(value.trimmingSpaces())
+    }
+}

@@ -1,0 +1,126 @@
+/// The config keys as data: section, name, and how a value is checked and stored.
+/// An empty value resets a key to its built-in default (and clears a repeatable key).
+struct ConfigKey: Sendable {
+    let section: String
+    let key: String
+    let apply: @Sendable (inout AgentConfig, String, SourceLocation) throws(ConfigError) -> Void
+}
+
+enum ConfigKeys {
+    static let all: [ConfigKey] = [
+        path("Agent", "StateDirectory", \.stateDirectory),
+        path("Agent", "Socket", \.socket),
+        optionalText("Agent", "SocketGroup", \.socketGroup),
+        path("Agent", "Defaults", \.defaults),
+        duration("Agent", "MinimumFetchInterval", \.minimumFetchInterval),
+        duration("Agent", "FetchTimeout", \.fetchTimeout, allowZero: false),
+        choice("Agent", "Activation", \.activation),
+        path("Agent", "HooksDirectory", \.hooksDirectory),
+        duration("Agent", "HookTimeout", \.hookTimeout, allowZero: false),
+
+        optionalText("App", "Version", \.appVersion),
+        optionalText("App", "Package", \.appPackage),
+        choice("App", "VersionScheme", \.versionScheme),
+        text("App", "RequiredUpdateKey", \.requiredUpdateKey),
+        text("App", "RecommendedUpdateKey", \.recommendedUpdateKey),
+
+        choice("Source", "Type", \.sourceType),
+        optionalPath("Source", "Path", \.sourcePath),
+        optionalText("Source", "URL", \.sourceURL),
+        ConfigKey(section: "Source", key: "Header") { config, value, location throws(ConfigError) in
+            guard !value.isEmpty else { return config.headers = [] }
+            guard let colon = value.firstIndex(of: ":"), !value[..<colon].trimmingSpaces().isEmpty else {
+                throw ConfigError(location, "Header= must be 'Name: value', got '\(value)'")
+            }
+            config.headers.append(value)
+        },
+        optionalPath("Source", "CAFile", \.caFile),
+        optionalPath("Source", "ClientCertificate", \.clientCertificate),
+        optionalPath("Source", "ClientKey", \.clientKey),
+        optionalText("Source", "ProjectId", \.projectId),
+        optionalText("Source", "AppId", \.appId),
+        optionalText("Source", "APIKey", \.apiKey),
+        optionalText("Source", "Endpoint", \.endpoint),
+
+        choice("Push", "Realtime", \.realtime),
+        ConfigKey(section: "Push", key: "MQTT") { config, value, location throws(ConfigError) in
+            guard !value.isEmpty else { return config.mqtt = nil }
+            guard value.hasPrefix("mqtt://") || value.hasPrefix("mqtts://") else {
+                throw ConfigError(location, "MQTT= must be an mqtt:// or mqtts:// URL, got '\(value)'")
+            }
+            config.mqtt = value
+        },
+        text("Push", "MQTTTopic", \.mqttTopic),
+        optionalText("Push", "MQTTUsername", \.mqttUsername),
+        optionalPath("Push", "MQTTPasswordFile", \.mqttPasswordFile),
+        optionalPath("Push", "MQTTCAFile", \.mqttCAFile),
+        duration("Push", "Jitter", \.jitter),
+    ]
+
+    private static let builtIn = AgentConfig()
+
+    private static func text(_ section: String, _ key: String, _ property: WritableKeyPath<AgentConfig, String> & Sendable)
+        -> ConfigKey
+    {
+        ConfigKey(section: section, key: key) { config, value, _ in
+            config[keyPath: property] = value.isEmpty ? builtIn[keyPath: property] : value
+        }
+    }
+
+    private static func optionalText(
+        _ section: String, _ key: String, _ property: WritableKeyPath<AgentConfig, String?> & Sendable
+    ) -> ConfigKey {
+        ConfigKey(section: section, key: key) { config, value, _ in
+            config[keyPath: property] = value.isEmpty ? builtIn[keyPath: property] : value
+        }
+    }
+
+    private static func path(_ section: String, _ key: String, _ property: WritableKeyPath<AgentConfig, String> & Sendable)
+        -> ConfigKey
+    {
+        ConfigKey(section: section, key: key) { config, value, location throws(ConfigError) in
+            guard value.isEmpty || value.hasPrefix("/") else {
+                throw ConfigError(location, "\(key)= must be an absolute path, got '\(value)'")
+            }
+            config[keyPath: property] = value.isEmpty ? builtIn[keyPath: property] : value
+        }
+    }
+
+    private static func optionalPath(
+        _ section: String, _ key: String, _ property: WritableKeyPath<AgentConfig, String?> & Sendable
+    ) -> ConfigKey {
+        ConfigKey(section: section, key: key) { config, value, location throws(ConfigError) in
+            guard value.isEmpty || value.hasPrefix("/") else {
+                throw ConfigError(location, "\(key)= must be an absolute path, got '\(value)'")
+            }
+            config[keyPath: property] = value.isEmpty ? nil : value
+        }
+    }
+
+    private static func duration(
+        _ section: String, _ key: String, _ property: WritableKeyPath<AgentConfig, Duration> & Sendable,
+        allowZero: Bool = true
+    ) -> ConfigKey {
+        ConfigKey(section: section, key: key) { config, value, location throws(ConfigError) in
+            guard !value.isEmpty else { return config[keyPath: property] = builtIn[keyPath: property] }
+            guard let duration = DurationText.parse(value) else {
+                throw ConfigError(location, "\(key)= '\(value)' is not a duration (e.g. 500ms, 30s, 5min, 12h, 1d)")
+            }
+            guard allowZero || duration > .zero else { throw ConfigError(location, "\(key)= must be greater than 0") }
+            config[keyPath: property] = duration
+        }
+    }
+
+    private static func choice<T: RawRepresentable<String> & CaseIterable & Sendable>(
+        _ section: String, _ key: String, _ property: WritableKeyPath<AgentConfig, T> & Sendable
+    ) -> ConfigKey {
+        ConfigKey(section: section, key: key) { config, value, location throws(ConfigError) in
+            guard !value.isEmpty else { return config[keyPath: property] = builtIn[keyPath: property] }
+            guard let choice = T(rawValue: value) else {
+                let allowed = T.allCases.map(\.rawValue).joined(separator: ", ")
+                throw ConfigError(location, "\(key)= '\(value)' is not one of: \(allowed)")
+            }
+            config[keyPath: property] = choice
+        }
+    }
+}

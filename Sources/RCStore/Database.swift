@@ -1,0 +1,155 @@
+internal import CSQLite
+
+/// A value bound to a statement parameter.
+enum SQLValue {
+    case null
+    case integer(Int64)
+    case text(String)
+}
+
+/// One SQLite connection. Owns the handle: opened in `init`, closed in `deinit`.
+final class Database {
+    enum Mode {
+        case readOnly
+        case readWrite
+    }
+
+    private let handle: OpaquePointer
+
+    init(path: String, mode: Mode) throws(SQLiteError) {
+        var db: OpaquePointer?
+        let flags: Int32 =
+            switch mode {
+            case .readOnly: SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
+            case .readWrite: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+            }
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(db)
+            throw SQLiteError(code: rc, message: "\(message): \(path)", sql: nil)
+        }
+        handle = db
+        sqlite3_extended_result_codes(db, 1)
+        // Another connection (the CLI's mark-stale, a checkpoint) may hold the write lock briefly.
+        sqlite3_busy_timeout(db, 5_000)
+        if mode == .readWrite {
+            // Keep -wal/-shm after close so read-only readers without write access can open the file.
+            _ = rc_sqlite_persist_wal(db)
+        }
+    }
+
+    deinit {
+        sqlite3_close_v2(handle)
+    }
+
+    private func error(_ code: Int32, sql: String?) -> SQLiteError {
+        SQLiteError(code: code, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+    }
+
+    /// Runs one or more statements that return no rows.
+    func execute(_ sql: String) throws(SQLiteError) {
+        let rc = sqlite3_exec(handle, sql, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw error(rc, sql: sql) }
+    }
+
+    func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+        var statement: OpaquePointer?
+        let rc = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+        guard rc == SQLITE_OK, let statement else { throw error(rc, sql: sql) }
+        return Statement(statement, database: self, sql: sql)
+    }
+
+    /// Runs `sql` with `values` and returns every row, each column read by `row`.
+    func query<T>(_ sql: String, _ values: [SQLValue] = [], row: (Row) -> T) throws(SQLiteError) -> [T] {
+        let statement = try prepare(sql)
+        try statement.bind(values)
+        var rows: [T] = []
+        while let current = try statement.step() { rows.append(row(current)) }
+        return rows
+    }
+
+    /// Runs a statement that returns no rows.
+    func run(_ sql: String, _ values: [SQLValue] = []) throws(SQLiteError) {
+        let statement = try prepare(sql)
+        try statement.bind(values)
+        while try statement.step() != nil {}
+    }
+
+    /// Runs `body` in one `BEGIN IMMEDIATE` transaction: committed when it returns, rolled back
+    /// when it throws, and the first error is the one rethrown.
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
+    fileprivate func failure(_ code: Int32, sql: String) -> SQLiteError { error(code, sql: sql) }
+}
+
+/// A prepared statement, finalized in `deinit`.
+final class Statement {
+    private let handle: OpaquePointer
+    private let database: Database
+    private let sql: String
+
+    fileprivate init(_ handle: OpaquePointer, database: Database, sql: String) {
+        self.handle = handle
+        self.database = database
+        self.sql = sql
+    }
+
+    deinit {
+        sqlite3_finalize(handle)
+    }
+
+    func bind(_ values: [SQLValue]) throws(SQLiteError) {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            let rc: Int32 =
+                switch value {
+                case .null: sqlite3_bind_null(handle, index)
+                case let .integer(i): sqlite3_bind_int64(handle, index, i)
+                case let .text(s): sqlite3_bind_text(handle, index, s, -1, rc_sqlite_transient())
+                }
+            guard rc == SQLITE_OK else { throw database.failure(rc, sql: sql) }
+        }
+    }
+
+    /// Advances to the next row; `nil` when the statement is done. A row is only valid until
+    /// the next step: `Row` accessors copy the column data out.
+    func step() throws(SQLiteError) -> Row? {
+        switch sqlite3_step(handle) {
+        case SQLITE_ROW: return Row(handle: handle)
+        case SQLITE_DONE: return nil
+        case let rc: throw database.failure(rc, sql: sql)
+        }
+    }
+}
+
+/// The current row of a statement. Every accessor copies, so values outlive the row.
+struct Row {
+    fileprivate let handle: OpaquePointer
+
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+
+    func text(_ column: Int32) -> String? {
+        guard let bytes = sqlite3_column_text(handle, column) else { return nil }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+    }
+
+    func integer(_ column: Int32) -> Int64? {
+        isNull(column) ? nil : sqlite3_column_int64(handle, column)
+    }
+}

@@ -1,0 +1,47 @@
+/// The database schema as an append-only list of migrations; `PRAGMA user_version` counts how
+/// many have run. Never edit a released migration: add a new one.
+enum Schema {
+    static let migrations: [String] = [
+        // 1: the initial schema.
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE defaults (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE active_values (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE fetched_values (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE snapshots (
+            kind TEXT PRIMARY KEY CHECK (kind IN ('fetched', 'active')),
+            template_version TEXT,
+            etag TEXT,
+            fetched_at INTEGER,
+            activated_at INTEGER,
+            pending INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE TABLE fetch_state (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            last_attempt_at INTEGER,
+            last_success_at INTEGER,
+            status TEXT,
+            error TEXT,
+            throttle_until INTEGER,
+            backoff_step INTEGER NOT NULL DEFAULT 0,
+            next_fetch_at INTEGER
+        );
+        CREATE TABLE stale (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            is_set INTEGER NOT NULL,
+            reason TEXT,
+            since INTEGER
+        );
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            at INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            detail TEXT NOT NULL
+        );
+        INSERT INTO fetch_state (id) VALUES (1);
+        INSERT INTO stale (id, is_set) VALUES (1, 0);
+        """
+    ]
+
+    static var currentVersion: Int { migrations.count }
+}

@@ -1,0 +1,23 @@
+import RCCore
+
+extension StateStore {
+    /// Opens the database `config` names for writing, creating the state directory when missing.
+    /// A database created here gets the defaults file's values at once, so readers never see a
+    /// cache that has lost its defaults.
+    public static func open(config: AgentConfig) throws -> StateStore {
+        let path = config.databasePath
+        let isNew = !FileBytes.exists(path)
+        try FileBytes.makeDirectories(config.stateDirectory)
+        let store = try openForWriting(path: path)
+        if isNew, let defaults = try readDefaults(path: config.defaults) {
+            try store.replaceDefaults(defaults)
+        }
+        return store
+    }
+
+    /// The defaults file's values, or `nil` when there is no such file.
+    public static func readDefaults(path: String) throws -> [String: String]? {
+        guard let bytes = try FileBytes.read(path) else { return nil }
+        return try DefaultsDocument.parse(bytes, name: path)
+    }
+}

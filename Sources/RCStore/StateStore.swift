@@ -1,0 +1,306 @@
+import RCCore
+
+/// The agent's durable state in one SQLite database (SPEC §4): defaults, the fetched and the
+/// active snapshot, fetch metadata, the stale flag, the device id and a bounded event log.
+///
+/// Each logical change is one `BEGIN IMMEDIATE` transaction. Writers use `synchronous=FULL`
+/// so a committed stale flag or snapshot survives power loss, not just a crash.
+/// A `StateStore` is not thread-safe: the daemon keeps its one writer inside an actor.
+public final class StateStore {
+    public let path: String
+    private let db: Database
+
+    /// The event log keeps this many newest entries.
+    public static let eventLimit: Int64 = 1_000
+
+    private init(path: String, db: Database) {
+        self.path = path
+        self.db = db
+    }
+
+    /// Opens the database for reading, or returns `nil` when it does not exist yet.
+    /// Used by the CLI: it never creates or migrates anything.
+    public static func openForReading(path: String) throws(StoreError) -> StateStore? {
+        guard access(path: path) else { return nil }
+        let store = try wrap { () throws(SQLiteError) in StateStore(path: path, db: try Database(path: path, mode: .readOnly)) }
+        let version = try store.userVersion()
+        if version > Schema.currentVersion {
+            throw .schemaTooNew(found: version, supported: Schema.currentVersion, path: path)
+        }
+        return version == 0 ? nil : store
+    }
+
+    /// Opens (creating if needed) and migrates the database for writing.
+    public static func openForWriting(path: String) throws(StoreError) -> StateStore {
+        let store = try wrap { () throws(SQLiteError) in StateStore(path: path, db: try Database(path: path, mode: .readWrite)) }
+        try wrap { () throws(SQLiteError) in
+            try store.db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON")
+        }
+        try store.migrate()
+        return store
+    }
+
+    private static func access(path: String) -> Bool {
+        FileBytes.exists(path)
+    }
+
+    private func userVersion() throws(StoreError) -> Int {
+        try Self.wrap { () throws(SQLiteError) in
+            Int(try db.query("PRAGMA user_version") { $0.integer(0) ?? 0 }.first ?? 0)
+        }
+    }
+
+    private func migrate() throws(StoreError) {
+        let version = try userVersion()
+        if version > Schema.currentVersion {
+            throw .schemaTooNew(found: version, supported: Schema.currentVersion, path: path)
+        }
+        guard version < Schema.currentVersion else { return }
+        try write {
+            for (index, migration) in Schema.migrations.enumerated().dropFirst(version) {
+                try db.execute(migration)
+                try db.execute("PRAGMA user_version = \(index + 1)")
+            }
+            try db.run("INSERT OR IGNORE INTO meta (key, value) VALUES ('device_id', ?)", [.text(DeviceID.generate())])
+        }
+    }
+
+    // MARK: - Reading
+
+    /// The value of `key`: the active snapshot's, else the default's, else `nil`.
+    public func value(forKey key: String) throws(StoreError) -> ConfigValue? {
+        try Self.wrap { () throws(SQLiteError) in
+            try db.query(
+                """
+                SELECT value, 1 FROM active_values WHERE key = ?1
+                UNION ALL SELECT value, 0 FROM defaults WHERE key = ?1 LIMIT 1
+                """, [.text(key)]
+            ) { row in
+                ConfigValue(key: key, text: row.text(0) ?? "", source: row.integer(1) == 1 ? .remote : .default)
+            }.first
+        }
+    }
+
+    /// Every key of the active snapshot and the defaults, resolved, sorted by key.
+    public func allValues(prefix: String = "") throws(StoreError) -> [ConfigValue] {
+        try Self.wrap { () throws(SQLiteError) in
+            try db.query(
+                """
+                SELECT key, value, 1 FROM active_values WHERE substr(key, 1, length(?1)) = ?1
+                UNION ALL
+                SELECT key, value, 0 FROM defaults WHERE substr(key, 1, length(?1)) = ?1
+                    AND key NOT IN (SELECT key FROM active_values)
+                ORDER BY 1
+                """, [.text(prefix)]
+            ) { row in
+                ConfigValue(key: row.text(0) ?? "", text: row.text(1) ?? "", source: row.integer(2) == 1 ? .remote : .default)
+            }
+        }
+    }
+
+    public func status() throws(StoreError) -> StoreStatus {
+        try Self.wrap { () throws(SQLiteError) in
+            let deviceId = try db.query("SELECT value FROM meta WHERE key = 'device_id'") { $0.text(0) }.first ?? nil
+            let stale = try staleFlag()
+            func snapshot(_ kind: String, table: String) throws(SQLiteError) -> (SnapshotInfo, Bool) {
+                let keys = try db.query("SELECT count(*) FROM \(table)") { $0.integer(0) ?? 0 }.first ?? 0
+                let row = try db.query(
+                    "SELECT template_version, etag, \(kind == "active" ? "activated_at" : "fetched_at"), pending FROM snapshots WHERE kind = ?",
+                    [.text(kind)]
+                ) { row in
+                    (SnapshotInfo(templateVersion: row.text(0), etag: row.text(1), at: row.integer(2).map(Timestamp.init),
+                                  keys: Int(keys)), row.integer(3) == 1)
+                }.first
+                return row ?? (SnapshotInfo(templateVersion: nil, etag: nil, at: nil, keys: Int(keys)), false)
+            }
+            let (active, _) = try snapshot("active", table: "active_values")
+            let (fetched, pending) = try snapshot("fetched", table: "fetched_values")
+            return try db.query(
+                "SELECT last_attempt_at, last_success_at, status, error, throttle_until, backoff_step, next_fetch_at FROM fetch_state"
+            ) { row in
+                StoreStatus(
+                    deviceId: deviceId, stale: stale, active: active, fetched: fetched, pending: pending,
+                    lastAttempt: row.integer(0).map(Timestamp.init), lastSuccess: row.integer(1).map(Timestamp.init),
+                    lastStatus: row.text(2).flatMap(FetchStatus.init(rawValue:)), lastError: row.text(3),
+                    throttledUntil: row.integer(4).map(Timestamp.init), backoffStep: Int(row.integer(5) ?? 0),
+                    nextFetchAt: row.integer(6).map(Timestamp.init))
+            }.first!
+        }
+    }
+
+    private func staleFlag() throws(SQLiteError) -> StaleFlag {
+        try db.query("SELECT is_set, reason, since FROM stale") { row in
+            StaleFlag(isSet: row.integer(0) == 1, reason: row.text(1), since: row.integer(2).map(Timestamp.init))
+        }.first ?? .clear
+    }
+
+    /// Events with an id above `id`, oldest first.
+    public func events(after id: Int64 = 0, limit: Int = 1_000) throws(StoreError) -> [StoredEvent] {
+        try Self.wrap { () throws(SQLiteError) in
+            try db.query("SELECT id, at, kind, detail FROM events WHERE id > ? ORDER BY id LIMIT ?", [.integer(id), .integer(Int64(limit))]) { row in
+                StoredEvent(
+                    id: row.integer(0) ?? 0, at: Timestamp(milliseconds: row.integer(1) ?? 0), kind: row.text(2) ?? "",
+                    detail: (try? JSONValue.parse(row.text(3) ?? "{}")) ?? .object([]))
+            }
+        }
+    }
+
+    /// Runs `PRAGMA integrity_check`; `nil` when the database is sound, else SQLite's findings.
+    public func integrityProblems() throws(StoreError) -> String? {
+        let lines = try Self.wrap { () throws(SQLiteError) in try db.query("PRAGMA integrity_check") { $0.text(0) ?? "" } }
+        return lines == ["ok"] ? nil : lines.joined(separator: "; ")
+    }
+
+    // MARK: - Writing
+
+    /// Replaces the defaults with `values` (setDefaults replaces the whole map).
+    public func replaceDefaults(_ values: [String: String]) throws(StoreError) {
+        try write {
+            try db.run("DELETE FROM defaults")
+            let insert = try db.prepare("INSERT INTO defaults (key, value) VALUES (?, ?)")
+            for (key, value) in values {
+                try insert.bind([.text(key), .text(value)])
+                while try insert.step() != nil {}
+            }
+        }
+    }
+
+    /// Sets the stale flag (keeping the time it was first set). Returns `true` when it was not set before.
+    @discardableResult
+    public func markStale(reason: String?, at now: Timestamp) throws(StoreError) -> Bool {
+        try write {
+            let wasSet = try staleFlag().isSet
+            if wasSet {
+                try db.run("UPDATE stale SET reason = ?", [reason.map(SQLValue.text) ?? .null])
+            } else {
+                try db.run("UPDATE stale SET is_set = 1, reason = ?, since = ?", [reason.map(SQLValue.text) ?? .null, .integer(now.milliseconds)])
+                try appendEvent("stale-set", at: now, detail: .object([("reason", reason.map(JSONValue.string) ?? .null)]))
+            }
+            return !wasSet
+        }
+    }
+
+    /// Records a fetch outcome in one transaction. A successful fetch (`update` or `noChange`)
+    /// clears the stale flag and the backoff; with `activate`, an update is also activated in the
+    /// same transaction, so a crash leaves either the old or the new snapshot, whole.
+    @discardableResult
+    public func recordFetch(_ record: FetchRecord, at now: Timestamp, activate: Bool) throws(StoreError) -> Activation? {
+        try write {
+            let at = SQLValue.integer(now.milliseconds)
+            switch record {
+            case let .update(values, templateVersion, etag):
+                try db.run("DELETE FROM fetched_values")
+                let insert = try db.prepare("INSERT INTO fetched_values (key, value) VALUES (?, ?)")
+                for (key, value) in values {
+                    try insert.bind([.text(key), .text(value)])
+                    while try insert.step() != nil {}
+                }
+                try db.run(
+                    """
+                    INSERT OR REPLACE INTO snapshots (kind, template_version, etag, fetched_at, pending)
+                    VALUES ('fetched', ?, ?, ?, 1)
+                    """, [templateVersion.map(SQLValue.text) ?? .null, etag.map(SQLValue.text) ?? .null, at])
+                try succeed(status: .success, at: now)
+                try appendEvent(
+                    "fetched", at: now,
+                    detail: .object([("templateVersion", templateVersion.map(JSONValue.string) ?? .null),
+                                     ("keys", .integer(Int64(values.count)))]))
+                return activate ? try activatePending(at: now) : nil
+            case .noChange:
+                try succeed(status: .noChange, at: now)
+                return nil
+            case let .failure(error, backoffStep, nextAttempt, throttledUntil):
+                try db.run(
+                    "UPDATE fetch_state SET last_attempt_at = ?, status = 'failure', error = ?, backoff_step = ?, next_fetch_at = ?, throttle_until = ?",
+                    [at, .text(error), .integer(Int64(backoffStep)), nextAttempt.map { .integer($0.milliseconds) } ?? .null,
+                     throttledUntil.map { .integer($0.milliseconds) } ?? .null])
+                try appendEvent("fetch-failed", at: now, detail: .object([("error", .string(error))]))
+                return nil
+            case let .throttled(until):
+                try db.run(
+                    "UPDATE fetch_state SET status = 'throttled', throttle_until = ?, next_fetch_at = ?",
+                    [.integer(until.milliseconds), .integer(until.milliseconds)])
+                return nil
+            }
+        }
+    }
+
+    private func succeed(status: FetchStatus, at now: Timestamp) throws(SQLiteError) {
+        try db.run(
+            """
+            UPDATE fetch_state SET last_attempt_at = ?1, last_success_at = ?1, status = ?2, error = NULL,
+                backoff_step = 0, throttle_until = NULL, next_fetch_at = NULL
+            """, [.integer(now.milliseconds), .text(status.rawValue)])
+        if try staleFlag().isSet {
+            try db.run("UPDATE stale SET is_set = 0, reason = NULL, since = NULL")
+            try appendEvent("stale-cleared", at: now, detail: .object([]))
+        }
+    }
+
+    /// Makes the fetched snapshot active. Returns `nil` when nothing was pending.
+    @discardableResult
+    public func activate(at now: Timestamp) throws(StoreError) -> Activation? {
+        try write { try activatePending(at: now) }
+    }
+
+    private func activatePending(at now: Timestamp) throws(SQLiteError) -> Activation? {
+        let pending = try db.query("SELECT template_version FROM snapshots WHERE kind = 'fetched' AND pending = 1") {
+            $0.text(0)
+        }
+        guard let templateVersion = pending.first else { return nil }
+        let changed = try db.query(
+            """
+            SELECT key FROM fetched_values f
+                WHERE NOT EXISTS (SELECT 1 FROM active_values a WHERE a.key = f.key AND a.value = f.value)
+            UNION
+            SELECT key FROM active_values a WHERE NOT EXISTS (SELECT 1 FROM fetched_values f WHERE f.key = a.key)
+            ORDER BY 1
+            """
+        ) { $0.text(0) ?? "" }
+        try db.run("DELETE FROM active_values")
+        try db.run("INSERT INTO active_values (key, value) SELECT key, value FROM fetched_values")
+        try db.run(
+            """
+            INSERT OR REPLACE INTO snapshots (kind, template_version, etag, fetched_at, activated_at, pending)
+            SELECT 'active', template_version, etag, fetched_at, ?, 0 FROM snapshots WHERE kind = 'fetched'
+            """, [.integer(now.milliseconds)])
+        try db.run("UPDATE snapshots SET pending = 0 WHERE kind = 'fetched'")
+        try appendEvent(
+            "activated", at: now,
+            detail: .object([("changedKeys", .array(changed.map(JSONValue.string))),
+                             ("templateVersion", templateVersion.map(JSONValue.string) ?? .null)]))
+        return Activation(changedKeys: changed, templateVersion: templateVersion)
+    }
+
+    /// Appends an event outside any other change (activity messages, daemon notes).
+    public func recordEvent(_ kind: String, detail: JSONValue, at now: Timestamp) throws(StoreError) {
+        try write { try appendEvent(kind, at: now, detail: detail) }
+    }
+
+    private func appendEvent(_ kind: String, at now: Timestamp, detail: JSONValue) throws(SQLiteError) {
+        try db.run("INSERT INTO events (at, kind, detail) VALUES (?, ?, ?)", [.integer(now.milliseconds), .text(kind), .text(detail.compactText)])
+        try db.run("DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?", [.integer(Self.eventLimit)])
+    }
+
+    // MARK: - Plumbing
+
+    private func write<T>(_ body: () throws -> T) throws(StoreError) -> T {
+        do {
+            return try db.transaction(body)
+        } catch let error as SQLiteError {
+            throw .sqlite(error)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            preconditionFailure("unexpected error in a store transaction: \(error)")
+        }
+    }
+
+    private static func wrap<T>(_ body: () throws(SQLiteError) -> T) throws(StoreError) -> T {
+        do { return try body() } catch { throw .sqlite(error) }
+    }
+
+    private func wrap<T>(_ body: () throws(SQLiteError) -> T) throws(StoreError) -> T {
+        try Self.wrap(body)
+    }
+}

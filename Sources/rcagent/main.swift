@@ -1,0 +1,3 @@
+import RCClient
+import Glibc
+exit(CommandLineTool.main(arguments: Array(CommandLine.arguments.dropFirst())))
