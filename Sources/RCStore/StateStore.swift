@@ -165,14 +165,13 @@ public final class StateStore {
         }
     }
 
-    /// Sets the stale flag (keeping the time it was first set). Returns `true` when it was not set before.
+    /// Sets the stale flag. A flag already set keeps its first reason and time: status then says
+    /// how long the config has really been stale. Returns `true` when it was not set before.
     @discardableResult
     public func markStale(reason: String?, at now: Timestamp) throws(StoreError) -> Bool {
         try write {
             let wasSet = try staleFlag().isSet
-            if wasSet {
-                try db.run("UPDATE stale SET reason = ?", [reason.map(SQLValue.text) ?? .null])
-            } else {
+            if !wasSet {
                 try db.run("UPDATE stale SET is_set = 1, reason = ?, since = ?", [reason.map(SQLValue.text) ?? .null, .integer(now.milliseconds)])
                 try appendEvent("stale-set", at: now, detail: .object([("reason", reason.map(JSONValue.string) ?? .null)]))
             }

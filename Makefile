@@ -1,0 +1,54 @@
+# rcagent: build, run, test, bench. Every target installs the Debian packages it needs.
+SWIFT      ?= swift
+ROOT       := $(CURDIR)
+SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+BUILD_DEPS := libsqlite3-dev libsystemd-dev pkg-config
+TEST_DEPS  := $(BUILD_DEPS) sqlite3
+BENCH_DEPS := $(BUILD_DEPS) sqlite3 hyperfine jq
+RELEASE    := $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -gnone
+RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path)
+
+.PHONY: all build release test run bench clean deps-build deps-test deps-bench
+
+all: build
+
+# Installs whichever of the listed Debian packages are missing (apt-get update first, once).
+define ensure_packages
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "Installing:$$missing"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+endef
+
+deps-build: ; $(call ensure_packages,$(BUILD_DEPS))
+deps-test:  ; $(call ensure_packages,$(TEST_DEPS))
+deps-bench: ; $(call ensure_packages,$(BENCH_DEPS))
+
+build: deps-build
+	$(SWIFT) build
+
+release: deps-build
+	$(RELEASE)
+
+test: deps-test
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+# Runs the daemon in the foreground on the bundled example: a file source (run/remote.json,
+# edit it to push a change) and state under run/. Query it from another shell as printed.
+run: release
+	@mkdir -p run
+	@sed "s|@ROOT@|$(ROOT)|g" etc/example/agent.conf.in > run/agent.conf
+	@[ -f run/remote.json ] || cp etc/example/remote.json run/remote.json
+	@echo "rcagentd on the example config. In another shell:"
+	@echo "  export RCAGENT_CONFIG=$(ROOT)/run/agent.conf"
+	@echo "  $(RELEASE_BIN)/rcagent status; $(RELEASE_BIN)/rcagent get kiosk_url"
+	@echo "  (edit run/remote.json to change values; Ctrl-C stops the daemon)"
+	exec $(RELEASE_BIN)/rcagentd --config $(ROOT)/run/agent.conf
+
+bench: deps-bench release
+	bench/get.sh $(RELEASE_BIN)
+
+clean:
+	rm -rf .build run

@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+
+/// Locates the built executables: they sit beside the test bundle in the build directory.
+enum Binaries {
+    static let directory: URL = {
+        let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return exe.deletingLastPathComponent()
+    }()
+
+    static func url(_ name: String) -> URL { directory.appendingPathComponent(name) }
+}
+
+/// The result of one finished process.
+struct ProcessResult {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+}
+
+/// A private directory with an agent config, defaults and a file source, torn down at deinit.
+/// Each test owns one, so tests run in parallel without sharing paths.
+final class Sandbox {
+    let root: URL
+    var configPath: String { root.appendingPathComponent("agent.conf").path }
+    var statePath: String { root.appendingPathComponent("state").path }
+    var databasePath: String { statePath + "/state.db" }
+    var socketPath: String { root.appendingPathComponent("agent.sock").path }
+    var remotePath: String { root.appendingPathComponent("remote.json").path }
+    var defaultsPath: String { root.appendingPathComponent("defaults.json").path }
+
+    init(defaults: String = #"{"greeting": "hello", "enabled": "yes", "count": 3}"#, extraConfig: String = "") throws {
+        // Short path: Unix socket paths are limited to 107 bytes.
+        root = URL(fileURLWithPath: "/tmp").appendingPathComponent("rca-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        try defaults.write(toFile: defaultsPath, atomically: true, encoding: .utf8)
+        try writeConfig(extra: extraConfig)
+    }
+
+    func writeConfig(extra: String = "") throws {
+        let config = """
+            [Agent]
+            StateDirectory=\(statePath)
+            Socket=\(socketPath)
+            SocketGroup=
+            Defaults=\(defaultsPath)
+
+            [Source]
+            Type=file
+            Path=\(remotePath)
+            \(extra)
+            """
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+    }
+
+    func write(_ text: String, to path: String) throws {
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: root)
+    }
+
+    /// Runs the `rcagent` CLI against this sandbox's config and waits for it.
+    @discardableResult
+    func cli(_ arguments: String...) throws -> ProcessResult {
+        try run("rcagent", arguments + ["--config", configPath])
+    }
+
+    func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> ProcessResult {
+        let process = Process()
+        process.executableURL = Binaries.url(executable)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "RCAGENT_CONFIG")
+        env.merge(environment) { $1 }
+        process.environment = env
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Read both pipes before waiting so a large output cannot block the child.
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return ProcessResult(
+            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self))
+    }
+}
