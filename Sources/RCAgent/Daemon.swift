@@ -1,7 +1,148 @@
+@preconcurrency import Dispatch
+import Glibc
 import RCCore
 import RCStore
 
-/// Placeholder until the daemon lands.
+/// `rcagentd`: the story of a run, in the order a small systemd daemon tells it: parse arguments,
+/// load config, open state, bind the socket, READY=1 (the cache is loaded; the network may not be
+/// up yet), serve until SIGTERM, then STOPPING=1 and a clean exit.
 public enum Daemon {
-    public static func main(arguments: [String]) async -> Int32 { 0 }
+    public static let version = "0.1.0"
+
+    static let usage = """
+        Usage: rcagentd [--config PATH]
+
+        The rcagent daemon: fetches remote config, keeps it in its SQLite cache, activates it,
+        and answers rcagent on its control socket. Runs in the foreground (systemd Type=notify).
+
+        Options:
+          --config PATH   config file (default: $RCAGENT_CONFIG or /etc/rcagent/agent.conf)
+          --help          show this help
+          --version       show the version
+
+        """
+
+    public static func main(arguments: [String], environment: [String: String] = Environment.current()) async -> Int32 {
+        var configPath: String?
+        var index = 0
+        while index < arguments.count {
+            switch arguments[index] {
+            case "--help", "-h":
+                print(usage, terminator: "")
+                return 0
+            case "--version":
+                print("rcagentd \(version)")
+                return 0
+            case "--config" where index + 1 < arguments.count:
+                configPath = arguments[index + 1]
+                index += 1
+            case let other where other.hasPrefix("--config="):
+                configPath = String(other.dropFirst("--config=".count))
+            default:
+                Logger.standardError("Error: unexpected argument '\(arguments[index])'\n\(usage)")
+                return 64
+            }
+            index += 1
+        }
+        let log = Logger()
+        let config: AgentConfig
+        do {
+            config = try AgentConfig.load(explicitPath: configPath, environment: environment)
+            try config.validateSource()
+        } catch {
+            log.error("Failed to load config: \(error)")
+            return 1
+        }
+        for warning in config.warnings { log.warning("\(warning)") }
+        do {
+            return try await run(config: config, log: log)
+        } catch {
+            log.error("Failed to start: \(error)")
+            return 1
+        }
+    }
+
+    static func run(config: AgentConfig, log: Logger) async throws -> Int32 {
+        signal(SIGPIPE, SIG_IGN)
+        let notifier = SystemdNotifier()
+        let store = try StateRecovery.open(config: config, log: log)
+        StateRecovery.loadDefaults(into: store, config: config, log: log)
+        if config.activation == .onStart, let activation = try store.activate(at: .now()) {
+            log.info("Activated template \(activation.templateVersion ?? "-") fetched before this start: \(Agent.describe(activation.changedKeys))")
+        }
+        let source = try makeSource(config)
+        let status = try store.status()
+        let agent = try Agent(config: config, store: store, source: source, log: log, notifier: notifier)
+        let server = try ControlServer(config: config, agent: agent, log: log)
+        server.start()
+
+        let signals = SignalStream([SIGTERM, SIGINT, SIGHUP])
+        var watcher: FileWatcher?
+        if let file = source as? FileSource {
+            watcher = FileWatcher(path: file.path) { Task { await agent.request(.sourceChanged) } }
+            log.info("Watching \(file.path): \(watcher!.start())")
+        }
+        notifier.ready(status: "Serving template \(status.active.templateVersion ?? "-") (\(status.active.keys) keys)")
+        log.notice("Started: \(source.name), socket \(config.socket), state \(config.databasePath)")
+
+        let fetchLoop = Task { await agent.runFetchLoop() }
+        let watchdog = notifier.watchdogInterval.map { interval in
+            Task {
+                while !Task.isCancelled {
+                    await agent.heartbeat()
+                    notifier.watchdog()
+                    try? await Task.sleep(for: interval / 2)
+                }
+            }
+        }
+
+        for await signal in signals.stream {
+            if signal == SIGHUP {
+                log.notice("Reloading defaults (SIGHUP)")
+                await agent.reloadDefaults()
+                continue
+            }
+            log.notice("Stopping (signal \(signal))")
+            break
+        }
+        notifier.stopping()
+        server.stop()
+        watcher?.stop()
+        watchdog?.cancel()
+        await agent.stop()
+        await fetchLoop.value
+        log.notice("Stopped")
+        return 0
+    }
+
+    static func makeSource(_ config: AgentConfig) throws -> any ConfigSource {
+        switch config.sourceType {
+        case .file:
+            return FileSource(path: config.sourcePath!)
+        case .http, .firebase:
+            throw ConfigError(
+                config.locations["Source.Type"] ?? SourceLocation(file: config.files.last ?? "config", line: 0),
+                "[Source] Type=\(config.sourceType.rawValue) is not implemented yet in this build")
+        }
+    }
+}
+
+/// Termination and reload signals as an async sequence. The signals are ignored for default
+/// handling and delivered through dispatch sources instead.
+final class SignalStream: Sendable {
+    let stream: AsyncStream<Int32>
+    private let sources: [any DispatchSourceSignal]
+
+    init(_ signals: [Int32]) {
+        let (stream, continuation) = AsyncStream<Int32>.makeStream()
+        self.stream = stream
+        let queue = DispatchQueue(label: "rcagent.signals")
+        sources = signals.map { number in
+            Glibc.signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            return source
+        }
+    }
 }

@@ -65,16 +65,23 @@ public enum FetchRecord: Sendable {
 public enum StoreError: Error, CustomStringConvertible, Sendable {
     case sqlite(SQLiteError)
     case schemaTooNew(found: Int, supported: Int, path: String)
+    /// `PRAGMA integrity_check` found damage.
+    case integrityCheckFailed(String)
 
     public var description: String {
         switch self {
         case let .sqlite(error): error.description
         case let .schemaTooNew(found, supported, path):
             "\(path): database schema version \(found) is newer than this rcagent supports (\(supported))"
+        case let .integrityCheckFailed(problems): "integrity check failed: \(problems)"
         }
     }
 
     public var isCorruption: Bool {
-        if case let .sqlite(error) = self { error.isCorruption } else { false }
+        switch self {
+        case let .sqlite(error): error.isCorruption
+        case .integrityCheckFailed: true
+        case .schemaTooNew: false
+        }
     }
 }

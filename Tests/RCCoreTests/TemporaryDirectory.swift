@@ -26,6 +26,12 @@ struct TemporaryDirectory {
         try write(name, bytes: Array(text.utf8))
     }
 
+    /// The bytes of `name`.
+    func read(_ name: String) throws -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: file(name)) else { throw TestFailure("cannot read \(name)") }
+        return Array(data)
+    }
+
     @discardableResult
     func write(_ name: String, bytes: [UInt8]) throws -> String {
         let target = file(name)

@@ -1,0 +1,293 @@
+import Glibc
+import RCCore
+import RCStore
+
+/// The daemon's state and behaviour: the one writer of the state store, the fetch loop, activation,
+/// push messages and the event stream (SPEC §4). It runs on its own queue (``QueueExecutor``) because
+/// SQLite commits block on fsync.
+actor Agent {
+    let config: AgentConfig
+    private let store: StateStore
+    private let source: any ConfigSource
+    private let policy: FetchPolicy
+    private let log: Logger
+    private let notifier: SystemdNotifier
+    private let executor = QueueExecutor(label: "rcagent.agent")
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    private typealias Reply = @Sendable (FetchOutcome) -> Void
+    private var pending: [(trigger: FetchTrigger, reply: Reply?)] = []
+    private var wakeup: CheckedContinuation<Void, Never>?
+    private var timerTask: Task<Void, Never>?
+    private var stopping = false
+    private(set) var fetching = false
+
+    /// Event-stream subscribers: socket descriptors that `watch` handed over.
+    private var watchers: Set<Int32> = []
+    private var lastEventId: Int64
+
+    init(config: AgentConfig, store: StateStore, source: any ConfigSource, log: Logger, notifier: SystemdNotifier) throws {
+        self.config = config
+        self.store = store
+        self.source = source
+        self.policy = FetchPolicy(minimumInterval: config.minimumFetchInterval)
+        self.log = log
+        self.notifier = notifier
+        lastEventId = try store.events(after: 0, limit: Int.max).last?.id ?? 0
+    }
+
+    // MARK: - The fetch loop
+
+    /// Runs fetch rounds until ``stop()``. Every trigger that arrived before a round starts is
+    /// answered by that round, so a burst of pings costs one fetch.
+    func runFetchLoop() async {
+        request(.startup)
+        while !stopping {
+            if pending.isEmpty {
+                await withCheckedContinuation { wakeup = $0 }
+                continue
+            }
+            let batch = pending
+            pending = []
+            let outcome = await fetchRound(batch.map(\.trigger))
+            for item in batch { item.reply?(outcome) }
+            scheduleTimer()
+            updateStatusLine()
+        }
+        for item in pending { item.reply?(.cancelled) }
+        pending = []
+    }
+
+    func stop() {
+        stopping = true
+        timerTask?.cancel()
+        wakeup?.resume()
+        wakeup = nil
+        for fd in watchers { shutdown(fd, Int32(SHUT_RDWR)) }
+        watchers = []
+    }
+
+    /// Asks for a fetch; `reply` gets the outcome of the round that handles it.
+    func request(_ trigger: FetchTrigger, reply: (@Sendable (FetchOutcome) -> Void)? = nil) {
+        guard !stopping else {
+            reply?(.cancelled)
+            return
+        }
+        pending.append((trigger, reply))
+        wakeup?.resume()
+        wakeup = nil
+    }
+
+    private func fetchRound(_ triggers: [FetchTrigger]) async -> FetchOutcome {
+        let now = Timestamp.now()
+        let status: StoreStatus
+        do { status = try store.status() } catch { return storeFailure("read the fetch state", error) }
+        let forced = triggers.contains { $0.isForced }
+        let ignoreThrottle = triggers.contains { $0.ignoresThrottle }
+        if !forced && !policy.isDue(status, now: now) {
+            let next = policy.nextFetch(status, now: now)
+            return .skipped(reason: "the last fetch is recent (MinimumFetchInterval=\(DurationText.format(config.minimumFetchInterval)))", next: next)
+        }
+        if let until = status.throttledUntil, until > now, !ignoreThrottle {
+            return .throttled(until: until)
+        }
+        if triggers.allSatisfy({ $0.waitsOutBackoff }), status.backoffStep > 0, let next = status.nextFetchAt, next > now {
+            return .skipped(reason: "backing off after \(status.backoffStep) failed fetch(es)", next: next)
+        }
+
+        fetching = true
+        defer { fetching = false }
+        notifier.status(status.stale.isSet ? "Stale since \(Self.clock(status.stale.since)); fetching from \(source.name)" : "Fetching from \(source.name)")
+        let result: SourceResult
+        do {
+            result = try await source.fetch(etag: status.fetched.etag)
+        } catch {
+            return recordFailure(error, status: status)
+        }
+        let finished = Timestamp.now()
+        do {
+            switch result {
+            case .notModified, .document(.noChange, _):
+                try store.recordFetch(.noChange, at: finished, activate: false)
+                publishEvents()
+                return .noChange
+            case let .document(.update(values, version), etag):
+                let activation = try store.recordFetch(
+                    .update(values: values, templateVersion: version, etag: etag), at: finished,
+                    activate: config.activation == .immediate)
+                publishEvents()
+                if let activation {
+                    log.info("Activated template \(version ?? "-") from \(source.name): \(Self.describe(activation.changedKeys))")
+                } else {
+                    log.info("Fetched template \(version ?? "-") from \(source.name); activation is \(config.activation.rawValue)")
+                }
+                return .updated(changedKeys: activation?.changedKeys, templateVersion: version)
+            }
+        } catch {
+            return storeFailure("store the fetched config", error)
+        }
+    }
+
+    private func recordFailure(_ error: SourceError, status: StoreStatus) -> FetchOutcome {
+        let now = Timestamp.now()
+        let step = status.backoffStep + 1
+        var next = now + policy.backoff(step: step)
+        var throttledUntil: Timestamp?
+        if case let .throttled(retryAfter) = error.kind, let retryAfter {
+            throttledUntil = now + retryAfter
+            next = max(next, now + retryAfter)
+        }
+        do {
+            try store.recordFetch(
+                .failure(error: error.message, backoffStep: step, nextAttempt: next, throttledUntil: throttledUntil),
+                at: now, activate: false)
+        } catch {
+            log.error("Failed to record a fetch failure: \(error)")
+        }
+        publishEvents()
+        log.warning("Failed to fetch from \(source.name): \(error.message); retrying at \(Self.clock(next))")
+        return .failed(error.message)
+    }
+
+    private func storeFailure(_ what: String, _ error: any Error) -> FetchOutcome {
+        log.error("Failed to \(what): \(error)")
+        return .failed("cannot \(what): \(error)")
+    }
+
+    private func scheduleTimer() {
+        timerTask?.cancel()
+        guard !stopping, let status = try? store.status() else { return }
+        let now = Timestamp.now()
+        let next = policy.nextFetch(status, now: now)
+        let delay = max(next - now, .milliseconds(10))
+        timerTask = Task { [weak self] in
+            try? await Task.sleep(for: delay)
+            guard !Task.isCancelled else { return }
+            await self?.request(.timer)
+        }
+    }
+
+    // MARK: - Commands
+
+    /// Activates the fetched snapshot (manual and on-start policies). `nil` when nothing was pending.
+    func activate() throws -> Activation? {
+        let activation = try store.activate(at: .now())
+        publishEvents()
+        if let activation {
+            log.info("Activated template \(activation.templateVersion ?? "-"): \(Self.describe(activation.changedKeys))")
+            updateStatusLine()
+        }
+        return activation
+    }
+
+    /// Sets the stale flag (persisted before anything else) and asks for a fetch.
+    func markStale(reason: String) throws -> Bool {
+        let newlySet = try store.markStale(reason: reason, at: .now())
+        publishEvents()
+        if newlySet { log.notice("Config marked stale: \(reason)") }
+        request(.push)
+        return newlySet
+    }
+
+    /// Handles an FCM-style message exactly as a push channel delivers it (SPEC §4.1, §4.4).
+    func handle(_ message: PushMessage, from channel: String) throws -> JSONValue {
+        guard message.marksStale else {
+            let note = message.hasLiveActivity ? "live activity messages are not handled yet" : "no CONFIG_STATE in data"
+            return .ok([("stale", .bool(false)), ("ignored", .string(note))])
+        }
+        if let announced = message.templateVersion, let current = try currentTemplateVersion(), announced <= current {
+            log.info("Ignoring a stale ping from \(channel) for template \(announced): template \(current) is current")
+            return .ok([("stale", .bool(false)), ("ignored", .string("template \(announced) is at or below the current \(current)"))])
+        }
+        let state = message.data["CONFIG_STATE"] ?? ""
+        let version = message.templateVersion.map { ", template \($0)" } ?? ""
+        let newlySet = try markStale(reason: "\(channel): CONFIG_STATE=\(state)\(version)")
+        return .ok([("stale", .bool(true)), ("newlySet", .bool(newlySet))])
+    }
+
+    /// The newest template version the agent has, fetched or active.
+    private func currentTemplateVersion() throws -> Int64? {
+        let status = try store.status()
+        return [status.active.templateVersion, status.fetched.templateVersion].compactMap { $0.flatMap { Int64($0) } }.max()
+    }
+
+    func status() throws -> StoreStatus { try store.status() }
+
+    /// Re-reads the defaults file (SIGHUP).
+    func reloadDefaults() {
+        StateRecovery.loadDefaults(into: store, config: config, log: log)
+    }
+
+    /// Returns at once: the watchdog pings only while the actor still answers.
+    func heartbeat() {}
+
+    var nextFetch: Timestamp? {
+        guard let status = try? store.status() else { return nil }
+        return policy.nextFetch(status, now: .now())
+    }
+
+    // MARK: - Events
+
+    /// Adds a `watch` subscriber. Events are written without blocking; a subscriber that does not
+    /// keep up is dropped (its socket shut down), never allowed to stall the agent.
+    func subscribe(_ fd: Int32) {
+        watchers.insert(fd)
+    }
+
+    func unsubscribe(_ fd: Int32) {
+        watchers.remove(fd)
+    }
+
+    /// Sends the events the store logged since the last call to every subscriber.
+    private func publishEvents() {
+        guard let events = try? store.events(after: lastEventId) else { return }
+        guard let last = events.last else { return }
+        lastEventId = last.id
+        guard !watchers.isEmpty else { return }
+        var text = ""
+        for event in events { text += Self.watchLine(event).compactText + "\n" }
+        let bytes = Array(text.utf8)
+        for fd in watchers {
+            let sent = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+            if sent != bytes.count {
+                log.warning("Dropping a watch client that does not keep up")
+                watchers.remove(fd)
+                shutdown(fd, Int32(SHUT_RDWR))
+            }
+        }
+    }
+
+    static func watchLine(_ event: StoredEvent) -> JSONValue {
+        .object([("event", .string(event.kind)), ("at", .string(event.at.iso8601))] + (event.detail.objectMembers ?? []))
+    }
+
+    // MARK: - Status line
+
+    func updateStatusLine() {
+        guard let status = try? store.status() else { return }
+        let now = Timestamp.now()
+        var text: String
+        if status.stale.isSet {
+            text = "Stale since \(Self.clock(status.stale.since))"
+        } else {
+            text = "Template \(status.active.templateVersion ?? "-") active, \(status.active.keys) keys"
+        }
+        if let error = status.lastError, status.lastStatus == .failure {
+            text += "; last fetch failed (\(error))"
+        }
+        if status.pending { text += "; fetched template \(status.fetched.templateVersion ?? "-") awaits activation" }
+        text += "; next fetch \(Self.clock(policy.nextFetch(status, now: now)))"
+        notifier.status(text)
+    }
+
+    /// `HH:MM:SS` UTC, for status lines.
+    static func clock(_ t: Timestamp?) -> String {
+        guard let t else { return "-" }
+        let iso = t.iso8601
+        return String(iso.dropFirst(11).prefix(8)) + " UTC"
+    }
+
+    static func describe(_ keys: [String]) -> String {
+        keys.isEmpty ? "no keys changed" : "\(keys.count) key(s) changed: " + keys.prefix(10).joined(separator: ", ") + (keys.count > 10 ? ", ..." : "")
+    }
+}

@@ -1,0 +1,51 @@
+import Glibc
+
+/// Starts `body` on a new detached OS thread: for blocking socket work that must not sit on the
+/// cooperative pool.
+enum DetachedThread {
+    private final class Box {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+
+    @discardableResult
+    static func start(stackSize: Int = 512 * 1024, _ body: @escaping @Sendable () -> Void) -> Bool {
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        pthread_attr_setstacksize(&attributes, stackSize)
+        let context = Unmanaged.passRetained(Box(body)).toOpaque()
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, &attributes, { context in
+            let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
+            box.body()
+            return nil
+        }, context)
+        if rc != 0 {
+            Unmanaged<Box>.fromOpaque(context).release()
+            return false
+        }
+        return true
+    }
+}
+
+/// Runs an async operation from a plain thread and waits for its result. Only for our own
+/// blocking threads (connection handlers), never from the cooperative pool.
+func blockingWait<T: Sendable>(_ operation: @escaping @Sendable () async -> T) -> T {
+    let slot = ResultSlot<T>()
+    sem_init(&slot.semaphore, 0, 0)
+    defer { sem_destroy(&slot.semaphore) }
+    Task {
+        slot.value = await operation()
+        sem_post(&slot.semaphore)
+    }
+    while sem_wait(&slot.semaphore) != 0 && errno == EINTR {}
+    return slot.value!
+}
+
+/// Where `blockingWait` receives its result: written once by the task, read after the semaphore.
+private final class ResultSlot<T>: @unchecked Sendable {
+    var value: T?
+    var semaphore = sem_t()
+}

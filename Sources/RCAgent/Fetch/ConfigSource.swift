@@ -1,0 +1,37 @@
+import RCCore
+
+/// What a source returned: a document with the ETag that identifies it, or word that the
+/// snapshot the agent has (identified by the ETag it sent) is still current.
+public enum SourceResult: Sendable, Equatable {
+    case document(RemoteDocument, etag: String?)
+    case notModified
+}
+
+/// A failed fetch: what kind of failure (for backoff and status) and why.
+public struct SourceError: Error, CustomStringConvertible, Sendable {
+    public enum Kind: Sendable {
+        case unavailable      // file missing, connection refused, DNS, timeout
+        case badDocument      // the source answered with something that is not a config document
+        case throttled(retryAfter: Duration?)  // the server asked us to wait
+        case other
+    }
+
+    public let kind: Kind
+    public let message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+/// A place remote config comes from (SPEC §6): the file, HTTP and Firebase sources.
+public protocol ConfigSource: Sendable {
+    /// A short description for status and logs (`file /etc/rcagent/remote.json`).
+    var name: String { get }
+
+    /// Fetches the current document. `etag` identifies the snapshot the agent already has.
+    func fetch(etag: String?) async throws(SourceError) -> SourceResult
+}

@@ -1,0 +1,46 @@
+import RCCore
+
+/// The `file` source: a JSON file in either document shape (SPEC §3). Its ETag is a hash of the
+/// bytes, so rewriting the same content is a no-change fetch, not a new activation.
+public struct FileSource: ConfigSource {
+    public let path: String
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    public var name: String { "file \(path)" }
+
+    public func fetch(etag: String?) async throws(SourceError) -> SourceResult {
+        let bytes: [UInt8]
+        do {
+            guard let read = try FileBytes.read(path, limit: 16 << 20) else {
+                throw SourceError(.unavailable, "\(path): no such file")
+            }
+            bytes = read
+        } catch let error as SystemError {
+            throw SourceError(.unavailable, error.description)
+        } catch let error as SourceError {
+            throw error
+        } catch {
+            throw SourceError(.other, "\(error)")
+        }
+        let tag = Self.etag(of: bytes)
+        if tag == etag { return .notModified }
+        do {
+            return .document(try RemoteDocument.parse(bytes, name: path), etag: tag)
+        } catch {
+            throw SourceError(.badDocument, error.description)
+        }
+    }
+
+    /// FNV-1a over the bytes: a change detector, not a security measure.
+    static func etag(of bytes: [UInt8]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash &*= 0x100_0000_01b3
+        }
+        return "fnv1a-" + String(hash, radix: 16)
+    }
+}

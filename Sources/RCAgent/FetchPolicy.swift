@@ -1,0 +1,39 @@
+import RCCore
+import RCStore
+
+/// When the next fetch may happen (SPEC §4.2–4.3), in one place for every source: the minimum
+/// interval unless stale or forced, exponential backoff with jitter after failures, and the
+/// server's throttle, which only `--ignore-throttle` overrides.
+public struct FetchPolicy: Sendable {
+    public var minimumInterval: Duration
+    /// Firebase's schedule: about 2 minutes, doubling, at most 4 hours.
+    public var backoffBase: Duration = .seconds(120)
+    public var backoffCap: Duration = .seconds(4 * 3600)
+
+    public init(minimumInterval: Duration) {
+        self.minimumInterval = minimumInterval
+    }
+
+    /// Whether the cache wants a fetch now: stale, never fetched, or older than the interval.
+    public func isDue(_ status: StoreStatus, now: Timestamp) -> Bool {
+        if status.stale.isSet { return true }
+        guard let success = status.lastSuccess else { return true }
+        return now - success >= minimumInterval
+    }
+
+    /// When the agent should fetch by itself next: the backoff or throttle time when one is set,
+    /// else now for a stale cache, else one interval after the last success.
+    public func nextFetch(_ status: StoreStatus, now: Timestamp) -> Timestamp {
+        if let next = status.nextFetchAt { return next }
+        if status.stale.isSet { return now }
+        guard let success = status.lastSuccess else { return now }
+        return success + minimumInterval
+    }
+
+    /// The wait after the `step`-th consecutive failure (1-based), with ±50% jitter.
+    public func backoff(step: Int, random: Double = Double.random(in: 0..<1)) -> Duration {
+        let exponent = min(max(step - 1, 0), 20)
+        let base = min(Double(backoffBase.milliseconds) * Double(1 << exponent), Double(backoffCap.milliseconds))
+        return .milliseconds(Int64(base * (0.5 + random)))
+    }
+}

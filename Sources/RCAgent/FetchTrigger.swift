@@ -1,0 +1,69 @@
+import RCCore
+
+/// Why a fetch was asked for. Triggers that arrive while one fetch runs coalesce into the next.
+enum FetchTrigger: Sendable {
+    /// Daemon start: fetch when stale or older than the interval.
+    case startup
+    /// The interval, a backoff or a throttle ran out.
+    case timer
+    /// A push marked the config stale.
+    case push
+    /// The `file` source changed on disk.
+    case sourceChanged
+    /// `rcagent fetch`.
+    case manual(force: Bool, ignoreThrottle: Bool)
+
+    var isForced: Bool {
+        switch self {
+        case .sourceChanged: true
+        case let .manual(force, _): force
+        default: false
+        }
+    }
+
+    var ignoresThrottle: Bool {
+        if case .manual(_, true) = self { true } else { false }
+    }
+
+    /// An automatic retry (timer, push) waits out the backoff; a person or a local file change does not.
+    var waitsOutBackoff: Bool {
+        switch self {
+        case .timer, .push, .startup: true
+        case .manual, .sourceChanged: false
+        }
+    }
+}
+
+/// What one fetch round came to, as `rcagent fetch --wait` reports it.
+enum FetchOutcome: Sendable {
+    case updated(changedKeys: [String]?, templateVersion: String?)
+    case noChange
+    /// Not due (the interval holds and nothing forced it), or deferred by backoff.
+    case skipped(reason: String, next: Timestamp?)
+    case throttled(until: Timestamp)
+    case failed(String)
+    case cancelled
+
+    var response: JSONValue {
+        switch self {
+        case let .updated(changed, version):
+            var fields: [(key: String, value: JSONValue)] = [
+                ("outcome", .string("updated")), ("templateVersion", version.map(JSONValue.string) ?? .null),
+                ("activated", .bool(changed != nil)),
+            ]
+            if let changed { fields.append(("changedKeys", .array(changed.map(JSONValue.string)))) }
+            return .ok(fields)
+        case .noChange:
+            return .ok([("outcome", .string("no-change"))])
+        case let .skipped(reason, next):
+            return .ok([("outcome", .string("skipped")), ("reason", .string(reason)),
+                        ("nextFetchAt", next.map { .string($0.iso8601) } ?? .null)])
+        case let .throttled(until):
+            return ControlError(.throttled, "fetch refused: the server throttles fetches until \(until.iso8601)").response
+        case let .failed(message):
+            return ControlError(.fetchFailed, message).response
+        case .cancelled:
+            return ControlError(.internalError, "the daemon is shutting down").response
+        }
+    }
+}

@@ -1,0 +1,38 @@
+import Glibc
+
+/// One line per event on stderr with an sd-daemon `<N>` priority prefix and no timestamp:
+/// journald adds the time and reads the priority. Errors read "Failed to X: reason".
+public struct Logger: Sendable {
+    public enum Priority: Int, Sendable {
+        case error = 3, warning = 4, notice = 5, info = 6, debug = 7
+    }
+
+    private let sink: @Sendable (String) -> Void
+
+    public init(sink: @escaping @Sendable (String) -> Void = Logger.standardError) {
+        self.sink = sink
+    }
+
+    public func log(_ priority: Priority, _ message: String) {
+        // One event, one line: a newline inside a message would split it in the journal.
+        let flat = message.contains("\n") ? message.split(separator: "\n").joined(separator: " ") : message
+        sink("<\(priority.rawValue)>\(flat)\n")
+    }
+
+    public func error(_ message: String) { log(.error, message) }
+    public func warning(_ message: String) { log(.warning, message) }
+    public func notice(_ message: String) { log(.notice, message) }
+    public func info(_ message: String) { log(.info, message) }
+
+    public static let standardError: @Sendable (String) -> Void = { line in
+        var line = line
+        line.withUTF8 { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = write(2, buffer.baseAddress! + offset, buffer.count - offset)
+                if n <= 0 { if n < 0 && errno == EINTR { continue } else { return } }
+                offset += n
+            }
+        }
+    }
+}

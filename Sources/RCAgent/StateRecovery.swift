@@ -1,0 +1,46 @@
+import Glibc
+import RCCore
+import RCStore
+
+/// Opens the state database for the daemon. A database SQLite cannot read is moved aside as
+/// `state.db.corrupt-<time>` (with its WAL), a fresh one starts from the defaults and is marked
+/// stale, and the log says so (SPEC §4.6). Nothing else ever discards the last good snapshot.
+enum StateRecovery {
+    static func open(config: AgentConfig, log: Logger) throws -> StateStore {
+        do {
+            let store = try StateStore.open(config: config)
+            if let problems = try store.integrityProblems() {
+                throw StoreError.integrityCheckFailed(problems)
+            }
+            return store
+        } catch let error as StoreError where error.isCorruption {
+            let now = Timestamp.now()
+            let aside = config.databasePath + ".corrupt-" + now.iso8601.replacing(":", with: "")
+            for suffix in ["", "-wal", "-shm"] where FileBytes.exists(config.databasePath + suffix) {
+                if rename(config.databasePath + suffix, aside + suffix) != 0 {
+                    throw SystemError("rename \(config.databasePath + suffix)")
+                }
+            }
+            log.error("Failed to open \(config.databasePath): \(error); moved it to \(aside), starting from defaults")
+            let store = try StateStore.open(config: config)
+            try store.markStale(reason: "the state database was corrupt and was moved to \(aside)", at: now)
+            try store.recordEvent("database-recovered", detail: .object([("movedTo", .string(aside))]), at: now)
+            return store
+        }
+    }
+
+    /// Replaces the stored defaults with the defaults file. A missing or broken file keeps the
+    /// defaults the store already has, so a bad edit never empties a device's fallback values.
+    static func loadDefaults(into store: StateStore, config: AgentConfig, log: Logger) {
+        do {
+            guard let defaults = try StateStore.readDefaults(path: config.defaults) else {
+                log.warning("No defaults file at \(config.defaults); keeping the stored defaults")
+                return
+            }
+            try store.replaceDefaults(defaults)
+            log.info("Loaded \(defaults.count) defaults from \(config.defaults)")
+        } catch {
+            log.error("Failed to load defaults from \(config.defaults): \(error); keeping the stored defaults")
+        }
+    }
+}

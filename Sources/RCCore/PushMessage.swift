@@ -1,0 +1,64 @@
+/// An FCM-style message as the socket, MQTT and `rcagent notify` deliver it: `{"data": {...}}`
+/// or a full HTTP v1 envelope `{"message": {"data": {...}, ...}}` (SPEC §4, §6).
+public struct PushMessage: Sendable, Equatable {
+    /// The data payload; FCM data values are strings, numbers and booleans are accepted as text.
+    public var data: [String: String]
+    /// The envelope carried an `apns` block (a Live Activity message).
+    public var hasLiveActivity: Bool
+
+    /// Any message whose data contains `CONFIG_STATE` marks the config stale.
+    public var marksStale: Bool { data["CONFIG_STATE"] != nil }
+
+    /// The template version the message announces (`templateVersion` or Firebase realtime's
+    /// `latestTemplateVersionNumber`), when it carries one.
+    public var templateVersion: Int64? {
+        (data["templateVersion"] ?? data["latestTemplateVersionNumber"]).flatMap { Int64($0) }
+    }
+
+    public init(data: [String: String], hasLiveActivity: Bool = false) {
+        self.data = data
+        self.hasLiveActivity = hasLiveActivity
+    }
+
+    public static func parse(_ json: JSONValue) throws(MessageError) -> PushMessage {
+        guard json.objectMembers != nil else { throw MessageError("a message must be a JSON object, got \(json.typeName)") }
+        let body: JSONValue
+        let where_: String
+        if let envelope = json["message"] {
+            guard envelope.objectMembers != nil else {
+                throw MessageError("\"message\" must be an object, got \(envelope.typeName)")
+            }
+            body = envelope
+            where_ = "message.data"
+        } else {
+            body = json
+            where_ = "data"
+        }
+        var data: [String: String] = [:]
+        if let payload = body["data"] {
+            guard let members = payload.objectMembers else {
+                throw MessageError("\"\(where_)\" must be an object, got \(payload.typeName)")
+            }
+            for (key, value) in members {
+                switch value {
+                case .string, .integer, .double, .bool: data[key] = value.configText
+                default: throw MessageError("\"\(where_).\(key)\" must be a string, got \(value.typeName)")
+                }
+            }
+            if let version = data["templateVersion"] ?? data["latestTemplateVersionNumber"], Int64(version) == nil {
+                throw MessageError("\"\(where_)\" template version must be a decimal number, got \"\(version)\"")
+            }
+        }
+        let apns = body["apns"] != nil
+        guard body["data"] != nil || apns else {
+            throw MessageError("the message has neither \"data\" nor \"apns\"")
+        }
+        return PushMessage(data: data, hasLiveActivity: apns)
+    }
+}
+
+public struct MessageError: Error, CustomStringConvertible, Sendable, Equatable {
+    public let reason: String
+    public init(_ reason: String) { self.reason = reason }
+    public var description: String { "bad message: \(reason)" }
+}
