@@ -16,6 +16,10 @@ public enum CommandLineTool {
         ListCommand.spec,
         StatusCommand.spec,
         MarkStaleCommand.spec,
+        FetchCommand.spec,
+        ActivateCommand.spec,
+        NotifyCommand.spec,
+        WatchCommand.spec,
     ]
 
     static var overview: String {

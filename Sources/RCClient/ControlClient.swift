@@ -1,28 +1,79 @@
 import Glibc
 import RCCore
 
-/// The CLI's side of the daemon's control socket.
-enum ControlClient {
-    /// Whether a daemon accepts connections on `socket`.
-    static func isReachable(socket path: String) -> Bool {
-        guard let fd = try? connect(path) else { return false }
-        close(fd)
-        return true
+/// The CLI's side of the daemon's control socket: one request line, one response line.
+struct ControlClient {
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+
+    /// Connects to the daemon; `nil` when no daemon listens on `socket`.
+    init?(socket path: String) {
+        guard let fd = try? Self.connect(path) else { return nil }
+        self.fd = fd
     }
 
-    static func connect(_ path: String) throws(SystemError) -> Int32 {
+    /// Whether a daemon accepts connections on `socket`.
+    static func isReachable(socket path: String) -> Bool {
+        ControlClient(socket: path).map { $0.close() } != nil
+    }
+
+    func close() { Glibc.close(fd) }
+
+    /// Sends `request` and waits up to `timeout` for the response line.
+    mutating func send(_ request: JSONValue, timeout: Duration? = nil) throws(CLIError) -> JSONValue {
+        let bytes = Array((request.compactText + "\n").utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw .unavailable("cannot send to the daemon: \(SystemError("send"))") }
+            offset += n
+        }
+        setReceiveTimeout(timeout ?? .zero)
+        guard let line = try readLine() else { throw .unavailable("the daemon closed the connection without answering") }
+        do {
+            return try JSONValue.parse(line)
+        } catch {
+            throw .failure("the daemon sent an unreadable response: \(error)")
+        }
+    }
+
+    /// The next line from the daemon, `nil` at end of stream.
+    mutating func readLine() throws(CLIError) -> [UInt8]? {
+        var chunk = [UInt8](repeating: 0, count: 8192)
+        while true {
+            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = Array(buffer[..<newline])
+                buffer.removeSubrange(...newline)
+                return line
+            }
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                throw .failure("timed out waiting for the daemon")
+            }
+            if n <= 0 { return nil }
+            buffer.append(contentsOf: chunk[0..<n])
+        }
+    }
+
+    private func setReceiveTimeout(_ duration: Duration) {
+        let ms = duration.milliseconds
+        var value = timeval(tv_sec: Int(ms / 1_000), tv_usec: Int(ms % 1_000) * 1_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    private static func connect(_ path: String) throws(SystemError) -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError("socket") }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
         guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            close(fd)
+            Glibc.close(fd)
             throw SystemError("connect \(path) (path too long)", errno: ENAMETOOLONG)
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-        }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
         let rc = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
@@ -30,10 +81,35 @@ enum ControlClient {
         }
         guard rc == 0 else {
             let error = SystemError("connect \(path)")
-            close(fd)
+            Glibc.close(fd)
             throw error
         }
         return fd
     }
 }
 
+extension Invocation {
+    /// A connection to the daemon, or exit 69 when it does not run.
+    func daemon() throws(CLIError) -> ControlClient {
+        let socket = try config().socket
+        guard let client = ControlClient(socket: socket) else {
+            throw .unavailable("the daemon is not running (no answer on \(socket))")
+        }
+        return client
+    }
+
+    /// Sends one request and returns the `ok` response; a refusal becomes exit 1 with its message.
+    func request(_ request: ControlRequest, timeout: Duration? = nil) throws(CLIError) -> JSONValue {
+        try send(request.json, timeout: timeout)
+    }
+
+    func send(_ request: JSONValue, timeout: Duration? = nil) throws(CLIError) -> JSONValue {
+        var client = try daemon()
+        defer { client.close() }
+        let response = try client.send(request, timeout: timeout)
+        guard case .bool(true) = response["ok"] else {
+            throw .failure(response["error"]?["message"]?.stringValue ?? "the daemon refused: \(response.compactText)")
+        }
+        return response
+    }
+}

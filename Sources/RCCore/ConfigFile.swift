@@ -41,7 +41,8 @@ public enum ConfigFile {
         var entries: [ConfigEntry] = []
         var section: String?
         var lineNumber = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // "\r\n" is one Character in Swift: split on it too, or a CRLF file reads as one line.
+        for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
             lineNumber += 1
             let location = SourceLocation(file: file, line: lineNumber)
             let line = rawLine.trimmingSpaces()

@@ -55,7 +55,7 @@ public struct ConfigValue: Sendable, Equatable {
     /// exactly (no detour through a double), so large identifiers keep every digit.
     public var intValue: Int64? {
         let trimmed = text.trimmingSpaces()
-        if let exact = Int64(trimmed.hasPrefix("+") ? trimmed.dropFirst() : trimmed) { return exact }
+        if let exact = Int64(trimmed) { return exact }
         guard let number = numberValue, number == number.rounded(),
             number >= -9_223_372_036_854_775_808, number < 9_223_372_036_854_775_808
         else { return nil }

@@ -54,7 +54,7 @@ extension Duration {
 extension StringProtocol {
     /// The text without leading and trailing spaces and tabs (config values, socket fields).
     public func trimmingSpaces() -> Substring {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }
         let s = Substring(self)
         guard let start = s.firstIndex(where: { !isSpace($0) }) else { return s[s.endIndex...] }
         let end = s.lastIndex(where: { !isSpace($0) })!

@@ -7,9 +7,12 @@ extension StateStore {
     public static func open(config: AgentConfig) throws -> StateStore {
         let path = config.databasePath
         let isNew = !FileBytes.exists(path)
+        // Read the defaults before creating anything: a bad defaults file must not leave behind
+        // a new database without them (it would not be new on the next open).
+        let defaults = try isNew ? readDefaults(path: config.defaults) : nil
         try FileBytes.makeDirectories(config.stateDirectory)
         let store = try openForWriting(path: path)
-        if isNew, let defaults = try readDefaults(path: config.defaults) {
+        if let defaults {
             try store.replaceDefaults(defaults)
         }
         return store

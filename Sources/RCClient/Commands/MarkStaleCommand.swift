@@ -11,6 +11,13 @@ enum MarkStaleCommand {
     static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
         let config = try invocation.config()
         let reason = invocation.arguments.value("reason") ?? "rcagent mark-stale"
+        if ControlClient.isReachable(socket: config.socket) {
+            // The daemon is the writer while it runs: it persists the flag and starts a fetch.
+            let response = try invocation.request(.markStale(reason: reason), timeout: .seconds(30))
+            let newlySet = response["newlySet"] == .bool(true)
+            Output.out((newlySet ? "stale flag set" : "stale flag was already set") + "; the daemon is fetching\n")
+            return ExitCode.ok
+        }
         do {
             let store = try StateStore.open(config: config)
             let newlySet = try store.markStale(reason: reason, at: .now())

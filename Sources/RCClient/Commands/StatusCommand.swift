@@ -14,22 +14,26 @@ enum StatusCommand {
         if let store = reader.store {
             do { status = try store.status() } catch { throw .failure("cannot read \(store.path): \(error)") }
         }
-        let running = ControlClient.isReachable(socket: config.socket)
+        // The daemon's own view (pid, whether it is fetching, its next fetch) when it runs.
+        let daemon = ControlClient.isReachable(socket: config.socket) ? try? invocation.request(.status, timeout: .seconds(5)) : nil
         let now = Timestamp.now()
         if invocation.json {
-            Output.out(json(status, config: config, running: running).compactText + "\n")
+            Output.out(json(status, config: config, daemon: daemon).compactText + "\n")
         } else {
-            Output.out(text(status, config: config, running: running, now: now))
+            Output.out(text(status, config: config, daemon: daemon, now: now))
         }
         return ExitCode.ok
     }
 
-    static func json(_ status: StoreStatus?, config: AgentConfig, running: Bool) -> JSONValue {
+    static func json(_ status: StoreStatus?, config: AgentConfig, daemon: JSONValue?) -> JSONValue {
         func time(_ t: Timestamp?) -> JSONValue { t.map { .string($0.iso8601) } ?? .null }
         func string(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
         let stale = status?.stale ?? .clear
         return .object([
-            ("daemon", .object([("running", .bool(running)), ("socket", .string(config.socket))])),
+            ("daemon", .object([
+                ("running", .bool(daemon != nil)), ("socket", .string(config.socket)),
+                ("pid", daemon?["pid"] ?? .null), ("state", daemon?["state"] ?? .null),
+            ])),
             ("source", .object([("type", .string(config.sourceType.rawValue))])),
             ("deviceId", string(status?.deviceId)),
             ("database", .string(config.databasePath)),
@@ -47,14 +51,17 @@ enum StatusCommand {
                 ("status", string(status?.lastStatus?.rawValue)), ("error", string(status?.lastError)),
             ])),
             ("throttledUntil", time(status?.throttledUntil)),
-            ("nextFetchAt", time(status?.nextFetchAt)),
+            ("nextFetchAt", daemon?["nextFetchAt"] ?? time(status?.nextFetchAt)),
             ("backoffStep", .integer(Int64(status?.backoffStep ?? 0))),
         ])
     }
 
-    static func text(_ status: StoreStatus?, config: AgentConfig, running: Bool, now: Timestamp) -> String {
+    static func text(_ status: StoreStatus?, config: AgentConfig, daemon: JSONValue?, now: Timestamp) -> String {
         func time(_ t: Timestamp?) -> String { t.map { "\($0.iso8601) (\(age(now - $0)))" } ?? "never" }
-        var lines = ["daemon:       " + (running ? "running (\(config.socket))" : "not running (\(config.socket))")]
+        let running = daemon.map { d in
+            "running, pid \(d["pid"]?.compactText ?? "-"), \(d["state"]?.stringValue ?? "-") (\(config.socket))"
+        }
+        var lines = ["daemon:       " + (running ?? "not running (\(config.socket))")]
         lines.append("source:       \(config.sourceType.rawValue)")
         guard let status else {
             lines.append("database:     none yet (\(config.databasePath)); values come from \(config.defaults)")
@@ -70,7 +77,7 @@ enum StatusCommand {
         lines.append("last fetch:   " + (status.lastStatus?.rawValue ?? "none") + ", attempted \(time(status.lastAttempt)), succeeded \(time(status.lastSuccess))")
         if let error = status.lastError { lines.append("last error:   \(error)") }
         if let until = status.throttledUntil, until > now { lines.append("throttled:    until \(until.iso8601)") }
-        if let next = status.nextFetchAt { lines.append("next fetch:   \(next.iso8601)") }
+        if let next = daemon?["nextFetchAt"]?.stringValue ?? status.nextFetchAt?.iso8601 { lines.append("next fetch:   \(next)") }
         return lines.joined(separator: "\n") + "\n"
     }
 

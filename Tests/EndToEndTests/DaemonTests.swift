@@ -1,0 +1,246 @@
+import Foundation
+import Glibc
+import RCCore
+import RCStore
+import Testing
+
+/// `rcagentd` and `rcagent` together, as systemd and a shell script would use them (SPEC §4–§6).
+@Suite struct DaemonTests {
+    @Test func readyArrivesBeforeTheFirstFetchCompletesAndStopIsClean() throws {
+        let sandbox = try Sandbox()
+        try sandbox.publish(Sandbox.document(version: 1))
+        let daemon = try DaemonProcess(sandbox)
+        let untilReady = try daemon.waitUntilReady()
+        // The READY message reports the cache as loaded: nothing fetched yet.
+        #expect(untilReady.last?.contains("STATUS=Serving template - (0 keys)") == true, "\(untilReady)")
+        // The fetch completes afterwards, and its STATUS line follows READY on the same socket.
+        let after = daemon.notify.messages(until: { $0.contains("Template 1 active") })
+        #expect(after.last?.contains("Template 1 active, 3 keys") == true, "\(after)\n\(daemon.log)")
+        #expect(FileManager.default.fileExists(atPath: sandbox.socketPath))
+
+        #expect(daemon.stop() == 0)
+        let stopping = daemon.notify.messages(until: { $0.contains("STOPPING=1") })
+        #expect(stopping.last?.contains("STOPPING=1") == true)
+        #expect(!FileManager.default.fileExists(atPath: sandbox.socketPath), "the socket file must be removed")
+        #expect(daemon.log.contains("<5>Stopped"))
+    }
+
+    @Test func socketIsGroupOwnedMode0660() throws {
+        let sandbox = try Sandbox()
+        try sandbox.publish(Sandbox.document(version: 1))
+        let daemon = try sandbox.startDaemon()
+        let attributes = try FileManager.default.attributesOfItem(atPath: sandbox.socketPath)
+        #expect((attributes[.posixPermissions] as? Int) == 0o660)
+        daemon.stop()
+    }
+
+    @Test func editingTheSourceFileChangesTheValue() throws {
+        let sandbox = try Sandbox()
+        try sandbox.publish(Sandbox.document(version: 1))
+        let daemon = try sandbox.startDaemon()
+        let watcher = try SocketClient(path: sandbox.socketPath)
+        #expect(watcher.watch())
+        // Wait for the startup fetch so the edit below is a second, separate change.
+        if try sandbox.cli("get", "key_0").stdout != "v1\n" {
+            _ = watcher.event { $0["event"] as? String == "activated" && $0["templateVersion"] as? String == "1" }
+        }
+        try sandbox.publish(Sandbox.document(version: 2, extra: ["added": "x"]))
+        let activated = watcher.event { $0["event"] as? String == "activated" && $0["templateVersion"] as? String == "2" }
+        #expect(activated?["changedKeys"] as? [String] == ["added", "key_0", "key_1", "key_2"], "\(daemon.log)")
+        #expect(try sandbox.cli("get", "key_0").stdout == "v2\n")
+        #expect(try sandbox.cli("get", "added", "--json").stdout.contains(#""source":"remote""#))
+        daemon.stop()
+    }
+
+    @Test func notifySetsStaleFetchesAndClearsIt() throws {
+        let sandbox = try Sandbox()
+        try sandbox.publish(Sandbox.document(version: 1))
+        let daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)  // startup fetch done (or done now)
+        let watcher = try SocketClient(path: sandbox.socketPath)
+        #expect(watcher.watch())
+        try sandbox.publish(Sandbox.document(version: 2))
+        // The inotify-triggered fetch may already race us; the ping still has to set and clear stale.
+        let notify = try sandbox.cli("notify", #"{"data":{"CONFIG_STATE":"STALE"}}"#)
+        #expect(notify.status == 0, "\(notify.stderr)")
+        let set = watcher.event { $0["event"] as? String == "stale-set" }
+        #expect(set?["reason"] as? String == "socket: CONFIG_STATE=STALE")
+        #expect(watcher.event { $0["event"] as? String == "stale-cleared" } != nil)
+        let status = try sandbox.cli("status", "--json")
+        let json = try #require(JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        #expect((json["stale"] as? [String: Any])?["set"] as? Bool == false)
+        #expect((json["daemon"] as? [String: Any])?["running"] as? Bool == true)
+        #expect((json["active"] as? [String: Any])?["templateVersion"] as? String == "2")
+        daemon.stop()
+    }
+
+    @Test func fullEnvelopeAndVersionRule() throws {
+        let sandbox = try Sandbox()
+        try sandbox.publish(Sandbox.document(version: 5))
+        let daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        let old = try sandbox.cli("notify", #"{"message":{"topic":"PUSH_RC","data":{"CONFIG_STATE":"STALE","templateVersion":"5"}}}"#)
+        #expect(old.stdout == "ignored: template 5 is at or below the current 5\n")
+        let status = try sandbox.cli("status", "--json")
+        #expect(status.stdout.contains(#""stale":{"set":false"#))
+        let bad = try sandbox.cli("notify", #"{"data":["CONFIG_STATE"]}"#)
+        #expect(bad.status == 1)
+        #expect(bad.stderr.contains("\"data\" must be an object"))
+        daemon.stop()
+    }
+
+    @Test func staleFlagSetWhileDownMakesTheNextStartFetch() throws {
+        let sandbox = try Sandbox(extraConfig: "[Agent]\nMinimumFetchInterval=12h")
+        try sandbox.publish(Sandbox.document(version: 1))
+        var daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        #expect(daemon.stop() == 0)
+
+        // Changed while the daemon is down: a restart within the interval does not fetch...
+        try sandbox.publish(Sandbox.document(version: 2))
+        daemon = try sandbox.startDaemon()
+        let skipped = try sandbox.cli("fetch", "--wait", "--json")
+        #expect(skipped.stdout.contains(#""outcome":"skipped""#), "\(skipped.stdout)")
+        #expect(try sandbox.cli("get", "key_0").stdout == "v1\n")
+        #expect(daemon.stop() == 0)
+
+        // ...but a stale flag set with the daemon down does.
+        let mark = try sandbox.cli("mark-stale", "--reason", "offline edit")
+        #expect(mark.stdout == "stale flag set\n")
+        daemon = try sandbox.startDaemon()
+        let watcher = try SocketClient(path: sandbox.socketPath)
+        #expect(watcher.watch())
+        if try sandbox.cli("get", "key_0").stdout != "v2\n" {
+            #expect(watcher.event { $0["event"] as? String == "stale-cleared" } != nil, "\(daemon.log)")
+        }
+        #expect(try sandbox.cli("get", "key_0").stdout == "v2\n")
+        daemon.stop()
+    }
+
+    @Test func manualActivationWaitsForActivate() throws {
+        let sandbox = try Sandbox(extraConfig: "[Agent]\nActivation=manual")
+        try sandbox.publish(Sandbox.document(version: 1))
+        let daemon = try sandbox.startDaemon()
+        let fetch = try sandbox.cli("fetch", "--force", "--wait")
+        #expect(fetch.status == 0)
+        #expect(try sandbox.cli("get", "key_0").status == 1, "fetched values must not be active yet")
+        let activate = try sandbox.cli("activate")
+        #expect(activate.stdout == "key_0\nkey_1\nkey_2\n")
+        #expect(try sandbox.cli("get", "key_0").stdout == "v1\n")
+        let again = try sandbox.cli("activate")
+        #expect(again.stdout.isEmpty)
+        #expect(again.stderr == "nothing to activate\n")
+        daemon.stop()
+    }
+
+    @Test func onStartActivationAppliesAtTheNextStart() throws {
+        let sandbox = try Sandbox(extraConfig: "[Agent]\nActivation=on-start")
+        try sandbox.publish(Sandbox.document(version: 1))
+        var daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        #expect(try sandbox.cli("get", "key_0").status == 1)
+        #expect(daemon.stop() == 0)
+        daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("get", "key_0").stdout == "v1\n")
+        daemon.stop()
+    }
+
+    @Test func garbageDatabaseIsQuarantinedAndTheDaemonComesUpOnDefaults() throws {
+        let sandbox = try Sandbox()  // no source file: the fetch fails, values stay defaults
+        try FileManager.default.createDirectory(atPath: sandbox.statePath, withIntermediateDirectories: true)
+        let garbage = Data((0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) })
+        try garbage.write(to: URL(fileURLWithPath: sandbox.databasePath))
+        let daemon = try sandbox.startDaemon()
+        let moved = try FileManager.default.contentsOfDirectory(atPath: sandbox.statePath).filter { $0.hasPrefix("state.db.corrupt-") }
+        #expect(moved.count == 1)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: sandbox.statePath + "/" + moved[0])) == garbage, "the bad file is kept as it was")
+        #expect(try sandbox.cli("get", "greeting").stdout == "hello\n")
+        let status = try sandbox.cli("status", "--json").stdout
+        #expect(status.contains(#""stale":{"set":true,"reason":"the state database was corrupt"#), "\(status)")
+        #expect(daemon.log.contains("<3>Failed to open \(sandbox.databasePath)"))
+        daemon.stop()
+    }
+
+    @Test func badSourceDocumentKeepsTheLastGoodSnapshot() throws {
+        let sandbox = try Sandbox()
+        try sandbox.publish(Sandbox.document(version: 1))
+        let daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        try sandbox.publish(#"{"state": "UPDATE", "entries": {"key_0": "#)
+        let failed = try sandbox.cli("fetch", "--force", "--wait")
+        #expect(failed.status == 1)
+        #expect(failed.stderr.contains("invalid JSON"))
+        #expect(try sandbox.cli("get", "key_0").stdout == "v1\n")
+        let status = try sandbox.cli("status", "--json").stdout
+        #expect(status.contains(#""status":"failure""#))
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 1, "a person's forced fetch is not held by the backoff")
+        daemon.stop()
+    }
+
+    @Test func commandsNeedARunningDaemon() throws {
+        let sandbox = try Sandbox()
+        for command in [["fetch"], ["activate"], ["notify", #"{"data":{"CONFIG_STATE":"STALE"}}"#], ["watch"]] {
+            let result = try sandbox.run("rcagent", command + ["--config", sandbox.configPath])
+            #expect(result.status == 69, "\(command)")
+            #expect(result.stderr.contains("the daemon is not running"), "\(command)")
+        }
+    }
+
+    @Test func killNineDuringFetchLoopsLeavesAWholeSnapshot() throws {
+        let sandbox = try Sandbox()
+        let keys = 400
+        for round in 1...12 {
+            try sandbox.publish(Sandbox.document(version: round, keys: keys))
+            let daemon = try DaemonProcess(sandbox)
+            try daemon.waitUntilReady()
+            _ = try sandbox.cli("notify", #"{"data":{"CONFIG_STATE":"STALE"}}"#)
+            usleep(UInt32.random(in: 0...15_000))
+            daemon.killHard()
+
+            let config = try AgentConfig.load(explicitPath: sandbox.configPath)
+            let store = try #require(try StateStore.openForReading(path: config.databasePath))
+            #expect(try store.integrityProblems() == nil)
+            let values = try store.allValues(prefix: "key_").filter { $0.source == .remote }
+            #expect(values.isEmpty || values.count == keys, "round \(round): \(values.count) keys")
+            #expect(Set(values.map(\.text)).count <= 1, "round \(round): mixed snapshot \(Set(values.map(\.text)))")
+        }
+    }
+
+    @Test func socketAbuseLeavesTheDaemonAnswering() throws {
+        let sandbox = try Sandbox()
+        try sandbox.publish(Sandbox.document(version: 1))
+        let daemon = try sandbox.startDaemon()
+
+        // Garbage bytes and bad requests get error responses on a connection that survives.
+        let client = try SocketClient(path: sandbox.socketPath)
+        let garbage = client.request("\u{1}\u{2}\u{ff}not json at all")
+        #expect((garbage?["error"] as? [String: Any])?["code"] as? String == "bad-json")
+        #expect((client.request(#"{"op":"explode"}"#)?["error"] as? [String: Any])?["code"] as? String == "unknown-op")
+        #expect((client.request(#"[1,2,3]"#)?["error"] as? [String: Any])?["code"] as? String == "bad-request")
+        #expect(client.request(#"{"op":"ping"}"#)?["ok"] as? Bool == true)
+
+        // A 1 MiB line is refused and its connection closed.
+        let big = try SocketClient(path: sandbox.socketPath)
+        big.write([UInt8](repeating: UInt8(ascii: "a"), count: 1 << 20))
+        let refusal = big.readLine()
+        #expect(refusal?.contains("line-too-long") == true, "\(refusal ?? "nil")")
+
+        // A client that asks for a lot and never reads.
+        let deaf = try SocketClient(path: sandbox.socketPath)
+        for _ in 0..<2_000 { deaf.write(#"{"op":"status"}"# + "\n") }
+
+        // 200 connections at once: some may be told to come back later, none may break the daemon.
+        var crowd: [SocketClient] = []
+        for _ in 0..<200 { if let c = try? SocketClient(path: sandbox.socketPath) { crowd.append(c) } }
+        for c in crowd { c.write(#"{"op":"ping"}"# + "\n") }
+        var answered = 0
+        for c in crowd where c.readLine(timeout: 10)?.contains(#""ok""#) == true { answered += 1 }
+        #expect(answered == crowd.count, "every connection gets a response (ok or busy)")
+        crowd.removeAll()
+
+        #expect(client.request(#"{"op":"ping"}"#)?["ok"] as? Bool == true)
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        #expect(daemon.process.isRunning)
+        #expect(daemon.stop() == 0)
+    }
+}
