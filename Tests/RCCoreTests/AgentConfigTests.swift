@@ -2,7 +2,7 @@ import RCCore
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `AgentConfig`: built-in defaults, every key applied, resets, repeatable keys, value errors
@@ -258,9 +258,11 @@ import Glibc
             section: "Agent", assignment: "FetchTimeout=5m",
             message: "FetchTimeout= '5m' is not a duration (e.g. 500ms, 30s, 5min, 12h, 1d)"),
         ValueErrorCase(
-            section: "Push", assignment: "Jitter=-1s", message: "Jitter= '-1s' is not a duration (e.g. 500ms, 30s, 5min, 12h, 1d)"),
+            section: "Push", assignment: "Jitter=-1s",
+            message: "Jitter= '-1s' is not a duration (e.g. 500ms, 30s, 5min, 12h, 1d)"),
         ValueErrorCase(section: "Agent", assignment: "FetchTimeout=0", message: "FetchTimeout= must be greater than 0"),
-        ValueErrorCase(section: "Agent", assignment: "FetchTimeout=0ms", message: "FetchTimeout= must be greater than 0"),
+        ValueErrorCase(
+            section: "Agent", assignment: "FetchTimeout=0ms", message: "FetchTimeout= must be greater than 0"),
         ValueErrorCase(section: "Agent", assignment: "HookTimeout=0s", message: "HookTimeout= must be greater than 0"),
         ValueErrorCase(
             section: "Agent", assignment: "Activation=later",
@@ -268,10 +270,13 @@ import Glibc
         ValueErrorCase(
             section: "Agent", assignment: "Activation=Manual",
             message: "Activation= 'Manual' is not one of: immediate, on-start, manual"),
-        ValueErrorCase(section: "Source", assignment: "Type=ftp", message: "Type= 'ftp' is not one of: file, http, firebase"),
         ValueErrorCase(
-            section: "App", assignment: "VersionScheme=semver", message: "VersionScheme= 'semver' is not one of: dotted, debian"),
-        ValueErrorCase(section: "Push", assignment: "Realtime=maybe", message: "Realtime= 'maybe' is not one of: auto, yes, no"),
+            section: "Source", assignment: "Type=ftp", message: "Type= 'ftp' is not one of: file, http, firebase"),
+        ValueErrorCase(
+            section: "App", assignment: "VersionScheme=semver",
+            message: "VersionScheme= 'semver' is not one of: dotted, debian"),
+        ValueErrorCase(
+            section: "Push", assignment: "Realtime=maybe", message: "Realtime= 'maybe' is not one of: auto, yes, no"),
         ValueErrorCase(
             section: "Agent", assignment: "StateDirectory=var/lib/rcagent",
             message: "StateDirectory= must be an absolute path, got 'var/lib/rcagent'"),
@@ -279,9 +284,11 @@ import Glibc
             section: "Agent", assignment: "Defaults=./defaults.json",
             message: "Defaults= must be an absolute path, got './defaults.json'"),
         ValueErrorCase(
-            section: "Source", assignment: "Path=remote.json", message: "Path= must be an absolute path, got 'remote.json'"),
+            section: "Source", assignment: "Path=remote.json",
+            message: "Path= must be an absolute path, got 'remote.json'"),
         ValueErrorCase(
-            section: "Push", assignment: "MQTTCAFile=~/ca.pem", message: "MQTTCAFile= must be an absolute path, got '~/ca.pem'"),
+            section: "Push", assignment: "MQTTCAFile=~/ca.pem",
+            message: "MQTTCAFile= must be an absolute path, got '~/ca.pem'"),
         ValueErrorCase(
             section: "Source", assignment: "Header=NoColon", message: "Header= must be 'Name: value', got 'NoColon'"),
         ValueErrorCase(
@@ -290,7 +297,8 @@ import Glibc
             section: "Push", assignment: "MQTT=http://broker:1883",
             message: "MQTT= must be an mqtt:// or mqtts:// URL, got 'http://broker:1883'"),
         ValueErrorCase(
-            section: "Push", assignment: "MQTT=broker:1883", message: "MQTT= must be an mqtt:// or mqtts:// URL, got 'broker:1883'"),
+            section: "Push", assignment: "MQTT=broker:1883",
+            message: "MQTT= must be an mqtt:// or mqtts:// URL, got 'broker:1883'"),
     ])
     func badValueIsAnErrorAtItsLine(_ example: ValueErrorCase) {
         let text = "# agent config\n[\(example.section)]\n\n\(example.assignment)   # why\n"
@@ -328,7 +336,8 @@ import Glibc
         }
         #expect(
             throws: ConfigError(
-                SourceLocation(file: "/a.conf", line: 3), "URL= must start with http:// or https://, got 'ftp://host/rc.json'")
+                SourceLocation(file: "/a.conf", line: 3),
+                "URL= must start with http:// or https://, got 'ftp://host/rc.json'")
         ) {
             try config("[Source]\nType=http\nURL=ftp://host/rc.json\n", file: "/a.conf").validateSource()
         }
@@ -337,7 +346,9 @@ import Glibc
     }
 
     @Test func firebaseSourceNeedsProjectAppAndKey() throws {
-        #expect(throws: ConfigError(SourceLocation(file: "/a.conf", line: 2), "[Source] Type=firebase needs ProjectId=")) {
+        #expect(
+            throws: ConfigError(SourceLocation(file: "/a.conf", line: 2), "[Source] Type=firebase needs ProjectId=")
+        ) {
             try config("[Source]\nType=firebase\nAppId=1:2:web:3\nAPIKey=k\n", file: "/a.conf").validateSource()
         }
         #expect(throws: ConfigError(SourceLocation(file: "/a.conf", line: 2), "[Source] Type=firebase needs AppId=")) {
@@ -346,7 +357,8 @@ import Glibc
         #expect(throws: ConfigError(SourceLocation(file: "/a.conf", line: 2), "[Source] Type=firebase needs APIKey=")) {
             try config("[Source]\nType=firebase\nProjectId=p\nAppId=1:2:web:3\n", file: "/a.conf").validateSource()
         }
-        try config("[Source]\nType=firebase\nProjectId=p\nAppId=1:2:web:3\nAPIKey=k\n", file: "/a.conf").validateSource()
+        try config("[Source]\nType=firebase\nProjectId=p\nAppId=1:2:web:3\nAPIKey=k\n", file: "/a.conf")
+            .validateSource()
     }
 
     @Test func validateSourceNamesTheDropInThatSetTheKey() throws {
@@ -365,7 +377,7 @@ import Glibc
     // MARK: - load(explicitPath:environment:)
 
     @Test func explicitPathIsLoadedWithItsDropInsInLexicalOrder() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             let main = try dir.write(
                 "agent.conf", "[Agent]\nFetchTimeout=10s\nActivation=manual\n[Push]\nJitter=1s\nMQTTTopic=MAIN\n")
             let a = try dir.write("agent.conf.d/10-a.conf", "[Agent]\nFetchTimeout=20s\n[Push]\nJitter=2s\n")
@@ -387,7 +399,7 @@ import Glibc
     }
 
     @Test func dropInCanResetAMainFileValueToItsDefault() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             let main = try dir.write("agent.conf", "[Source]\nHeader=A: 1\nHeader=B: 2\n[Agent]\nHookTimeout=5s\n")
             try dir.write("agent.conf.d/override.conf", "[Source]\nHeader=\nHeader=C: 3\n[Agent]\nHookTimeout=\n")
             let config = try AgentConfig.load(explicitPath: main)
@@ -397,7 +409,7 @@ import Glibc
     }
 
     @Test func environmentNamesTheFileWhenNoExplicitPathIsGiven() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             let fromEnvironment = try dir.write("env.conf", "[Agent]\nSocket=/run/from-env.sock\n")
             let explicit = try dir.write("explicit.conf", "[Agent]\nSocket=/run/explicit.sock\n")
             let environment = ["RCAGENT_CONFIG": fromEnvironment, "OTHER": "x"]
@@ -413,7 +425,7 @@ import Glibc
     }
 
     @Test func missingExplicitFileIsAnError() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             let missing = dir.file("nope.conf")
             #expect(throws: ConfigError(SourceLocation(file: missing, line: 0), "config file not found")) {
                 try AgentConfig.load(explicitPath: missing, environment: [:])
@@ -435,13 +447,14 @@ import Glibc
     }
 
     @Test func errorInADropInNamesTheDropIn() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             let main = try dir.write("agent.conf", "[Agent]\nFetchTimeout=10s\n")
             try dir.write("agent.conf.d/10-ok.conf", "[Agent]\nFetchTimeout=20s\n")
             let bad = try dir.write("agent.conf.d/20-bad.conf", "[Agent]\n# explain\nActivation=sometimes\n")
             #expect(
                 throws: ConfigError(
-                    SourceLocation(file: bad, line: 3), "Activation= 'sometimes' is not one of: immediate, on-start, manual")
+                    SourceLocation(file: bad, line: 3),
+                    "Activation= 'sometimes' is not one of: immediate, on-start, manual")
             ) {
                 try AgentConfig.load(explicitPath: main)
             }
@@ -449,7 +462,7 @@ import Glibc
     }
 
     @Test func warningsFromEveryFileAreKept() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             let main = try dir.write("agent.conf", "[Agent]\nOld=1\n")
             let dropIn = try dir.write("agent.conf.d/a.conf", "[New]\nKey=1\n")
             let config = try AgentConfig.load(explicitPath: main)
@@ -462,7 +475,7 @@ import Glibc
     }
 
     @Test func invalidUTF8IsAnError() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             let path = try dir.write("agent.conf", bytes: Array("[Agent]\nSocket=/run/".utf8) + [0xff, 0xfe, 0x0a])
             #expect(throws: ConfigError(SourceLocation(file: path, line: 0), "not valid UTF-8")) {
                 try AgentConfig.load(explicitPath: path)

@@ -62,20 +62,26 @@ import Testing
     }
 
     @Test(arguments: [
-        SyntaxErrorCase(text: "[Agent]\n[Push\n", line: 2, message: "malformed section header '[Push', expected [Name]"),
+        SyntaxErrorCase(
+            text: "[Agent]\n[Push\n", line: 2, message: "malformed section header '[Push', expected [Name]"),
         SyntaxErrorCase(text: "# c\n\n[]\n", line: 3, message: "malformed section header '[]', expected [Name]"),
         SyntaxErrorCase(
-            text: "[Agent] # comment\n", line: 1, message: "malformed section header '[Agent] # comment', expected [Name]"),
+            text: "[Agent] # comment\n", line: 1,
+            message: "malformed section header '[Agent] # comment', expected [Name]"),
         SyntaxErrorCase(text: "[Agent]\nSocket=/x\nJustText\n", line: 3, message: "expected Key=Value, got 'JustText'"),
         SyntaxErrorCase(text: "Agent]\n", line: 1, message: "expected Key=Value, got 'Agent]'"),
         SyntaxErrorCase(text: "[Agent]\nBad Key=1\n", line: 2, message: "invalid key 'Bad Key'"),
         SyntaxErrorCase(text: "[Agent]\n\n  =value\n", line: 3, message: "invalid key ''"),
         SyntaxErrorCase(text: "[Agent]\nKéy=1\n", line: 2, message: "invalid key 'Kéy'"),
         SyntaxErrorCase(text: "[Agent]\nKey!=1\n", line: 2, message: "invalid key 'Key!'"),
-        SyntaxErrorCase(text: "# header comment\nSocket=/x\n[Agent]\n", line: 2, message: "'Socket=' appears before any [Section] header"),
+        SyntaxErrorCase(
+            text: "# header comment\nSocket=/x\n[Agent]\n", line: 2,
+            message: "'Socket=' appears before any [Section] header"),
     ])
     func syntaxErrorNamesFileAndLine(_ example: SyntaxErrorCase) {
-        #expect(throws: ConfigError(SourceLocation(file: "/etc/rcagent/agent.conf", line: example.line), example.message)) {
+        #expect(
+            throws: ConfigError(SourceLocation(file: "/etc/rcagent/agent.conf", line: example.line), example.message)
+        ) {
             try ConfigFile.parse(example.text, file: "/etc/rcagent/agent.conf")
         }
     }
@@ -84,7 +90,8 @@ import Testing
         let error = ConfigError(SourceLocation(file: "/etc/rcagent/agent.conf", line: 7), "invalid key 'x y'")
         #expect(error.description == "/etc/rcagent/agent.conf:7: invalid key 'x y'")
         // Line 0 means "the file as a whole" and is not printed.
-        #expect(ConfigError(SourceLocation(file: "/a.conf", line: 0), "config file not found").description
-            == "/a.conf: config file not found")
+        #expect(
+            ConfigError(SourceLocation(file: "/a.conf", line: 0), "config file not found").description
+                == "/a.conf: config file not found")
     }
 }

@@ -56,6 +56,7 @@ import Testing
         ("+5", "5"),
         (" 12 ", "12"),
         ("\t12\n", "12"),
+        ("12\r\n", "12"),
         ("0", "0"),
         ("-0", "0"),
         ("007", "7"),
@@ -74,7 +75,8 @@ import Testing
     }
 
     @Test(arguments: [
-        "42.5", "-0.1", "1e-3", "abc", "", " ", "0x10", "0b1", "inf", "-inf", "Infinity", "nan", "NaN", "1,000", "1 000",
+        "42.5", "-0.1", "1e-3", "abc", "", " ", "0x10", "0b1", "inf", "-inf", "Infinity", "nan", "NaN", "1,000",
+        "1 000",
         "9223372036854775808", "-9223372036854776833", "1e19", "1e400", "+-5", "-+5", "++5", "--5", "+", "-", ".", "e3",
         "5e", "12abc", "١٢",
     ])
@@ -108,7 +110,8 @@ import Testing
     }
 
     @Test(arguments: [
-        "0x10", "0x1p3", "inf", "-inf", "infinity", "nan", "NaN", "", "   ", "abc", "1e", "e5", "1e+", "--1", "+-1", "1,5",
+        "0x10", "0x1p3", "inf", "-inf", "infinity", "nan", "NaN", "", "   ", "abc", "1e", "e5", "1e+", "--1", "+-1",
+        "1,5",
         "1.2.3", ".", "-", "1e400", "1 2", "3.14abc",
     ])
     func notANumber(_ text: String) {
@@ -139,7 +142,7 @@ import Testing
         #expect(try value(text).rendered(as: .json) == expected)
     }
 
-    @Test(arguments: ["hello", "", "   ", "{", "[1, 2", #"{"a": }"#, "{'a': 1}", "tru", "[1,]", #"{"a" 1}"#])
+    @Test(arguments: ["hello", "", "   ", "{", "[1, 2", #"{"a": }"#, "{'a': 1}", "tru", "[1 2]", #"{"a" 1}"#])
     func notJSON(_ text: String) {
         let error = failure(text, as: .json)
         #expect(error?.type == .json)
@@ -165,7 +168,9 @@ import Testing
         let truncated = #expect(throws: ValueConversionError.self) {
             try ConfigValue(key: "blob", text: long, source: .remote).rendered(as: .json)
         }
-        #expect(truncated?.description == "value of 'blob' is not a valid json: \"\(String(repeating: "x", count: 77))...\"")
+        #expect(
+            truncated?.description == "value of 'blob' is not a valid json: \"\(String(repeating: "x", count: 77))...\""
+        )
     }
 
     @Test func everyTypeIsCovered() {

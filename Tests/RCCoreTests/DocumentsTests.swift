@@ -54,22 +54,27 @@ import Testing
     }
 
     @Test func nullDefaultIsRejectedNamingTheKey() {
-        #expect(throws: DocumentError(document: "/etc/rcagent/defaults.json", reason: "key 'broken': null is not a value")) {
+        #expect(
+            throws: DocumentError(document: "/etc/rcagent/defaults.json", reason: "key 'broken': null is not a value")
+        ) {
             try defaults(#"{"ok": "1", "broken": null}"#)
         }
     }
 
-    @Test(arguments: [("[1, 2]", "array"), (#""text""#, "string"), ("42", "number"), ("true", "boolean"), ("null", "null")])
+    @Test(arguments: [
+        ("[1, 2]", "array"), (#""text""#, "string"), ("42", "number"), ("true", "boolean"), ("null", "null"),
+    ])
     func nonObjectDefaultsAreRejected(_ text: String, _ typeName: String) {
         #expect(
             throws: DocumentError(
-                document: "/etc/rcagent/defaults.json", reason: "expected a JSON object of key → value, got \(typeName)")
+                document: "/etc/rcagent/defaults.json", reason: "expected a JSON object of key → value, got \(typeName)"
+            )
         ) {
             try defaults(text)
         }
     }
 
-    @Test(arguments: ["", "{", #"{"a": "1",}"#, #"{"a" "1"}"#, "not json", #"{"a": "1"} trailing"#])
+    @Test(arguments: ["", "{", #"{"a": "1" "b": "2"}"#, #"{"a" "1"}"#, "not json", #"{"a": "1"} trailing"#])
     func invalidDefaultsJSONNamesTheDocument(_ text: String) {
         let error = #expect(throws: DocumentError.self) { try defaults(text, name: "/srv/my-defaults.json") }
         #expect(error?.document == "/srv/my-defaults.json")
@@ -92,7 +97,8 @@ import Testing
 
     @Test func fetchResponseWithoutStateIsAnUpdate() throws {
         #expect(try remote(#"{"entries": {"a": "1"}}"#) == .update(values: ["a": "1"], templateVersion: nil))
-        #expect(try remote(#"{"state": "UPDATE", "templateVersion": "3"}"#) == .update(values: [:], templateVersion: "3"))
+        #expect(
+            try remote(#"{"state": "UPDATE", "templateVersion": "3"}"#) == .update(values: [:], templateVersion: "3"))
     }
 
     @Test func fetchResponseNoChange() throws {
@@ -109,31 +115,49 @@ import Testing
     }
 
     @Test(arguments: [
-        (#"{"state": "PARTIAL"}"#,
-         #"unknown state "PARTIAL" (expected UPDATE, NO_CHANGE, NO_TEMPLATE or EMPTY_CONFIG)"#),
-        (#"{"state": "update"}"#,
-         #"unknown state "update" (expected UPDATE, NO_CHANGE, NO_TEMPLATE or EMPTY_CONFIG)"#),
+        (
+            #"{"state": "PARTIAL"}"#,
+            #"unknown state "PARTIAL" (expected UPDATE, NO_CHANGE, NO_TEMPLATE or EMPTY_CONFIG)"#
+        ),
+        (
+            #"{"state": "update"}"#,
+            #"unknown state "update" (expected UPDATE, NO_CHANGE, NO_TEMPLATE or EMPTY_CONFIG)"#
+        ),
         (#"{"state": 1}"#, #""state" must be a string, got number"#),
         (#"{"state": "UPDATE", "entries": ["a"]}"#, #""entries" must be an object, got array"#),
         (#"{"entries": {"k": null}}"#, "entries.k: null is not a value"),
-        (#"{"entries": {}, "templateVersion": "4a2"}"#, #""templateVersion" must be a decimal version number, got "4a2""#),
+        (
+            #"{"entries": {}, "templateVersion": "4a2"}"#,
+            #""templateVersion" must be a decimal version number, got "4a2""#
+        ),
         (#"{"entries": {}, "templateVersion": ""}"#, #""templateVersion" must be a decimal version number, got """#),
-        (#"{"entries": {}, "templateVersion": "-1"}"#, #""templateVersion" must be a decimal version number, got "-1""#),
+        (
+            #"{"entries": {}, "templateVersion": "-1"}"#,
+            #""templateVersion" must be a decimal version number, got "-1""#
+        ),
         (#"{"entries": {}, "templateVersion": -1}"#, #""templateVersion" must be a decimal version number, got -1"#),
         (#"{"entries": {}, "templateVersion": 1.5}"#, #""templateVersion" must be a decimal version number, got 1.5"#),
-        (#"{"entries": {}, "templateVersion": true}"#, #""templateVersion" must be a decimal version number, got true"#),
-        (#"{"state": "NO_CHANGE", "templateVersion": {}}"#,
-         #""templateVersion" must be a decimal version number, got {}"#),
+        (
+            #"{"entries": {}, "templateVersion": true}"#,
+            #""templateVersion" must be a decimal version number, got true"#
+        ),
+        (
+            #"{"state": "NO_CHANGE", "templateVersion": {}}"#,
+            #""templateVersion" must be a decimal version number, got {}"#
+        ),
     ])
     func badFetchResponse(_ text: String, _ reason: String) {
         #expect(throws: DocumentError(document: "remote.json", reason: reason)) { try remote(text) }
     }
 
     @Test(arguments: [
-        (#""42""#, "42"), ("42", "42"), (#""0""#, "0"), ("0", "0"), (#""18446744073709551616""#, "18446744073709551616"),
+        (#""42""#, "42"), ("42", "42"), (#""0""#, "0"), ("0", "0"),
+        (#""18446744073709551616""#, "18446744073709551616"),
     ])
     func templateVersionAsStringOrNumber(_ json: String, _ expected: String) throws {
-        #expect(try remote(#"{"entries": {}, "templateVersion": \#(json)}"#) == .update(values: [:], templateVersion: expected))
+        #expect(
+            try remote(#"{"entries": {}, "templateVersion": \#(json)}"#)
+                == .update(values: [:], templateVersion: expected))
     }
 
     @Test func nullTemplateVersionIsAbsent() throws {
@@ -167,24 +191,39 @@ import Testing
 
     @Test func templateVersionNumberAsNumberOrAbsent() throws {
         #expect(
-            try remote(#"{"parameters": {}, "version": {"versionNumber": 8}}"#) == .update(values: [:], templateVersion: "8"))
+            try remote(#"{"parameters": {}, "version": {"versionNumber": 8}}"#)
+                == .update(values: [:], templateVersion: "8"))
         #expect(try remote(#"{"parameters": {}}"#) == .update(values: [:], templateVersion: nil))
         #expect(try remote(#"{"parameters": {}, "version": {}}"#) == .update(values: [:], templateVersion: nil))
     }
 
     @Test(arguments: [
-        (#"{"parameters": {"k": {"defaultValue": {}}}}"#,
-         #"parameters.k.defaultValue needs "value" or "useInAppDefault": true"#),
-        (#"{"parameters": {"k": {"defaultValue": {"useInAppDefault": false}}}}"#,
-         #"parameters.k.defaultValue needs "value" or "useInAppDefault": true"#),
-        (#"{"parameters": {"k": {"defaultValue": {"value": 5}}}}"#, "parameters.k.defaultValue.value must be a string, got number"),
-        (#"{"parameters": {"k": {"defaultValue": {"value": true}}}}"#,
-         "parameters.k.defaultValue.value must be a string, got boolean"),
-        (#"{"parameters": {"k": {"defaultValue": {"value": null}}}}"#, "parameters.k.defaultValue.value must be a string, got null"),
+        (
+            #"{"parameters": {"k": {"defaultValue": {}}}}"#,
+            #"parameters.k.defaultValue needs "value" or "useInAppDefault": true"#
+        ),
+        (
+            #"{"parameters": {"k": {"defaultValue": {"useInAppDefault": false}}}}"#,
+            #"parameters.k.defaultValue needs "value" or "useInAppDefault": true"#
+        ),
+        (
+            #"{"parameters": {"k": {"defaultValue": {"value": 5}}}}"#,
+            "parameters.k.defaultValue.value must be a string, got number"
+        ),
+        (
+            #"{"parameters": {"k": {"defaultValue": {"value": true}}}}"#,
+            "parameters.k.defaultValue.value must be a string, got boolean"
+        ),
+        (
+            #"{"parameters": {"k": {"defaultValue": {"value": null}}}}"#,
+            "parameters.k.defaultValue.value must be a string, got null"
+        ),
         (#"{"parameters": {"k": "v"}}"#, "parameters.k must be an object, got string"),
         (#"{"parameters": ["k"]}"#, #""parameters" must be an object"#),
-        (#"{"parameters": {}, "version": {"versionNumber": "v17"}}"#,
-         #""version.versionNumber" must be a decimal version number, got "v17""#),
+        (
+            #"{"parameters": {}, "version": {"versionNumber": "v17"}}"#,
+            #""version.versionNumber" must be a decimal version number, got "v17""#
+        ),
     ])
     func badTemplate(_ text: String, _ reason: String) {
         #expect(throws: DocumentError(document: "remote.json", reason: reason)) { try remote(text) }
@@ -195,7 +234,8 @@ import Testing
     @Test func neitherShapeIsRejected() {
         #expect(
             throws: DocumentError(
-                document: "remote.json", reason: #"neither a fetch response ("entries"/"state") nor a template ("parameters")"#)
+                document: "remote.json",
+                reason: #"neither a fetch response ("entries"/"state") nor a template ("parameters")"#)
         ) {
             try remote(#"{"values": {"a": "1"}}"#)
         }

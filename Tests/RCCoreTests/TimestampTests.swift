@@ -32,8 +32,10 @@ import Testing
         #expect(t - Timestamp(milliseconds: 1_500) == .milliseconds(-500))
         #expect(t < Timestamp(milliseconds: 1_001))
         #expect(!(t < t))
-        #expect([Timestamp(milliseconds: 3), Timestamp(milliseconds: -1), Timestamp(milliseconds: 2)].sorted().map(\.milliseconds)
-            == [-1, 2, 3])
+        #expect(
+            [Timestamp(milliseconds: 3), Timestamp(milliseconds: -1), Timestamp(milliseconds: 2)].sorted().map(
+                \.milliseconds)
+                == [-1, 2, 3])
     }
 
     @Test func nowIsTheWallClock() {

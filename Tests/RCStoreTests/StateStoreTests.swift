@@ -1,3 +1,4 @@
+import FoundationEssentials
 import RCCore
 import Testing
 
@@ -12,7 +13,7 @@ import Testing
 
     /// A fresh writable store in its own directory.
     private func withStore<T>(_ body: (StateStore, TemporaryDirectory) throws -> T) throws -> T {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             let store = try StateStore.openForWriting(path: dir.file("state.db"))
             return try body(store, dir)
         }
@@ -23,15 +24,19 @@ import Testing
         try Database(path: path, mode: .readWrite)
     }
 
-    private func remote(_ key: String, _ text: String) -> ConfigValue { ConfigValue(key: key, text: text, source: .remote) }
-    private func fallback(_ key: String, _ text: String) -> ConfigValue { ConfigValue(key: key, text: text, source: .default) }
+    private func remote(_ key: String, _ text: String) -> ConfigValue {
+        ConfigValue(key: key, text: text, source: .remote)
+    }
+    private func fallback(_ key: String, _ text: String) -> ConfigValue {
+        ConfigValue(key: key, text: text, source: .default)
+    }
 
     private func kinds(_ store: StateStore) throws -> [String] { try store.events().map(\.kind) }
 
     // MARK: - Opening
 
     @Test func openForReadingReturnsNilWhenThereIsNoDatabase() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             #expect(try StateStore.openForReading(path: dir.file("missing.db")) == nil)
             #expect(!pathExists(dir.file("missing.db")))
             // An empty file is a database nobody has migrated yet.
@@ -41,7 +46,7 @@ import Testing
     }
 
     @Test func openForWritingCreatesAndMigratesTheSchema() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             let path = dir.file("state.db")
             let store = try StateStore.openForWriting(path: path)
             #expect(store.path == path)
@@ -51,16 +56,22 @@ import Testing
             #expect(try raw.query("PRAGMA user_version") { $0.integer(0) } == [Int64(Schema.currentVersion)])
             #expect(Schema.currentVersion == Schema.migrations.count)
             #expect(try raw.query("PRAGMA journal_mode") { $0.text(0) } == ["wal"])
-            let tables = try raw.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name") {
+            let tables = try raw.query(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            ) {
                 $0.text(0) ?? ""
             }
-            #expect(tables == ["active_values", "defaults", "events", "fetch_state", "fetched_values", "meta", "snapshots", "stale"])
+            #expect(
+                tables == [
+                    "active_values", "defaults", "events", "fetch_state", "fetched_values", "meta", "snapshots",
+                    "stale",
+                ])
             #expect(try store.integrityProblems() == nil)
         }
     }
 
     @Test func freshStoreStatus() throws {
-        try withStore { store, _ in
+        try withStore { (store, _) throws in
             let status = try store.status()
             #expect(status.deviceId.map(DeviceID.isValid) == true)
             #expect(status.stale == .clear)
@@ -81,7 +92,7 @@ import Testing
     }
 
     @Test func deviceIdIsStableAcrossReopen() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             let path = dir.file("state.db")
             let first = try #require(try StateStore.openForWriting(path: path).status().deviceId)
             #expect(DeviceID.isValid(first))
@@ -94,14 +105,14 @@ import Testing
     }
 
     @Test func garbageFileIsReportedAsCorruption() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             var generator = FixedSeedGenerator(seed: 0x5eed)
             let garbage = (0..<8_192).map { _ in UInt8.random(in: 0...255, using: &generator) }
             let path = try dir.write("state.db", bytes: garbage)
 
             let readError = #expect(throws: StoreError.self) { try StateStore.openForReading(path: path) }
             #expect(readError?.isCorruption == true)
-            if case let .sqlite(sqlite)? = readError {
+            if case .sqlite(let sqlite)? = readError {
                 #expect(sqlite.code & 0xff == 26)  // SQLITE_NOTADB
                 #expect(sqlite.isCorruption)
             } else {
@@ -116,25 +127,29 @@ import Testing
     }
 
     @Test func truncatedDatabaseIsReportedAsCorruption() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             let path = dir.file("state.db")
             do {
                 let store = try StateStore.openForWriting(path: path)
-                try store.replaceDefaults(Dictionary(uniqueKeysWithValues: (0..<2_000).map { ("key\($0)", String(repeating: "v", count: 100)) }))
+                try store.replaceDefaults(
+                    Dictionary(
+                        uniqueKeysWithValues: (0..<2_000).map { ("key\($0)", String(repeating: "v", count: 100)) }))
             }
-            // Keep only the first page: the header survives, the tables' pages are gone.
+            // Keep only the first page: the header survives, the tables' pages are gone. The WAL
+            // goes too (it still holds every page after a clean close, so SQLite would read those).
             let bytes = try dir.read("state.db")
             #expect(bytes.count > 8_192)
             try dir.write("state.db", bytes: Array(bytes.prefix(4_096)))
+            try FileManager.default.removeItem(atPath: path + "-wal")
+            try FileManager.default.removeItem(atPath: path + "-shm")
 
-            let reader = try #require(try StateStore.openForReading(path: path))
-            let error = #expect(throws: StoreError.self) { try reader.value(forKey: "key1") }
+            let error = #expect(throws: StoreError.self) { try StateStore.openForReading(path: path) }
             #expect(error?.isCorruption == true)
         }
     }
 
     @Test func newerSchemaIsRefused() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             let path = dir.file("state.db")
             _ = try StateStore.openForWriting(path: path)
             try rawConnection(path).execute("PRAGMA user_version = 99")
@@ -148,8 +163,10 @@ import Testing
         }
     }
 
-    private func expectSchemaTooNew(_ error: StoreError?, path: String, sourceLocation: Testing.SourceLocation = #_sourceLocation) {
-        guard case let .schemaTooNew(found, supported, errorPath)? = error else {
+    private func expectSchemaTooNew(
+        _ error: StoreError?, path: String, sourceLocation: Testing.SourceLocation = #_sourceLocation
+    ) {
+        guard case .schemaTooNew(let found, let supported, let errorPath)? = error else {
             Issue.record("expected schemaTooNew, got \(String(describing: error))", sourceLocation: sourceLocation)
             return
         }
@@ -164,7 +181,7 @@ import Testing
     }
 
     @Test func readerCannotWrite() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             let path = dir.file("state.db")
             _ = try StateStore.openForWriting(path: path)
             let reader = try #require(try StateStore.openForReading(path: path))
@@ -174,7 +191,7 @@ import Testing
     }
 
     @Test func readerSeesTheWritersCommits() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             let path = dir.file("state.db")
             let writer = try StateStore.openForWriting(path: path)
             let reader = try #require(try StateStore.openForReading(path: path))
@@ -189,11 +206,12 @@ import Testing
     // MARK: - Values
 
     @Test func lookupPrefersActiveOverDefaults() throws {
-        try withStore { store, _ in
+        try withStore { (store, _) throws in
             try store.replaceDefaults(["shared": "default", "onlyDefault": "d"])
             #expect(try store.value(forKey: "shared") == fallback("shared", "default"))
 
-            try store.recordFetch(.update(values: ["shared": "remote", "onlyRemote": "r", "emptyRemote": ""], templateVersion: "1", etag: nil), at: t0, activate: true)
+            let values = ["shared": "remote", "onlyRemote": "r", "emptyRemote": ""]
+            try store.recordFetch(.update(values: values, templateVersion: "1", etag: nil), at: t0, activate: true)
             #expect(try store.value(forKey: "shared") == remote("shared", "remote"))
             #expect(try store.value(forKey: "onlyRemote") == remote("onlyRemote", "r"))
             #expect(try store.value(forKey: "emptyRemote") == remote("emptyRemote", ""))
@@ -204,8 +222,11 @@ import Testing
     }
 
     @Test func valuesKeepTheirTextExactly() throws {
-        try withStore { store, _ in
-            let tricky = ["unicode": "café 😀", "spaces": "  a  b  ", "newline": "a\nb", "json": #"{"a":[1,"x"]}"#, "quote": "it's \"x\"", "": "empty key"]
+        try withStore { (store, _) throws in
+            let tricky = [
+                "unicode": "café 😀", "spaces": "  a  b  ", "newline": "a\nb", "json": #"{"a":[1,"x"]}"#,
+                "quote": "it's \"x\"", "": "empty key",
+            ]
             try store.replaceDefaults(tricky)
             for (key, text) in tricky {
                 #expect(try store.value(forKey: key) == fallback(key, text))
@@ -214,21 +235,27 @@ import Testing
     }
 
     @Test func allValuesIsTheUnionWithSourcesSortedByKey() throws {
-        try withStore { store, _ in
+        try withStore { (store, _) throws in
             try store.replaceDefaults(["app.a": "1", "app.b": "2", "other": "3", "app%x": "literal", "app_y": "u"])
-            try store.recordFetch(.update(values: ["app.b": "20", "app.c": "30", "zed": "9"], templateVersion: "1", etag: nil), at: t0, activate: true)
+            try store.recordFetch(
+                .update(values: ["app.b": "20", "app.c": "30", "zed": "9"], templateVersion: "1", etag: nil), at: t0,
+                activate: true)
 
             #expect(
-                try store.allValues() == [
-                    fallback("app%x", "literal"),
-                    remote("app.b", "20"),
-                    remote("app.c", "30"),
-                    fallback("app.a", "1"),
-                    fallback("app_y", "u"),
-                    fallback("other", "3"),
-                    remote("zed", "9"),
-                ].sorted { $0.key < $1.key })
-            #expect(try store.allValues(prefix: "app.") == [fallback("app.a", "1"), remote("app.b", "20"), remote("app.c", "30")])
+                try store.allValues()
+                    == [
+                        fallback("app%x", "literal"),
+                        remote("app.b", "20"),
+                        remote("app.c", "30"),
+                        fallback("app.a", "1"),
+                        fallback("app_y", "u"),
+                        fallback("other", "3"),
+                        remote("zed", "9"),
+                    ].sorted { $0.key < $1.key })
+            #expect(
+                try store.allValues(prefix: "app.") == [
+                    fallback("app.a", "1"), remote("app.b", "20"), remote("app.c", "30"),
+                ])
             // The prefix is literal text, not a LIKE pattern.
             #expect(try store.allValues(prefix: "app%") == [fallback("app%x", "literal")])
             #expect(try store.allValues(prefix: "app_") == [fallback("app_y", "u")])
@@ -238,15 +265,17 @@ import Testing
     }
 
     @Test func allValuesIsSortedEvenWhenSourcesInterleave() throws {
-        try withStore { store, _ in
+        try withStore { (store, _) throws in
             try store.replaceDefaults(["b": "d", "d": "d"])
-            try store.recordFetch(.update(values: ["a": "r", "c": "r", "e": "r"], templateVersion: nil, etag: nil), at: t0, activate: true)
+            try store.recordFetch(
+                .update(values: ["a": "r", "c": "r", "e": "r"], templateVersion: nil, etag: nil), at: t0, activate: true
+            )
             #expect(try store.allValues().map(\.key) == ["a", "b", "c", "d", "e"])
         }
     }
 
     @Test func replaceDefaultsReplacesTheWholeMap() throws {
-        try withStore { store, _ in
+        try withStore { (store, _) throws in
             try store.replaceDefaults(["a": "1", "b": "2"])
             try store.replaceDefaults(["b": "new", "c": "3"])
             #expect(try store.allValues() == [fallback("b", "new"), fallback("c", "3")])
@@ -259,13 +288,14 @@ import Testing
     // MARK: - Stale flag
 
     @Test func markStaleKeepsTheFirstTimeAndPersists() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             let path = dir.file("state.db")
             do {
                 let store = try StateStore.openForWriting(path: path)
                 #expect(try store.markStale(reason: "push CONFIG_STATE", at: t0) == true)
                 #expect(try store.markStale(reason: "rcagent mark-stale", at: t1) == false)
-                #expect(try store.status().stale == StaleFlag(isSet: true, reason: "rcagent mark-stale", since: t0))
+                // The first reason and time stay: status says how long the config has really been stale.
+                #expect(try store.status().stale == StaleFlag(isSet: true, reason: "push CONFIG_STATE", since: t0))
                 // Only the transition is an event.
                 let events = try store.events()
                 #expect(events.map(\.kind) == ["stale-set"])
@@ -273,15 +303,15 @@ import Testing
                 #expect(events.first?.detail == .object([("reason", .string("push CONFIG_STATE"))]))
             }
             let reopened = try StateStore.openForWriting(path: path)
-            #expect(try reopened.status().stale == StaleFlag(isSet: true, reason: "rcagent mark-stale", since: t0))
+            #expect(try reopened.status().stale == StaleFlag(isSet: true, reason: "push CONFIG_STATE", since: t0))
             #expect(try reopened.markStale(reason: nil, at: t2) == false)
             let reader = try #require(try StateStore.openForReading(path: path))
-            #expect(try reader.status().stale == StaleFlag(isSet: true, reason: nil, since: t0))
+            #expect(try reader.status().stale == StaleFlag(isSet: true, reason: "push CONFIG_STATE", since: t0))
         }
     }
 
     @Test func markStaleWithoutReason() throws {
-        try withStore { store, _ in
+        try withStore { (store, _) throws in
             #expect(try store.markStale(reason: nil, at: t0))
             #expect(try store.status().stale == StaleFlag(isSet: true, reason: nil, since: t0))
             #expect(try store.events().first?.detail == .object([("reason", .null)]))
@@ -291,7 +321,7 @@ import Testing
     // MARK: - Fetch outcomes
 
     @Test func updateWithActivationActivatesAndClearsStaleInOneCall() throws {
-        try withStore { store, _ in
+        try withStore { (store, _) throws in
             try store.replaceDefaults(["a": "default"])
             try store.markStale(reason: "push", at: t0)
 
@@ -317,23 +347,36 @@ import Testing
             #expect(events[2].detail == .object([("keys", .integer(2)), ("templateVersion", .string("7"))]))
             #expect(
                 events[3].detail
-                    == .object([("changedKeys", .array([.string("a"), .string("b")])), ("templateVersion", .string("7"))]))
+                    == .object([
+                        ("changedKeys", .array([.string("a"), .string("b")])), ("templateVersion", .string("7")),
+                    ]))
             #expect(events.map(\.id) == events.map(\.id).sorted())
         }
     }
 
     @Test func activationReportsAddedRemovedAndChangedKeysOnly() throws {
-        try withStore { store, _ in
-            try store.recordFetch(.update(values: ["same": "1", "changed": "old", "removed": "x", "emptied": "e"], templateVersion: "1", etag: nil), at: t0, activate: true)
+        try withStore { (store, _) throws in
+            try store.recordFetch(
+                .update(
+                    values: ["same": "1", "changed": "old", "removed": "x", "emptied": "e"], templateVersion: "1",
+                    etag: nil), at: t0, activate: true)
             let activation = try store.recordFetch(
-                .update(values: ["same": "1", "changed": "new", "added": "y", "emptied": ""], templateVersion: "2", etag: nil), at: t1,
+                .update(
+                    values: ["same": "1", "changed": "new", "added": "y", "emptied": ""], templateVersion: "2",
+                    etag: nil), at: t1,
                 activate: true)
-            #expect(activation == Activation(changedKeys: ["added", "changed", "emptied", "removed"], templateVersion: "2"))
-            #expect(try store.allValues() == [remote("added", "y"), remote("changed", "new"), remote("emptied", ""), remote("same", "1")])
+            #expect(
+                activation == Activation(changedKeys: ["added", "changed", "emptied", "removed"], templateVersion: "2"))
+            #expect(
+                try store.allValues() == [
+                    remote("added", "y"), remote("changed", "new"), remote("emptied", ""), remote("same", "1"),
+                ])
 
             // The same values again: an activation with nothing changed.
             let again = try store.recordFetch(
-                .update(values: ["same": "1", "changed": "new", "added": "y", "emptied": ""], templateVersion: "3", etag: nil), at: t2,
+                .update(
+                    values: ["same": "1", "changed": "new", "added": "y", "emptied": ""], templateVersion: "3",
+                    etag: nil), at: t2,
                 activate: true)
             #expect(again == Activation(changedKeys: [], templateVersion: "3"))
             #expect(try store.status().active.templateVersion == "3")
@@ -341,10 +384,12 @@ import Testing
     }
 
     @Test func emptyUpdateRemovesEveryRemoteValue() throws {
-        try withStore { store, _ in
+        try withStore { (store, _) throws in
             try store.replaceDefaults(["a": "default"])
-            try store.recordFetch(.update(values: ["a": "1", "b": "2"], templateVersion: "1", etag: nil), at: t0, activate: true)
-            let activation = try store.recordFetch(.update(values: [:], templateVersion: nil, etag: nil), at: t1, activate: true)
+            try store.recordFetch(
+                .update(values: ["a": "1", "b": "2"], templateVersion: "1", etag: nil), at: t0, activate: true)
+            let activation = try store.recordFetch(
+                .update(values: [:], templateVersion: nil, etag: nil), at: t1, activate: true)
             #expect(activation == Activation(changedKeys: ["a", "b"], templateVersion: nil))
             #expect(try store.allValues() == [fallback("a", "default")])
             #expect(try store.status().active == SnapshotInfo(templateVersion: nil, etag: nil, at: t1, keys: 0))
@@ -352,12 +397,13 @@ import Testing
     }
 
     @Test func updateWithoutActivationStaysPendingUntilActivate() throws {
-        try withStore { store, _ in
+        try withStore { (store, _) throws in
             try store.replaceDefaults(["a": "default"])
             try store.recordFetch(.update(values: ["a": "1"], templateVersion: "1", etag: nil), at: t0, activate: true)
             try store.markStale(reason: nil, at: t0)
 
-            let none = try store.recordFetch(.update(values: ["a": "2", "b": "new"], templateVersion: "2", etag: "e2"), at: t1, activate: false)
+            let none = try store.recordFetch(
+                .update(values: ["a": "2", "b": "new"], templateVersion: "2", etag: "e2"), at: t1, activate: false)
             #expect(none == nil)
             var status = try store.status()
             #expect(status.pending)
@@ -386,18 +432,19 @@ import Testing
     }
 
     @Test func activateWithNothingEverFetchedIsNil() throws {
-        try withStore { store, _ in
+        try withStore { (store, _) throws in
             #expect(try store.activate(at: t0) == nil)
             #expect(try store.events().isEmpty)
         }
     }
 
     @Test func pendingSnapshotSurvivesReopen() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             let path = dir.file("state.db")
             do {
                 let store = try StateStore.openForWriting(path: path)
-                try store.recordFetch(.update(values: ["k": "v"], templateVersion: "5", etag: nil), at: t0, activate: false)
+                try store.recordFetch(
+                    .update(values: ["k": "v"], templateVersion: "5", etag: nil), at: t0, activate: false)
             }
             let store = try StateStore.openForWriting(path: path)
             #expect(try store.status().pending)
@@ -406,9 +453,10 @@ import Testing
     }
 
     @Test func noChangeClearsStaleAndBackoffAndRecordsStatus() throws {
-        try withStore { store, _ in
+        try withStore { (store, _) throws in
             try store.recordFetch(.update(values: ["k": "v"], templateVersion: "4", etag: "e"), at: t0, activate: true)
-            try store.recordFetch(.failure(error: "timeout", backoffStep: 3, nextAttempt: t2, throttledUntil: t3), at: t1, activate: true)
+            try store.recordFetch(
+                .failure(error: "timeout", backoffStep: 3, nextAttempt: t2, throttledUntil: t3), at: t1, activate: true)
             try store.markStale(reason: "push", at: t1)
             let before = try store.events().count
 
@@ -437,14 +485,17 @@ import Testing
     }
 
     @Test func failureKeepsStaleAndRecordsBackoff() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             let path = dir.file("state.db")
             do {
                 let store = try StateStore.openForWriting(path: path)
-                try store.recordFetch(.update(values: ["k": "v"], templateVersion: "1", etag: nil), at: t0, activate: true)
+                try store.recordFetch(
+                    .update(values: ["k": "v"], templateVersion: "1", etag: nil), at: t0, activate: true)
                 try store.markStale(reason: "push", at: t1)
                 let result = try store.recordFetch(
-                    .failure(error: "HTTP 503: Service Unavailable", backoffStep: 2, nextAttempt: t3, throttledUntil: t3 + .seconds(60)),
+                    .failure(
+                        error: "HTTP 503: Service Unavailable", backoffStep: 2, nextAttempt: t3,
+                        throttledUntil: t3 + .seconds(60)),
                     at: t2, activate: true)
                 #expect(result == nil)
                 let events = try store.events()
@@ -468,9 +519,11 @@ import Testing
     }
 
     @Test func failureWithoutTimesClearsThem() throws {
-        try withStore { store, _ in
-            try store.recordFetch(.failure(error: "a", backoffStep: 1, nextAttempt: t1, throttledUntil: t1), at: t0, activate: false)
-            try store.recordFetch(.failure(error: "b", backoffStep: 2, nextAttempt: nil, throttledUntil: nil), at: t1, activate: false)
+        try withStore { (store, _) throws in
+            try store.recordFetch(
+                .failure(error: "a", backoffStep: 1, nextAttempt: t1, throttledUntil: t1), at: t0, activate: false)
+            try store.recordFetch(
+                .failure(error: "b", backoffStep: 2, nextAttempt: nil, throttledUntil: nil), at: t1, activate: false)
             let status = try store.status()
             #expect(status.lastError == "b")
             #expect(status.backoffStep == 2)
@@ -482,7 +535,7 @@ import Testing
     }
 
     @Test func throttledRecordsUntilWhen() throws {
-        try withStore { store, _ in
+        try withStore { (store, _) throws in
             try store.markStale(reason: nil, at: t0)
             #expect(try store.recordFetch(.throttled(until: t3), at: t1, activate: true) == nil)
             let status = try store.status()
@@ -497,7 +550,7 @@ import Testing
     // MARK: - Events
 
     @Test func eventsAfterAnIdAndLimit() throws {
-        try withStore { store, _ in
+        try withStore { (store, _) throws in
             for i in 0..<5 {
                 try store.recordEvent("note", detail: .object([("i", .integer(Int64(i)))]), at: t0 + .seconds(Int64(i)))
             }
@@ -511,7 +564,7 @@ import Testing
     }
 
     @Test func eventLogIsBounded() throws {
-        try withStore { store, _ in
+        try withStore { (store, _) throws in
             // Fill past the limit in one transaction (a commit per event would mean 1,000 fsyncs).
             let raw = try rawConnection(store.path)
             let extra: Int64 = 100
@@ -543,7 +596,7 @@ import Testing
     struct Boom: Error, Equatable {}
 
     @Test func failedTransactionLeavesNothingBehind() throws {
-        try withStore { store, _ in
+        try withStore { (store, _) throws in
             let raw = try rawConnection(store.path)
             #expect(throws: Boom()) {
                 try raw.transaction {
@@ -567,7 +620,7 @@ import Testing
     }
 
     @Test func failedTransactionRethrowsTheFirstError() throws {
-        try withStore { store, _ in
+        try withStore { (store, _) throws in
             let raw = try rawConnection(store.path)
             let error = #expect(throws: SQLiteError.self) {
                 try raw.transaction {
@@ -588,10 +641,13 @@ import Testing
     }
 
     @Test func replaceDefaultsIsAllOrNothing() throws {
-        try withStore { store, _ in
+        try withStore { (store, _) throws in
             try store.replaceDefaults(["old": "1"])
             try rawConnection(store.path).execute(
-                "CREATE TRIGGER sabotage BEFORE INSERT ON defaults WHEN NEW.key = 'z' BEGIN SELECT RAISE(ABORT, 'sabotaged'); END")
+                """
+                CREATE TRIGGER sabotage BEFORE INSERT ON defaults WHEN NEW.key = 'z'
+                BEGIN SELECT RAISE(ABORT, 'sabotaged'); END
+                """)
             let error = #expect(throws: StoreError.self) { try store.replaceDefaults(["a": "1", "b": "2", "z": "3"]) }
             #expect(error?.description.contains("sabotaged") == true)
             #expect(try store.allValues() == [fallback("old", "1")])
@@ -599,14 +655,16 @@ import Testing
     }
 
     @Test func failedActivationKeepsTheOldSnapshotAndTheStaleFlag() throws {
-        try withStore { store, _ in
-            try store.recordFetch(.update(values: ["k": "old"], templateVersion: "1", etag: "e1"), at: t0, activate: true)
+        try withStore { (store, _) throws in
+            try store.recordFetch(
+                .update(values: ["k": "old"], templateVersion: "1", etag: "e1"), at: t0, activate: true)
             try store.markStale(reason: "push", at: t1)
             let eventsBefore = try store.events()
             try sabotage("active_values", in: store)
 
             let error = #expect(throws: StoreError.self) {
-                try store.recordFetch(.update(values: ["k": "new"], templateVersion: "2", etag: "e2"), at: t2, activate: true)
+                try store.recordFetch(
+                    .update(values: ["k": "new"], templateVersion: "2", etag: "e2"), at: t2, activate: true)
             }
             #expect(error?.description.contains("sabotaged") == true)
 
@@ -623,7 +681,7 @@ import Testing
     }
 
     @Test func failedMarkStaleLeavesTheFlagClear() throws {
-        try withStore { store, _ in
+        try withStore { (store, _) throws in
             try sabotage("events", in: store)
             #expect(throws: StoreError.self) { try store.markStale(reason: "push", at: t0) }
             #expect(try store.status().stale == .clear)
@@ -631,7 +689,7 @@ import Testing
     }
 
     @Test func integrityCheckIsCleanOnAGoodDatabase() throws {
-        try withStore { store, _ in
+        try withStore { (store, _) throws in
             #expect(try store.integrityProblems() == nil)
             try store.replaceDefaults(Dictionary(uniqueKeysWithValues: (0..<500).map { ("k\($0)", "v\($0)") }))
             try store.recordFetch(.update(values: ["a": "1"], templateVersion: "1", etag: nil), at: t0, activate: true)
@@ -642,10 +700,11 @@ import Testing
     // MARK: - open(config:)
 
     @Test func openWithConfigCreatesTheStateDirectoryAndImportsDefaults() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             var config = AgentConfig()
             config.stateDirectory = dir.file("var/lib/rcagent")
-            config.defaults = try dir.write("defaults.json", #"{"greeting": "hello", "count": 3, "flags": {"b": true, "a": false}}"#)
+            config.defaults = try dir.write(
+                "defaults.json", #"{"greeting": "hello", "count": 3, "flags": {"b": true, "a": false}}"#)
 
             let store = try StateStore.open(config: config)
             #expect(store.path == dir.file("var/lib/rcagent/state.db"))
@@ -659,7 +718,7 @@ import Testing
     }
 
     @Test func openWithConfigImportsDefaultsOnlyIntoANewDatabase() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             var config = AgentConfig()
             config.stateDirectory = dir.file("state")
             config.defaults = try dir.write("defaults.json", #"{"a": "1"}"#)
@@ -673,7 +732,7 @@ import Testing
     }
 
     @Test func openWithConfigWithoutADefaultsFile() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             var config = AgentConfig()
             config.stateDirectory = dir.file("state")
             config.defaults = dir.file("no-such-defaults.json")
@@ -683,7 +742,7 @@ import Testing
     }
 
     @Test func openWithConfigAndABadDefaultsFileFailsWithoutLeavingAnEmptyCache() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             var config = AgentConfig()
             config.stateDirectory = dir.file("state")
             config.defaults = try dir.write("defaults.json", #"{"a": null}"#)
@@ -701,7 +760,7 @@ import Testing
     }
 
     @Test func readDefaults() throws {
-        try TemporaryDirectory.with { dir in
+        try TemporaryDirectory.with { (dir) throws in
             #expect(try StateStore.readDefaults(path: dir.file("missing.json")) == nil)
             let path = try dir.write("d.json", #"{"x": 1.5}"#)
             #expect(try StateStore.readDefaults(path: path) == ["x": "1.5"])

@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A directory of its own for one test (tests run in parallel), removed when the test ends.
@@ -28,7 +28,9 @@ struct TemporaryDirectory {
 
     /// The bytes of `name`.
     func read(_ name: String) throws -> [UInt8] {
-        guard let data = FileManager.default.contents(atPath: file(name)) else { throw TestFailure("cannot read \(name)") }
+        guard let data = FileManager.default.contents(atPath: file(name)) else {
+            throw TestFailure("cannot read \(name)")
+        }
         return Array(data)
     }
 
