@@ -99,11 +99,14 @@ actor Agent {
         defer { fetching = false }
         notifier.status(status.stale.isSet ? "Stale since \(Self.clock(status.stale.since)); fetching from \(source.name)" : "Fetching from \(source.name)")
         let result: SourceResult
+        let clock = ContinuousClock()
+        let started = clock.now
         do {
             result = try await source.fetch(etag: status.fetched.etag)
         } catch {
             return recordFailure(error, status: status)
         }
+        let fetched = clock.now
         let finished = Timestamp.now()
         do {
             switch result {
@@ -116,10 +119,11 @@ actor Agent {
                     .update(values: values, templateVersion: version, etag: etag), at: finished,
                     activate: config.activation == .immediate)
                 publishEvents()
+                let timing = "fetched in \(Self.milliseconds(fetched - started)), stored in \(Self.milliseconds(clock.now - fetched))"
                 if let activation {
-                    log.info("Activated template \(version ?? "-") from \(source.name): \(Self.describe(activation.changedKeys))")
+                    log.info("Activated template \(version ?? "-") from \(source.name) (\(timing)): \(Self.describe(activation.changedKeys))")
                 } else {
-                    log.info("Fetched template \(version ?? "-") from \(source.name); activation is \(config.activation.rawValue)")
+                    log.info("Fetched template \(version ?? "-") from \(source.name) (\(timing)); activation is \(config.activation.rawValue)")
                 }
                 return .updated(changedKeys: activation?.changedKeys, templateVersion: version)
             }
@@ -285,6 +289,11 @@ actor Agent {
         guard let t else { return "-" }
         let iso = t.iso8601
         return String(iso.dropFirst(11).prefix(8)) + " UTC"
+    }
+
+    static func milliseconds(_ duration: Duration) -> String {
+        let micros = duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
+        return "\(micros / 1_000).\(String(micros % 1_000 / 100)) ms"
     }
 
     static func describe(_ keys: [String]) -> String {
