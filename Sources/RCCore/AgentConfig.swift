@@ -75,17 +75,18 @@ public struct AgentConfig: Sendable {
     /// Loads the config file that `explicitPath` (from `--config`) or `RCAGENT_CONFIG` names, or the
     /// default path, then its drop-ins `<file>.d/*.conf` in lexical order. A missing default file
     /// means built-in defaults; a missing file the user named is an error.
-    public static func load(explicitPath: String? = nil, environment: [String: String] = [:])
-        throws(ConfigError) -> AgentConfig
-    {
+    public static func load(
+        explicitPath: String? = nil, environment: [String: String] = [:], defaultPath: String = defaultPath
+    ) throws(ConfigError) -> AgentConfig {
         let named = explicitPath ?? environment["RCAGENT_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
         let path = named ?? defaultPath
         var config = AgentConfig()
-        guard let text = try readIfPresent(path) else {
-            if named != nil { throw ConfigError(SourceLocation(file: path, line: 0), "config file not found") }
-            return config
+        if let text = try readIfPresent(path) {
+            try config.apply(text: text, file: path)
+        } else if named != nil {
+            throw ConfigError(SourceLocation(file: path, line: 0), "config file not found")
         }
-        try config.apply(text: text, file: path)
+        // Drop-ins apply even without the main file, as systemd's do.
         let dropInDirectory = path + ".d"
         for name in dropIns(in: dropInDirectory) {
             let dropIn = dropInDirectory + "/" + name

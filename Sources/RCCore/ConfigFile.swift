@@ -48,10 +48,11 @@ public enum ConfigFile {
             let line = rawLine.trimmingSpaces()
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
             if line.hasPrefix("[") {
-                guard line.hasSuffix("]"), line.count > 2 else {
+                let name = line.hasSuffix("]") ? String(line.dropFirst().dropLast().trimmingSpaces()) : ""
+                guard !name.isEmpty else {
                     throw ConfigError(location, "malformed section header '\(line)', expected [Name]")
                 }
-                section = String(line.dropFirst().dropLast().trimmingSpaces())
+                section = name
                 continue
             }
             guard let equals = line.firstIndex(of: "=") else {

@@ -56,6 +56,9 @@ public struct ConfigValue: Sendable, Equatable {
     public var intValue: Int64? {
         let trimmed = text.trimmingSpaces()
         if let exact = Int64(trimmed) { return exact }
+        // Integer text that Int64 refused has overflowed: it must not be rounded through a double.
+        let digits = trimmed.drop { $0 == "+" || $0 == "-" }
+        if !digits.isEmpty && digits.allSatisfy(\.isASCIIDigit) { return nil }
         guard let number = numberValue, number == number.rounded(),
             number >= -9_223_372_036_854_775_808, number < 9_223_372_036_854_775_808
         else { return nil }
@@ -110,4 +113,8 @@ public struct ConfigValue: Sendable, Equatable {
         }
         return i == bytes.endIndex
     }
+}
+
+extension Character {
+    var isASCIIDigit: Bool { isASCII && isWholeNumber }
 }

@@ -204,9 +204,12 @@ public final class StateStore {
                     "fetched", at: now,
                     detail: .object([("templateVersion", templateVersion.map(JSONValue.string) ?? .null),
                                      ("keys", .integer(Int64(values.count)))]))
-                return activate ? try activatePending(at: now) : nil
+                let activation = activate ? try activatePending(at: now) : nil
+                try clearStale(at: now)
+                return activation
             case .noChange:
                 try succeed(status: .noChange, at: now)
+                try clearStale(at: now)
                 return nil
             case let .failure(error, backoffStep, nextAttempt, throttledUntil):
                 try db.run(
@@ -230,10 +233,13 @@ public final class StateStore {
             UPDATE fetch_state SET last_attempt_at = ?1, last_success_at = ?1, status = ?2, error = NULL,
                 backoff_step = 0, throttle_until = NULL, next_fetch_at = NULL
             """, [.integer(now.milliseconds), .text(status.rawValue)])
-        if try staleFlag().isSet {
-            try db.run("UPDATE stale SET is_set = 0, reason = NULL, since = NULL")
-            try appendEvent("stale-cleared", at: now, detail: .object([]))
-        }
+    }
+
+    /// Clears the stale flag after a successful fetch; the event comes last, after what the fetch did.
+    private func clearStale(at now: Timestamp) throws(SQLiteError) {
+        guard try staleFlag().isSet else { return }
+        try db.run("UPDATE stale SET is_set = 0, reason = NULL, since = NULL")
+        try appendEvent("stale-cleared", at: now, detail: .object([]))
     }
 
     /// Makes the fetched snapshot active. Returns `nil` when nothing was pending.

@@ -446,6 +446,15 @@ import Testing
         }
     }
 
+    @Test func dropInsApplyWhenTheDefaultFileIsMissing() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let dropIn = try dir.write("agent.conf.d/10-site.conf", "[Agent]\nFetchTimeout=20s\n")
+            let config = try AgentConfig.load(environment: [:], defaultPath: dir.path + "/agent.conf")
+            #expect(config.fetchTimeout == .seconds(20))
+            #expect(config.files == [dropIn])
+        }
+    }
+
     @Test func errorInADropInNamesTheDropIn() throws {
         try TemporaryDirectory.with { (dir) throws in
             let main = try dir.write("agent.conf", "[Agent]\nFetchTimeout=10s\n")

@@ -65,6 +65,7 @@ import Testing
         SyntaxErrorCase(
             text: "[Agent]\n[Push\n", line: 2, message: "malformed section header '[Push', expected [Name]"),
         SyntaxErrorCase(text: "# c\n\n[]\n", line: 3, message: "malformed section header '[]', expected [Name]"),
+        SyntaxErrorCase(text: "[Agent]\n[  ]\n", line: 2, message: "malformed section header '[  ]', expected [Name]"),
         SyntaxErrorCase(
             text: "[Agent] # comment\n", line: 1,
             message: "malformed section header '[Agent] # comment', expected [Name]"),
