@@ -244,3 +244,28 @@ import Testing
         #expect(daemon.stop() == 0)
     }
 }
+
+/// SO_PEERCRED: only root, the daemon's user or SocketGroup may change state (SPEC §6).
+@Suite struct PeerCredentialTests {
+    @Test(.enabled(if: getuid() == 0, "needs root to run a client as another user"))
+    func unprivilegedPeersMayReadButNotChangeState() throws {
+        let sandbox = try Sandbox()
+        try sandbox.publish(Sandbox.document(version: 1))
+        // Let an outsider reach the socket at all; the daemon must still refuse its commands.
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: sandbox.root.path)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: sandbox.configPath)
+        let daemon = try sandbox.startDaemon()
+        chmod(sandbox.socketPath, 0o666)
+        func asNobody(_ args: String...) throws -> ProcessResult {
+            try sandbox.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.url("rcagent").path] + args + ["--config", sandbox.configPath])
+        }
+        let status = try asNobody("status", "--json")
+        #expect(status.stdout.contains(#""running":true"#), "\(status.stderr)")
+        let fetch = try asNobody("fetch", "--force")
+        #expect(fetch.status == 1)
+        #expect(fetch.stderr.contains("uid 65534 may not change the agent's state"), "\(fetch.stderr)")
+        #expect(try asNobody("notify", #"{"data":{"CONFIG_STATE":"STALE"}}"#).status == 1)
+        #expect(try sandbox.cli("fetch", "--force").status == 0, "root may")
+        daemon.stop()
+    }
+}

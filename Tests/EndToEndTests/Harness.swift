@@ -69,7 +69,7 @@ final class Sandbox {
 
     func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> ProcessResult {
         let process = Process()
-        process.executableURL = Binaries.url(executable)
+        process.executableURL = executable.hasPrefix("/") ? URL(fileURLWithPath: executable) : Binaries.url(executable)
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "RCAGENT_CONFIG")
