@@ -2,8 +2,8 @@
 SWIFT      ?= swift
 ROOT       := $(CURDIR)
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-BUILD_DEPS := libsqlite3-dev libsystemd-dev pkg-config g++
-TEST_DEPS  := $(BUILD_DEPS) sqlite3
+BUILD_DEPS := libsqlite3-dev libsystemd-dev libcurl4-openssl-dev pkg-config g++
+TEST_DEPS  := $(BUILD_DEPS) sqlite3 python3 openssl
 BENCH_DEPS := $(BUILD_DEPS) sqlite3 hyperfine jq
 # Release builds link the Swift runtime and libstdc++ statically: a directory holding only
 # libstdc++.a makes the toolchain's `-lstdc++` pick the archive. That removes libstdc++.so's

@@ -15,10 +15,11 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         .target(name: "RCCore"),
         .target(name: "RCStore", dependencies: ["RCCore", "CSQLite"]),
-        .target(name: "RCAgent", dependencies: ["RCCore", "RCStore", "CSystemd"]),
+        .target(name: "RCAgent", dependencies: ["RCCore", "RCStore", "CSystemd", "CCurl"]),
         .target(name: "RCClient", dependencies: ["RCCore", "RCStore"]),
 
         .executableTarget(

@@ -137,9 +137,11 @@ actor Agent {
         let step = status.backoffStep + 1
         var next = now + policy.backoff(step: step)
         var throttledUntil: Timestamp?
-        if case let .throttled(retryAfter) = error.kind, let retryAfter {
-            throttledUntil = now + retryAfter
-            next = max(next, now + retryAfter)
+        if case let .throttled(retryAfter) = error.kind {
+            // The server asked for a pause: its Retry-After, else the backoff, holds every fetch
+            // (forced ones too, unless --ignore-throttle).
+            next = retryAfter.map { max(next, now + $0) } ?? next
+            throttledUntil = next
         }
         do {
             try store.recordFetch(
@@ -163,7 +165,8 @@ actor Agent {
         guard !stopping, let status = try? store.status() else { return }
         let now = Timestamp.now()
         let next = policy.nextFetch(status, now: now)
-        let delay = max(next - now, .milliseconds(10))
+        // Never less than a second: whatever the stored times say, the loop cannot spin.
+        let delay = max(next - now, .seconds(1))
         timerTask = Task { [weak self] in
             try? await Task.sleep(for: delay)
             guard !Task.isCancelled else { return }
@@ -184,17 +187,28 @@ actor Agent {
         return activation
     }
 
+    /// Asks for a fetch and, with `wait`, returns the outcome of the round that handles it.
+    func fetch(_ trigger: FetchTrigger, wait: Bool) async -> FetchOutcome? {
+        guard wait else {
+            request(trigger)
+            return nil
+        }
+        return await withCheckedContinuation { continuation in
+            request(trigger) { continuation.resume(returning: $0) }
+        }
+    }
+
     /// Sets the stale flag (persisted before anything else) and asks for a fetch.
-    func markStale(reason: String) throws -> Bool {
+    func markStale(reason: String, wait: Bool = false) async throws -> (newlySet: Bool, outcome: FetchOutcome?) {
         let newlySet = try store.markStale(reason: reason, at: .now())
         publishEvents()
         if newlySet { log.notice("Config marked stale: \(reason)") }
-        request(.push)
-        return newlySet
+        return (newlySet, await fetch(.push, wait: wait))
     }
 
-    /// Handles an FCM-style message exactly as a push channel delivers it (SPEC §4.1, §4.4).
-    func handle(_ message: PushMessage, from channel: String) throws -> JSONValue {
+    /// Handles an FCM-style message exactly as a push channel delivers it (SPEC §4.1, §4.4). With
+    /// `wait`, the response also carries the outcome of the fetch the message started.
+    func handle(_ message: PushMessage, from channel: String, wait: Bool = false) async throws -> JSONValue {
         guard message.marksStale else {
             let note = message.hasLiveActivity ? "live activity messages are not handled yet" : "no CONFIG_STATE in data"
             return .ok([("stale", .bool(false)), ("ignored", .string(note))])
@@ -205,8 +219,10 @@ actor Agent {
         }
         let state = message.data["CONFIG_STATE"] ?? ""
         let version = message.templateVersion.map { ", template \($0)" } ?? ""
-        let newlySet = try markStale(reason: "\(channel): CONFIG_STATE=\(state)\(version)")
-        return .ok([("stale", .bool(true)), ("newlySet", .bool(newlySet))])
+        let (newlySet, outcome) = try await markStale(reason: "\(channel): CONFIG_STATE=\(state)\(version)", wait: wait)
+        var fields: [(key: String, value: JSONValue)] = [("stale", .bool(true)), ("newlySet", .bool(newlySet))]
+        if let outcome { fields.append(("fetch", outcome.response)) }
+        return .ok(fields)
     }
 
     /// The newest template version the agent has, fetched or active.
@@ -234,8 +250,13 @@ actor Agent {
 
     /// Adds a `watch` subscriber. Events are written without blocking; a subscriber that does not
     /// keep up is dropped (its socket shut down), never allowed to stall the agent.
-    func subscribe(_ fd: Int32) {
+    func subscribe(_ fd: Int32) -> Bool {
+        // The acknowledgement goes out here, on the actor, so no event can overtake it.
+        let ack = Array((JSONValue.ok([("watching", .bool(true))]).compactText + "\n").utf8)
+        let sent = ack.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard sent == ack.count else { return false }
         watchers.insert(fd)
+        return true
     }
 
     func unsubscribe(_ fd: Int32) {

@@ -16,15 +16,8 @@ enum ControlRequests {
                     ("nextFetchAt", (await agent.nextFetch).map { .string($0.iso8601) } ?? .null),
                 ])
             case let .fetch(force, ignoreThrottle, wait):
-                let trigger = FetchTrigger.manual(force: force, ignoreThrottle: ignoreThrottle)
-                guard wait else {
-                    await agent.request(trigger)
-                    return .ok([("outcome", .string("requested"))])
-                }
-                let outcome = await withCheckedContinuation { continuation in
-                    Task { await agent.request(trigger) { continuation.resume(returning: $0) } }
-                }
-                return outcome.response
+                let outcome = await agent.fetch(.manual(force: force, ignoreThrottle: ignoreThrottle), wait: wait)
+                return outcome?.response ?? .ok([("outcome", .string("requested"))])
             case .activate:
                 guard let activation = try await agent.activate() else {
                     return .ok([("activated", .bool(false)), ("changedKeys", .array([]))])
@@ -34,10 +27,10 @@ enum ControlRequests {
                     ("changedKeys", .array(activation.changedKeys.map(JSONValue.string))),
                 ])
             case let .markStale(reason):
-                let newlySet = try await agent.markStale(reason: reason ?? "rcagent mark-stale")
+                let (newlySet, _) = try await agent.markStale(reason: reason ?? "rcagent mark-stale")
                 return .ok([("stale", .bool(true)), ("newlySet", .bool(newlySet))])
-            case let .message(message, _):
-                return try await agent.handle(message, from: "socket")
+            case let .message(message, _, wait):
+                return try await agent.handle(message, from: "socket", wait: wait)
             case .watch:
                 return ControlError(.badRequest, "watch is handled by the connection").response
             }

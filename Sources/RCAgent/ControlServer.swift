@@ -39,6 +39,10 @@ final class ControlServer: Sendable {
         }
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
         // A socket file left by a daemon that died is in the way; a live daemon would answer.
+        if Self.answers(address) {
+            close(fd)
+            throw SystemError("bind \(path) (another rcagentd is running there)", errno: EADDRINUSE)
+        }
         unlink(path)
         let umaskBefore = umask(0o117)
         let rc = withUnsafePointer(to: &address) {
@@ -115,7 +119,7 @@ final class ControlServer: Sendable {
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         while true {
-            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")), newline <= ControlRequest.maximumLineLength {
                 let line = Array(buffer[..<newline])
                 buffer.removeSubrange(...newline)
                 if line.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 13 }) { continue }
@@ -128,6 +132,8 @@ final class ControlServer: Sendable {
                 }
             }
             if buffer.count > ControlRequest.maximumLineLength {
+                // No newline within the limit (or a line past it): refuse and close, there is no
+                // telling where the next request would start.
                 send(fd, ControlError(.lineTooLong, "request line longer than \(ControlRequest.maximumLineLength) bytes").response)
                 return
             }
@@ -154,8 +160,7 @@ final class ControlServer: Sendable {
         if case .watch = request {
             Self.setTimeout(fd, SO_RCVTIMEO, .zero)
             let agent = agent
-            blockingWait { await agent.subscribe(fd) }
-            return send(fd, .ok([("watching", .bool(true))])) ? .watching : .close
+            return blockingWait { await agent.subscribe(fd) } ? .watching : .close
         }
         let agent = agent
         let response = blockingWait { await ControlRequests.answer(request, agent: agent) }
@@ -185,6 +190,17 @@ final class ControlServer: Sendable {
             offset += n
         }
         return true
+    }
+
+    /// Whether something accepts connections at `address` already.
+    private static func answers(_ address: sockaddr_un) -> Bool {
+        let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard probe >= 0 else { return false }
+        defer { close(probe) }
+        var address = address
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        } == 0
     }
 
     private static func setTimeout(_ fd: Int32, _ option: Int32, _ duration: Duration) {

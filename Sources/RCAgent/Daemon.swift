@@ -65,12 +65,12 @@ public enum Daemon {
     static func run(config: AgentConfig, log: Logger) async throws -> Int32 {
         signal(SIGPIPE, SIG_IGN)
         let notifier = SystemdNotifier()
+        let source = try makeSource(config)
         let store = try StateRecovery.open(config: config, log: log)
         StateRecovery.loadDefaults(into: store, config: config, log: log)
         if config.activation == .onStart, let activation = try store.activate(at: .now()) {
             log.info("Activated template \(activation.templateVersion ?? "-") fetched before this start: \(Agent.describe(activation.changedKeys))")
         }
-        let source = try makeSource(config)
         let status = try store.status()
         let agent = try Agent(config: config, store: store, source: source, log: log, notifier: notifier)
         let server = try ControlServer(config: config, agent: agent, log: log)
@@ -111,6 +111,7 @@ public enum Daemon {
         watchdog?.cancel()
         await agent.stop()
         await fetchLoop.value
+        notifier.flush()
         log.notice("Stopped")
         return 0
     }
@@ -119,7 +120,9 @@ public enum Daemon {
         switch config.sourceType {
         case .file:
             return FileSource(path: config.sourcePath!)
-        case .http, .firebase:
+        case .http:
+            return HTTPSource(config: config)
+        case .firebase:
             throw ConfigError(
                 config.locations["Source.Type"] ?? SourceLocation(file: config.files.last ?? "config", line: 0),
                 "[Source] Type=\(config.sourceType.rawValue) is not implemented yet in this build")

@@ -14,20 +14,26 @@ public struct FetchPolicy: Sendable {
         self.minimumInterval = minimumInterval
     }
 
-    /// Whether the cache wants a fetch now: stale, never fetched, or older than the interval.
+    /// The agent's own periodic fetches are at least this far apart, even with
+    /// `MinimumFetchInterval=0` (which only lets every requested fetch through).
+    public var periodicFloor: Duration = .seconds(60)
+
+    /// Whether the cache wants a fetch now: stale, never fetched, a retry that has come due,
+    /// or older than the interval.
     public func isDue(_ status: StoreStatus, now: Timestamp) -> Bool {
         if status.stale.isSet { return true }
+        if let retry = status.nextFetchAt, retry <= now { return true }
         guard let success = status.lastSuccess else { return true }
         return now - success >= minimumInterval
     }
 
     /// When the agent should fetch by itself next: the backoff or throttle time when one is set,
-    /// else now for a stale cache, else one interval after the last success.
+    /// else now for a stale cache, else one interval (at least ``periodicFloor``) after the last success.
     public func nextFetch(_ status: StoreStatus, now: Timestamp) -> Timestamp {
         if let next = status.nextFetchAt { return next }
         if status.stale.isSet { return now }
         guard let success = status.lastSuccess else { return now }
-        return success + minimumInterval
+        return success + max(minimumInterval, periodicFloor)
     }
 
     /// The wait after the `step`-th consecutive failure (1-based), with ±50% jitter.

@@ -32,6 +32,13 @@ public enum CommandLineTool {
 
     /// Runs one command line and returns the process exit code.
     public static func main(arguments: [String], environment: [String: String] = Environment.current()) -> Int32 {
+        var arguments = arguments
+        // Global options may also come before the command: `rcagent --config FILE get KEY`.
+        var leading: [String] = []
+        while let first = arguments.first, first.hasPrefix("--config") {
+            leading.append(arguments.removeFirst())
+            if first == "--config", !arguments.isEmpty { leading.append(arguments.removeFirst()) }
+        }
         guard let first = arguments.first else {
             Output.err("Error: no command given\n" + overview)
             return ExitCode.usage
@@ -50,12 +57,12 @@ public enum CommandLineTool {
             return report(.usage("unknown command '\(first)'", command: nil))
         }
         do {
-            let parsed = try ParsedArguments.parse(Array(arguments.dropFirst()), for: command)
+            let parsed = try ParsedArguments.parse(leading + arguments.dropFirst(), for: command)
             if parsed.has("help") {
                 Output.out(command.help)
                 return ExitCode.ok
             }
-            return try command.run(Invocation(arguments: parsed, environment: environment))
+            return try command.run(Invocation(command: command, arguments: parsed, environment: environment))
         } catch {
             return report(error)
         }
@@ -69,11 +76,13 @@ public enum CommandLineTool {
 
 /// One run of a command: its arguments and, loaded on first use, the config and the cache.
 final class Invocation {
+    let command: CommandSpec
     let arguments: ParsedArguments
     let environment: [String: String]
     private var loadedConfig: AgentConfig?
 
-    init(arguments: ParsedArguments, environment: [String: String]) {
+    init(command: CommandSpec, arguments: ParsedArguments, environment: [String: String]) {
+        self.command = command
         self.arguments = arguments
         self.environment = environment
     }

@@ -6,15 +6,36 @@ struct ControlClient {
     private let fd: Int32
     private var buffer: [UInt8] = []
 
-    /// Connects to the daemon; `nil` when no daemon listens on `socket`.
-    init?(socket path: String) {
-        guard let fd = try? Self.connect(path) else { return nil }
+    /// What connecting to the daemon's socket came to.
+    enum Connection {
+        case connected(ControlClient)
+        /// Nothing listens there (no socket file, or a stale one).
+        case notRunning
+        /// A daemon runs, but this user may not connect (socket mode 0660, not in its group).
+        case denied(SystemError)
+    }
+
+    private init(fd: Int32) {
         self.fd = fd
     }
 
-    /// Whether a daemon accepts connections on `socket`.
-    static func isReachable(socket path: String) -> Bool {
-        ControlClient(socket: path).map { $0.close() } != nil
+    static func connect(socket path: String) -> Connection {
+        do {
+            return .connected(ControlClient(fd: try connect(path)))
+        } catch {
+            return error.errno == EACCES || error.errno == EPERM ? .denied(error) : .notRunning
+        }
+    }
+
+    /// Whether a daemon runs on `socket` (reachable or not by this user).
+    static func isRunning(socket path: String) -> Bool {
+        switch connect(socket: path) {
+        case let .connected(client):
+            client.close()
+            return true
+        case .denied: return true
+        case .notRunning: return false
+        }
     }
 
     func close() { Glibc.close(fd) }
@@ -89,13 +110,18 @@ struct ControlClient {
 }
 
 extension Invocation {
-    /// A connection to the daemon, or exit 69 when it does not run.
+    /// A connection to the daemon, or exit 69 when it does not run or this user may not reach it.
     func daemon() throws(CLIError) -> ControlClient {
-        let socket = try config().socket
-        guard let client = ControlClient(socket: socket) else {
-            throw .unavailable("the daemon is not running (no answer on \(socket))")
+        let config = try config()
+        switch ControlClient.connect(socket: config.socket) {
+        case let .connected(client):
+            return client
+        case .notRunning:
+            throw .unavailable("the daemon is not running (no answer on \(config.socket))")
+        case let .denied(error):
+            let group = config.socketGroup.map { " (members of group \($0) may)" } ?? ""
+            throw .unavailable("not allowed to talk to the daemon: \(error)\(group)")
         }
-        return client
     }
 
     /// Sends one request and returns the `ok` response; a refusal becomes exit 1 with its message.

@@ -48,6 +48,8 @@ public struct AgentConfig: Sendable {
     public var appId: String?
     public var apiKey: String?
     public var endpoint: String?
+    /// http/firebase: larger responses are refused.
+    public var maxResponseSize = 4 << 20
     // [Push]
     public var realtime = RealtimeMode.auto
     public var mqtt: String?
@@ -132,7 +134,7 @@ public struct AgentConfig: Sendable {
             if sourcePath == nil { throw ConfigError(location("Path"), "[Source] Type=file needs Path=") }
         case .http:
             guard let url = sourceURL else { throw ConfigError(location("URL"), "[Source] Type=http needs URL=") }
-            guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
+            guard URLText.origin(of: url) != nil else {
                 throw ConfigError(location("URL"), "URL= must start with http:// or https://, got '\(url)'")
             }
         case .firebase:

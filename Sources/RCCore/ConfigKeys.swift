@@ -10,7 +10,10 @@ enum ConfigKeys {
     static let all: [ConfigKey] = [
         path("Agent", "StateDirectory", \.stateDirectory),
         path("Agent", "Socket", \.socket),
-        optionalText("Agent", "SocketGroup", \.socketGroup),
+        // Empty means no group (only root and the daemon's user may change state).
+        ConfigKey(section: "Agent", key: "SocketGroup") { config, value, _ in
+            config.socketGroup = value.isEmpty ? nil : value
+        },
         path("Agent", "Defaults", \.defaults),
         duration("Agent", "MinimumFetchInterval", \.minimumFetchInterval),
         duration("Agent", "FetchTimeout", \.fetchTimeout, allowZero: false),
@@ -40,7 +43,20 @@ enum ConfigKeys {
         optionalText("Source", "ProjectId", \.projectId),
         optionalText("Source", "AppId", \.appId),
         optionalText("Source", "APIKey", \.apiKey),
-        optionalText("Source", "Endpoint", \.endpoint),
+        ConfigKey(section: "Source", key: "Endpoint") { config, value, location throws(ConfigError) in
+            guard !value.isEmpty else { return config.endpoint = nil }
+            guard URLText.origin(of: value) != nil else {
+                throw ConfigError(location, "Endpoint= must be an http:// or https:// URL, got '\(value)'")
+            }
+            config.endpoint = value
+        },
+        ConfigKey(section: "Source", key: "MaxResponseSize") { config, value, location throws(ConfigError) in
+            guard !value.isEmpty else { return config.maxResponseSize = builtIn.maxResponseSize }
+            guard let size = SizeText.parse(value) else {
+                throw ConfigError(location, "MaxResponseSize= '\(value)' is not a size (e.g. 4M, 512K, 65536)")
+            }
+            config.maxResponseSize = size
+        },
 
         choice("Push", "Realtime", \.realtime),
         ConfigKey(section: "Push", key: "MQTT") { config, value, location throws(ConfigError) in

@@ -8,7 +8,7 @@ public enum ControlRequest: Sendable, Equatable {
     case activate
     case markStale(reason: String?)
     /// The parsed message and the JSON it came from (forwarded as it is).
-    case message(PushMessage, raw: JSONValue)
+    case message(PushMessage, raw: JSONValue, wait: Bool)
     case watch
 
     /// Requests that change state need a privileged peer (root, the daemon's user, or SocketGroup).
@@ -46,7 +46,10 @@ public enum ControlRequest: Sendable, Equatable {
             }
         case "message":
             guard let message = json["message"] else { throw ControlError(.badRequest, "\"message\" op needs a \"message\" object") }
-            do { return .message(try PushMessage.parse(message), raw: message) } catch { throw ControlError(.badMessage, error.reason) }
+            let wait = try flag("wait")
+            do { return .message(try PushMessage.parse(message), raw: message, wait: wait) } catch {
+                throw ControlError(.badMessage, error.reason)
+            }
         case "watch": return .watch
         default: throw ControlError(.unknownOp, "unknown op \"\(op)\"")
         }
@@ -60,7 +63,7 @@ public enum ControlRequest: Sendable, Equatable {
             .object([("op", .string("fetch")), ("force", .bool(force)), ("ignoreThrottle", .bool(ignoreThrottle)), ("wait", .bool(wait))])
         case .activate: .object([("op", .string("activate"))])
         case let .markStale(reason): .object([("op", .string("mark-stale")), ("reason", reason.map(JSONValue.string) ?? .null)])
-        case let .message(_, raw): .object([("op", .string("message")), ("message", raw)])
+        case let .message(_, raw, wait): .object([("op", .string("message")), ("message", raw), ("wait", .bool(wait))])
         case .watch: .object([("op", .string("watch"))])
         }
     }

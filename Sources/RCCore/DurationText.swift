@@ -43,6 +43,23 @@ public enum DurationText {
     }
 }
 
+/// Byte sizes as the config file writes them: a bare number of bytes, or `K`, `M`, `G` (powers of 1024).
+public enum SizeText {
+    public static func parse(_ text: String) -> Int? {
+        let trimmed = text.trimmingSpaces()
+        let multipliers: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+        let (digits, multiplier) =
+            if let last = trimmed.last, let m = multipliers[Character(last.uppercased())] {
+                (trimmed.dropLast(), m)
+            } else {
+                (trimmed, 1)
+            }
+        guard let value = Int(digits), value > 0 else { return nil }
+        let (product, overflow) = value.multipliedReportingOverflow(by: multiplier)
+        return overflow ? nil : product
+    }
+}
+
 extension Duration {
     /// Whole milliseconds, rounded toward zero.
     public var milliseconds: Int64 {

@@ -3,10 +3,14 @@ import Glibc
 import Testing
 
 /// A datagram socket standing in for systemd's NOTIFY_SOCKET: the daemon's sd_notify messages
-/// arrive here in order.
-final class NotifySocket {
+/// arrive here in order. Like systemd, it drains the socket all the time (a full queue would
+/// block the sender), keeping the messages for the test to read.
+final class NotifySocket: @unchecked Sendable {
     let path: String
     private let fd: Int32
+    private let condition = NSCondition()
+    private var received: [String] = []
+    private var closed = false
 
     init(path: String) throws {
         self.path = path
@@ -18,17 +22,40 @@ final class NotifySocket {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard rc == 0 else { throw POSIXError(.EADDRINUSE) }
+        let thread = Thread { [self] in drain() }
+        thread.start()
     }
 
-    deinit { close(fd) }
+    deinit {
+        shutdown(fd, Int32(SHUT_RDWR))
+        close(fd)
+    }
+
+    private func drain() {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            condition.lock()
+            if n > 0 {
+                received.append(String(decoding: buffer[0..<n], as: UTF8.self))
+            } else if n == 0 || (errno != EINTR) {
+                closed = true
+            }
+            condition.broadcast()
+            condition.unlock()
+            if closed { return }
+        }
+    }
 
     /// The next message, or nil after `timeout` seconds without one.
     func next(timeout: Double = 20) -> String? {
-        var value = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1_000_000))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        return n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self) : nil
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while received.isEmpty && !closed {
+            if !condition.wait(until: deadline) { return nil }
+        }
+        return received.isEmpty ? nil : received.removeFirst()
     }
 
     /// Messages up to and including the first that satisfies `predicate`.

@@ -177,6 +177,26 @@ import Testing
         daemon.stop()
     }
 
+    @Test func aSecondDaemonDoesNotTakeTheSocketOfARunningOne() throws {
+        let sandbox = try Sandbox()
+        try sandbox.publish(Sandbox.document(version: 1))
+        let first = try sandbox.startDaemon()
+        let second = try DaemonProcess(sandbox)
+        second.process.waitUntilExit()
+        #expect(second.process.terminationStatus == 1)
+        #expect(second.log.contains("another rcagentd is running there"), "\(second.log)")
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0, "the first daemon still answers")
+        first.stop()
+    }
+
+    @Test func globalConfigOptionMayComeBeforeTheCommand() throws {
+        let sandbox = try Sandbox()
+        let result = try sandbox.run("rcagent", ["--config", sandbox.configPath, "get", "greeting"])
+        #expect(result.stdout == "hello\n", "\(result.stderr)")
+        let equals = try sandbox.run("rcagent", ["--config=\(sandbox.configPath)", "get", "greeting"])
+        #expect(equals.stdout == "hello\n")
+    }
+
     @Test func commandsNeedARunningDaemon() throws {
         let sandbox = try Sandbox()
         for command in [["fetch"], ["activate"], ["notify", #"{"data":{"CONFIG_STATE":"STALE"}}"#], ["watch"]] {
@@ -218,6 +238,11 @@ import Testing
         #expect((client.request(#"{"op":"explode"}"#)?["error"] as? [String: Any])?["code"] as? String == "unknown-op")
         #expect((client.request(#"[1,2,3]"#)?["error"] as? [String: Any])?["code"] as? String == "bad-request")
         #expect(client.request(#"{"op":"ping"}"#)?["ok"] as? Bool == true)
+
+        // A line over 64 KiB is refused even when its newline arrives with it.
+        let long = try SocketClient(path: sandbox.socketPath)
+        long.write(#"{"op":"ping","pad":""# + String(repeating: "x", count: 75_000) + "\"}\n")
+        #expect(long.readLine()?.contains("line-too-long") == true)
 
         // A 1 MiB line is refused and its connection closed.
         let big = try SocketClient(path: sandbox.socketPath)
@@ -266,6 +291,14 @@ import Testing
         #expect(fetch.stderr.contains("uid 65534 may not change the agent's state"), "\(fetch.stderr)")
         #expect(try asNobody("notify", #"{"data":{"CONFIG_STATE":"STALE"}}"#).status == 1)
         #expect(try sandbox.cli("fetch", "--force").status == 0, "root may")
+
+        // Without access to the socket at all, the CLI says so instead of "not running".
+        chmod(sandbox.socketPath, 0o660)
+        let denied = try asNobody("fetch")
+        #expect(denied.status == 69)
+        #expect(denied.stderr.contains("not allowed to talk to the daemon"), "\(denied.stderr)")
+        let unreachable = try asNobody("status")
+        #expect(unreachable.stdout.contains("running, but not reachable by this user"), "\(unreachable.stdout)")
         daemon.stop()
     }
 }

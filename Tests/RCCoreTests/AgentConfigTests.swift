@@ -180,7 +180,7 @@ import Testing
             Jitter=
             """)
         #expect(config.stateDirectory == "/var/lib/rcagent")
-        #expect(config.socketGroup == "rcagent")
+        #expect(config.socketGroup == nil, "an empty SocketGroup= means no group, not the default")
         #expect(config.fetchTimeout == .seconds(60))
         #expect(config.activation == .immediate)
         #expect(config.appVersion == nil)

@@ -24,21 +24,25 @@ enum FetchCommand {
             Output.out(response.compactText + "\n")
             return ExitCode.ok
         }
+        Output.out(describeOutcome(response) + "\n")
+        return ExitCode.ok
+    }
+
+    /// One line for a fetch outcome as the daemon reports it.
+    static func describeOutcome(_ response: JSONValue) -> String {
         switch response["outcome"]?.stringValue {
         case "updated":
             let version = response["templateVersion"]?.stringValue ?? "-"
             if case let .array(keys)? = response["changedKeys"] {
-                Output.out("fetched and activated template \(version); changed keys: \(keys.compactMap(\.stringValue).joined(separator: " "))\n")
-            } else {
-                Output.out("fetched template \(version); not activated yet (rcagent activate)\n")
+                return "fetched and activated template \(version); changed keys: \(keys.compactMap(\.stringValue).joined(separator: " "))"
             }
-        case "no-change": Output.out("no change\n")
+            return "fetched template \(version); not activated yet (rcagent activate)"
+        case "no-change": return "no change"
         case "skipped":
-            Output.out("not fetched: \(response["reason"]?.stringValue ?? "not due")"
-                + (response["nextFetchAt"]?.stringValue.map { "; next fetch at \($0)" } ?? "") + " (use --force)\n")
-        default: Output.out("fetch requested\n")
+            return "not fetched: \(response["reason"]?.stringValue ?? "not due")"
+                + (response["nextFetchAt"]?.stringValue.map { "; next fetch at \($0)" } ?? "")
+        default: return "fetch requested"
         }
-        return ExitCode.ok
     }
 }
 
@@ -65,7 +69,11 @@ enum ActivateCommand {
 enum NotifyCommand {
     static let spec = CommandSpec(
         "notify", arguments: ["JSON"], summary: "Deliver an FCM-style message ({\"data\":{...}} or {\"message\":{...}}).",
-        options: [.flag("json", "print the daemon's response as JSON")], run: run)
+        options: [
+            .flag("wait", "return after the fetch the message starts (exit 1 if it failed)"),
+            .value("timeout", "D", "how long --wait waits (default: FetchTimeout + 10s)"),
+            .flag("json", "print the daemon's response as JSON"),
+        ], run: run)
 
     static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
         let text = invocation.arguments.positionals[0]
@@ -78,14 +86,24 @@ enum NotifyCommand {
         } catch {
             throw .failure("\(error)")
         }
-        let response = try invocation.send(.object([("op", .string("message")), ("message", raw)]), timeout: .seconds(30))
+        let wait = invocation.arguments.has("wait")
+        let fetchTimeout = try invocation.config().fetchTimeout
+        let timeout = try invocation.duration("timeout") ?? fetchTimeout + .seconds(10)
+        let request = JSONValue.object([("op", .string("message")), ("message", raw), ("wait", .bool(wait))])
+        let response = try invocation.send(request, timeout: wait ? timeout : .seconds(30))
         if invocation.json {
             Output.out(response.compactText + "\n")
         } else if let ignored = response["ignored"]?.stringValue {
             Output.out("ignored: \(ignored)\n")
+        } else if let fetch = response["fetch"] {
+            guard case .bool(true) = fetch["ok"] else {
+                throw .failure("config marked stale; " + (fetch["error"]?["message"]?.stringValue ?? "the fetch failed"))
+            }
+            Output.out("config marked stale; \(FetchCommand.describeOutcome(fetch))\n")
         } else {
             Output.out("config marked stale; the daemon is fetching\n")
         }
+        if wait, case .bool(false)? = response["fetch"]?["ok"] { return ExitCode.failure }
         return ExitCode.ok
     }
 }
@@ -133,7 +151,7 @@ extension Invocation {
     func duration(_ name: String) throws(CLIError) -> Duration? {
         guard let text = arguments.value(name) else { return nil }
         guard let duration = DurationText.parse(text) else {
-            throw .usage("--\(name) must be a duration like 30s or 2min, got '\(text)'", command: nil)
+            throw .usage("--\(name) must be a duration like 30s or 2min, got '\(text)'", command: command)
         }
         return duration
     }

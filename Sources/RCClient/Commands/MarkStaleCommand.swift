@@ -11,7 +11,7 @@ enum MarkStaleCommand {
     static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
         let config = try invocation.config()
         let reason = invocation.arguments.value("reason") ?? "rcagent mark-stale"
-        if ControlClient.isReachable(socket: config.socket) {
+        if ControlClient.isRunning(socket: config.socket) {
             // The daemon is the writer while it runs: it persists the flag and starts a fetch.
             let response = try invocation.request(.markStale(reason: reason), timeout: .seconds(30))
             let newlySet = response["newlySet"] == .bool(true)

@@ -15,28 +15,37 @@ enum StatusCommand {
             do { status = try store.status() } catch { throw .failure("cannot read \(store.path): \(error)") }
         }
         // The daemon's own view (pid, whether it is fetching, its next fetch) when it runs.
-        let daemon = ControlClient.isReachable(socket: config.socket) ? try? invocation.request(.status, timeout: .seconds(5)) : nil
+        var daemon: JSONValue?
+        switch ControlClient.connect(socket: config.socket) {
+        case let .connected(client):
+            client.close()
+            daemon = try? invocation.request(.status, timeout: .seconds(5))
+        case let .denied(error):
+            daemon = .object([("note", .string("running, but not reachable by this user: \(error)"))])
+        case .notRunning:
+            daemon = nil
+        }
         let now = Timestamp.now()
         if invocation.json {
-            Output.out(json(status, config: config, daemon: daemon).compactText + "\n")
+            Output.out(json(status, config: config, daemon: daemon, storeProblem: reader.storeProblem).compactText + "\n")
         } else {
-            Output.out(text(status, config: config, daemon: daemon, now: now))
+            Output.out(text(status, config: config, daemon: daemon, storeProblem: reader.storeProblem, now: now))
         }
         return ExitCode.ok
     }
 
-    static func json(_ status: StoreStatus?, config: AgentConfig, daemon: JSONValue?) -> JSONValue {
+    static func json(_ status: StoreStatus?, config: AgentConfig, daemon: JSONValue?, storeProblem: String?) -> JSONValue {
         func time(_ t: Timestamp?) -> JSONValue { t.map { .string($0.iso8601) } ?? .null }
         func string(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
         let stale = status?.stale ?? .clear
         return .object([
             ("daemon", .object([
                 ("running", .bool(daemon != nil)), ("socket", .string(config.socket)),
-                ("pid", daemon?["pid"] ?? .null), ("state", daemon?["state"] ?? .null),
+                ("pid", daemon?["pid"] ?? .null), ("state", daemon?["state"] ?? .null), ("note", daemon?["note"] ?? .null),
             ])),
             ("source", .object([("type", .string(config.sourceType.rawValue))])),
             ("deviceId", string(status?.deviceId)),
-            ("database", .string(config.databasePath)),
+            ("database", .object([("path", .string(config.databasePath)), ("problem", storeProblem.map(JSONValue.string) ?? .null)])),
             ("stale", .object([("set", .bool(stale.isSet)), ("reason", string(stale.reason)), ("since", time(stale.since))])),
             ("active", .object([
                 ("templateVersion", string(status?.active.templateVersion)), ("activatedAt", time(status?.active.at)),
@@ -56,15 +65,16 @@ enum StatusCommand {
         ])
     }
 
-    static func text(_ status: StoreStatus?, config: AgentConfig, daemon: JSONValue?, now: Timestamp) -> String {
+    static func text(_ status: StoreStatus?, config: AgentConfig, daemon: JSONValue?, storeProblem: String?, now: Timestamp) -> String {
         func time(_ t: Timestamp?) -> String { t.map { "\($0.iso8601) (\(age(now - $0)))" } ?? "never" }
         let running = daemon.map { d in
-            "running, pid \(d["pid"]?.compactText ?? "-"), \(d["state"]?.stringValue ?? "-") (\(config.socket))"
+            d["note"]?.stringValue ?? "running, pid \(d["pid"]?.compactText ?? "-"), \(d["state"]?.stringValue ?? "-") (\(config.socket))"
         }
         var lines = ["daemon:       " + (running ?? "not running (\(config.socket))")]
         lines.append("source:       \(config.sourceType.rawValue)")
         guard let status else {
-            lines.append("database:     none yet (\(config.databasePath)); values come from \(config.defaults)")
+            let state = storeProblem.map { "unreadable: \($0)" } ?? "none yet"
+            lines.append("database:     \(state) (\(config.databasePath)); values come from \(config.defaults)")
             return lines.joined(separator: "\n") + "\n"
         }
         lines.append("device id:    \(status.deviceId ?? "-")")

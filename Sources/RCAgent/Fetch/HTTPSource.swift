@@ -1,0 +1,82 @@
+import Glibc
+import RCCore
+
+/// The `http` source (SPEC §6): GET with `If-None-Match`; 304 means the snapshot the agent has
+/// is current. 429 and 503 are the server asking for a pause (`Retry-After` honoured).
+public struct HTTPSource: ConfigSource {
+    public let url: String
+    private let template: HTTPRequest
+
+    public init(config: AgentConfig) {
+        let base = config.sourceURL ?? ""
+        url = config.endpoint.map { URLText.replacingOrigin(of: base, with: $0) } ?? base
+        var request = HTTPRequest(url: url)
+        request.headers = ["Accept: application/json"] + config.headers
+        request.timeout = config.fetchTimeout
+        request.connectTimeout = min(config.fetchTimeout, .seconds(10))
+        request.maximumResponseSize = config.maxResponseSize
+        request.caFile = config.caFile
+        request.clientCertificate = config.clientCertificate
+        request.clientKey = config.clientKey
+        template = request
+    }
+
+    public var name: String { "http \(url)" }
+
+    public func fetch(etag: String?) async throws(SourceError) -> SourceResult {
+        var request = template
+        if let etag { request.headers.append("If-None-Match: \(etag)") }
+        let response: HTTPResponse
+        do {
+            response = try await HTTPClient.send(request)
+        } catch {
+            throw SourceError(.unavailable, "GET \(url): \(error.message) (\(error.kind.rawValue))")
+        }
+        switch response.status {
+        case 200:
+            do {
+                return .document(try RemoteDocument.parse(response.body, name: url), etag: response.header("etag"))
+            } catch {
+                throw SourceError(.badDocument, error.description)
+            }
+        case 304 where etag != nil:
+            return .notModified
+        case 429, 503:
+            let retryAfter = response.header("retry-after").flatMap { Self.retryAfter($0, now: .now()) }
+            throw SourceError(.throttled(retryAfter: retryAfter), "GET \(url): HTTP \(response.status)" + Self.snippet(response.body))
+        case 500...599:
+            throw SourceError(.unavailable, "GET \(url): HTTP \(response.status)" + Self.snippet(response.body))
+        default:
+            throw SourceError(.other, "GET \(url): HTTP \(response.status)" + Self.snippet(response.body))
+        }
+    }
+
+    /// `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
+    static func retryAfter(_ value: String, now: Timestamp) -> Duration? {
+        let trimmed = value.trimmingSpaces()
+        if let seconds = Int64(trimmed), seconds >= 0 { return .seconds(seconds) }
+        // IMF-fixdate, the only form senders may generate: "Sun, 06 Nov 1994 08:49:37 GMT".
+        let fields = trimmed.split(separator: " ")
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        guard fields.count == 6, fields[5] == "GMT", let month = months.firstIndex(of: String(fields[2])),
+            let day = Int32(fields[1]), let year = Int32(fields[3])
+        else { return nil }
+        let clock = fields[4].split(separator: ":").compactMap { Int32($0) }
+        guard clock.count == 3 else { return nil }
+        var parts = tm()
+        parts.tm_year = year - 1900
+        parts.tm_mon = Int32(month)
+        parts.tm_mday = day
+        parts.tm_hour = clock[0]
+        parts.tm_min = clock[1]
+        parts.tm_sec = clock[2]
+        let at = Timestamp(milliseconds: Int64(timegm(&parts)) * 1_000)
+        return at > now ? at - now : .zero
+    }
+
+    /// The start of an error body, for the log and status (servers often say why there).
+    private static func snippet(_ body: [UInt8]) -> String {
+        let text = String(decoding: body.prefix(200), as: UTF8.self).split(whereSeparator: \.isNewline).joined(separator: " ")
+        return text.isEmpty ? "" : ": \(text)"
+    }
+}

@@ -1,0 +1,154 @@
+internal import CCurl
+import Glibc
+
+/// One libcurl easy handle, owned: created in `init`, cleaned up in `deinit`. `perform` blocks,
+/// so it only ever runs on a thread of its own (see ``HTTPClient``), never on the cooperative pool.
+final class CurlTransfer {
+    private let handle: UnsafeMutableRawPointer
+    /// curl writes its detailed error message here; allocated because curl keeps the pointer.
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+
+    init() throws(HTTPError) {
+        HTTPClient.initializeOnce()
+        guard let handle = curl_easy_init() else {
+            errorBuffer.deallocate()
+            throw HTTPError(kind: .transport, message: "cannot create a curl handle")
+        }
+        self.handle = handle
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        errorBuffer.deallocate()
+    }
+
+    func perform(_ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
+        let h = handle
+        let state = TransferState(limit: request.maximumResponseSize)
+        let context = Unmanaged.passUnretained(state).toOpaque()
+        var headerList: UnsafeMutablePointer<curl_slist>?
+        defer { curl_slist_free_all(headerList) }
+        // Body bytes curl reads from: allocated, since curl keeps the pointer until perform returns.
+        var body: UnsafeMutableBufferPointer<UInt8>?
+        defer { body?.deallocate() }
+
+        errorBuffer[0] = 0
+        var failed: CURLcode = CURLE_OK
+        func set(_ code: CURLcode) { if failed == CURLE_OK { failed = code } }
+        set(rc_curl_setopt_string(h, CURLOPT_URL, request.url))
+        set(rc_curl_setopt_pointer(h, CURLOPT_ERRORBUFFER, errorBuffer))
+        // Threads: no signals for DNS timeouts (libcurl's threaded resolver handles them).
+        set(rc_curl_setopt_long(h, CURLOPT_NOSIGNAL, 1))
+        set(rc_curl_setopt_string(h, CURLOPT_PROTOCOLS_STR, "http,https"))
+        set(rc_curl_setopt_string(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"))
+        set(rc_curl_setopt_long(h, CURLOPT_FOLLOWLOCATION, 1))
+        set(rc_curl_setopt_long(h, CURLOPT_MAXREDIRS, 5))
+        set(rc_curl_setopt_long(h, CURLOPT_SSL_VERIFYPEER, 1))
+        set(rc_curl_setopt_long(h, CURLOPT_SSL_VERIFYHOST, 2))
+        set(rc_curl_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout.milliseconds)))
+        set(rc_curl_setopt_long(h, CURLOPT_TIMEOUT_MS, Int(request.timeout.milliseconds)))
+        set(rc_curl_setopt_string(h, CURLOPT_ACCEPT_ENCODING, ""))  // every encoding curl can decode
+        set(rc_curl_setopt_off(h, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maximumResponseSize)))
+        set(rc_curl_setopt_string(h, CURLOPT_USERAGENT, "rcagent/\(HTTPClient.version)"))
+        if let caFile = request.caFile { set(rc_curl_setopt_string(h, CURLOPT_CAINFO, caFile)) }
+        if let certificate = request.clientCertificate { set(rc_curl_setopt_string(h, CURLOPT_SSLCERT, certificate)) }
+        if let key = request.clientKey { set(rc_curl_setopt_string(h, CURLOPT_SSLKEY, key)) }
+        for header in request.headers { headerList = curl_slist_append(headerList, header) }
+        if request.method == "GET" {
+            set(rc_curl_setopt_long(h, CURLOPT_HTTPGET, 1))
+        } else {
+            set(rc_curl_setopt_string(h, CURLOPT_CUSTOMREQUEST, request.method))
+            let bytes = request.body ?? []
+            let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(bytes.count, 1))
+            _ = buffer.initialize(from: bytes)
+            body = buffer
+            set(rc_curl_setopt_pointer(h, CURLOPT_POSTFIELDS, buffer.baseAddress))
+            set(rc_curl_setopt_off(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count)))
+        }
+        set(rc_curl_setopt_slist(h, CURLOPT_HTTPHEADER, headerList))
+        set(rc_curl_setopt_callback(h, CURLOPT_WRITEFUNCTION, { data, size, count, context in
+            Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue().receiveBody(data!, size * count)
+        }))
+        set(rc_curl_setopt_pointer(h, CURLOPT_WRITEDATA, context))
+        set(rc_curl_setopt_callback(h, CURLOPT_HEADERFUNCTION, { data, size, count, context in
+            Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue().receiveHeader(data!, size * count)
+        }))
+        set(rc_curl_setopt_pointer(h, CURLOPT_HEADERDATA, context))
+        guard failed == CURLE_OK else {
+            throw HTTPError(kind: .transport, message: "cannot set up the request: \(String(cString: curl_easy_strerror(failed)))")
+        }
+
+        let code = curl_easy_perform(h)
+        if code != CURLE_OK { throw error(code, state: state, request: request) }
+        var status = 0
+        _ = rc_curl_getinfo_long(h, CURLINFO_RESPONSE_CODE, &status)
+        return HTTPResponse(status: status, headers: state.headers, body: state.body)
+    }
+
+    private func error(_ code: CURLcode, state: TransferState, request: HTTPRequest) -> HTTPError {
+        let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+        let kind: HTTPError.Kind
+        switch code {
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: kind = .dns
+        case CURLE_COULDNT_CONNECT: kind = .connect
+        case CURLE_OPERATION_TIMEDOUT: kind = .timeout
+        case CURLE_FILESIZE_EXCEEDED: kind = .tooLarge
+        case CURLE_WRITE_ERROR where state.exceeded: kind = .tooLarge
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
+            CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_CRL_BADFILE, CURLE_USE_SSL_FAILED:
+            kind = .tls
+        default: kind = .transport
+        }
+        let message =
+            switch kind {
+            case .tooLarge: "response larger than \(request.maximumResponseSize) bytes"
+            case .timeout: "timed out after \(request.timeout.milliseconds / 1_000)s: \(detail)"
+            default: detail
+            }
+        return HTTPError(kind: kind, message: message)
+    }
+}
+
+/// What the callbacks collect during one transfer.
+private final class TransferState {
+    let limit: Int
+    var body: [UInt8] = []
+    var headers: [(name: String, value: String)] = []
+    var exceeded = false
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    func receiveBody(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
+        guard body.count + count <= limit else {
+            exceeded = true
+            return 0  // anything but `count` makes curl stop with CURLE_WRITE_ERROR
+        }
+        data.withMemoryRebound(to: UInt8.self, capacity: count) { body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count)) }
+        return count
+    }
+
+    func receiveHeader(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
+        let line = data.withMemoryRebound(to: UInt8.self, capacity: count) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
+        }
+        if line.hasPrefix("HTTP/") {
+            headers = []  // a new response (redirect, 100 Continue): only the last one's headers count
+        } else if let colon = line.firstIndex(of: ":") {
+            let name = line[..<colon].lowercased()
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: " \t\r\n")
+            headers.append((name, value))
+        }
+        return count
+    }
+}
+
+extension StringProtocol {
+    fileprivate func trimmingCharacters(in set: String) -> String {
+        let drop: (Character) -> Bool = { set.contains($0) }
+        guard let start = firstIndex(where: { !drop($0) }) else { return "" }
+        let end = lastIndex(where: { !drop($0) })!
+        return String(self[start...end])
+    }
+}

@@ -1,0 +1,35 @@
+internal import CCurl
+import Glibc
+
+/// Sends HTTP requests with libcurl on threads of their own, so a slow server never holds a
+/// cooperative-pool thread. Proxies come from the environment (`http_proxy`, `https_proxy`,
+/// `no_proxy`) as curl reads them.
+public enum HTTPClient {
+    public static let version = "0.1.0"
+
+    private static let initialized: Bool = {
+        curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
+    }()
+
+    /// curl_global_init is not thread-safe: it runs once, before the first handle exists.
+    static func initializeOnce() {
+        _ = initialized
+    }
+
+    public static func send(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
+        initializeOnce()
+        let result: Result<HTTPResponse, HTTPError> = await withCheckedContinuation { continuation in
+            let started = DetachedThread.start {
+                do throws(HTTPError) {
+                    continuation.resume(returning: .success(try CurlTransfer().perform(request)))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+            if !started {
+                continuation.resume(returning: .failure(HTTPError(kind: .transport, message: "cannot start a transfer thread")))
+            }
+        }
+        return try result.get()
+    }
+}

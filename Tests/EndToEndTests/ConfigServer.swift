@@ -1,0 +1,102 @@
+import Foundation
+import Glibc
+
+/// The test config server (Tests/Fixtures/config_server.py) as a real process on loopback.
+/// Tests script it by writing its mode file and read what it saw from its request log.
+final class ConfigServer {
+    let directory: URL
+    let process = Process()
+    let port: Int
+    let scheme: String
+
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/config_server.py").path
+
+    init(in sandbox: Sandbox, tls: (certificate: String, key: String)? = nil) throws {
+        directory = sandbox.root.appendingPathComponent("server-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        scheme = tls == nil ? "http" : "https"
+        try "".write(to: directory.appendingPathComponent("requests.log"), atomically: true, encoding: .utf8)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [Self.script, directory.path] + (tls.map { ["--tls", $0.certificate, $0.key] } ?? [])
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        // The server prints its port once it listens.
+        var line = Data()
+        while let byte = try out.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data([0x0a]) {
+            line.append(byte)
+        }
+        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
+            throw DaemonError("the config server did not start")
+        }
+        self.port = port
+    }
+
+    deinit {
+        // SIGKILL: a SIGTERM ignored by the test runner would be ignored by the child too.
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    var url: String { "\(scheme)://127.0.0.1:\(port)/config.json" }
+
+    func setMode(_ mode: [String: Any]) throws {
+        let data = try JSONSerialization.data(withJSONObject: mode)
+        let temporary = directory.appendingPathComponent("mode.tmp")
+        try data.write(to: temporary)
+        guard rename(temporary.path, directory.appendingPathComponent("mode.json").path) == 0 else {
+            throw DaemonError("rename mode file")
+        }
+    }
+
+    func serve(_ document: String, etag: String? = nil) throws {
+        var mode: [String: Any] = ["kind": "document", "body": document]
+        if let etag { mode["etag"] = etag }
+        try setMode(mode)
+    }
+
+    /// The headers (names lower-cased) of every request so far, oldest first.
+    var requests: [[String: String]] {
+        let text = (try? String(contentsOf: directory.appendingPathComponent("requests.log"), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["headers"] as? [String: String]
+        }
+    }
+}
+
+/// A throwaway certificate authority and certificates for TLS tests (openssl CLI).
+struct TestPKI {
+    let caCertificate: String
+    let serverCertificate: String
+    let serverKey: String
+    let rogueCertificate: String
+    let rogueKey: String
+
+    init(in directory: URL) throws {
+        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+        func openssl(_ args: [String]) throws {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            p.arguments = args
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            p.waitUntilExit()
+            guard p.terminationStatus == 0 else { throw DaemonError("openssl \(args.first ?? "") failed") }
+        }
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        caCertificate = path("ca.pem")
+        try openssl(["req", "-x509"] + ec + ["-keyout", path("ca.key"), "-out", caCertificate, "-days", "2", "-subj", "/CN=rcagent test CA"])
+        serverKey = path("server.key")
+        serverCertificate = path("server.pem")
+        try openssl(["req"] + ec + ["-keyout", serverKey, "-out", path("server.csr"), "-subj", "/CN=127.0.0.1"])
+        try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(toFile: path("san.ext"), atomically: true, encoding: .utf8)
+        try openssl(["x509", "-req", "-in", path("server.csr"), "-CA", caCertificate, "-CAkey", path("ca.key"),
+                     "-CAcreateserial", "-out", serverCertificate, "-days", "2", "-extfile", path("san.ext")])
+        rogueKey = path("rogue.key")
+        rogueCertificate = path("rogue.pem")
+        try openssl(["req", "-x509"] + ec + ["-keyout", rogueKey, "-out", rogueCertificate, "-days", "2",
+                     "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"])
+    }
+}
