@@ -20,13 +20,15 @@ public enum CommandLineTool {
         ActivateCommand.spec,
         NotifyCommand.spec,
         WatchCommand.spec,
+        CheckUpdateCommand.spec,
     ]
 
     static var overview: String {
         var text = "Usage: rcagent COMMAND [options]\n\nCommands:\n"
         for command in commands { text += "  " + command.name.padding(to: 14) + command.summary + "\n" }
         text += "\nGlobal options: --config PATH, --help, --version\n"
-        text += "Exit codes: 0 ok, 1 failure, 64 usage, 65 value not of the requested type, 69 daemon unavailable.\n"
+        text += "Exit codes: 0 ok, 1 failure, 64 usage, 65 value not of the requested type, 69 daemon unavailable;\n"
+        text += "check-update: 100 recommended update, 101 required update.\n"
         return text
     }
 

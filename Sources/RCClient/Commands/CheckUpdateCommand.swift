@@ -1,0 +1,134 @@
+import RCCore
+import RCStore
+
+/// `rcagent check-update`: compares the installed app version with the update keys.
+/// Exit 0 = no applicable update, 100 = recommended, 101 = required, 1 = cannot tell.
+enum CheckUpdateCommand {
+    static let spec = CommandSpec(
+        "check-update", summary: "Compare the installed version with the update keys (exit 0 none, 100 recommended, 101 required, 1 unknown).",
+        options: [
+            .flag("required", "only the required-update key"),
+            .flag("recommended", "only the recommended-update key"),
+            .value("app-version", "V", "the installed version (default: [App] Version= or the version of [App] Package=)"),
+            .flag("fresh", "ask the daemon for a forced fetch first, and wait for it"),
+            .value("timeout", "D", "how long --fresh waits (default: FetchTimeout + 10s)"),
+            .flag("json", "print the verdict as one JSON document"),
+        ], run: run)
+
+    static let recommendedExit: Int32 = 100
+    static let requiredExit: Int32 = 101
+
+    static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
+        let arguments = invocation.arguments
+        let config = try invocation.config()
+        let freshness = arguments.has("fresh") ? try refresh(invocation, config: config) : nil
+        var kinds: [(kind: UpdateKind, key: String)] = []
+        if !arguments.has("recommended") || arguments.has("required") { kinds.append((.required, config.requiredUpdateKey)) }
+        if !arguments.has("required") || arguments.has("recommended") { kinds.append((.recommended, config.recommendedUpdateKey)) }
+
+        let reader = try invocation.values()
+        let now = Timestamp.now()
+        var report = Report(freshness: freshness)
+        if let status = try? reader.store?.status() {
+            report.stale = status.stale.isSet
+            report.configAge = status.lastSuccess.map { (now - $0).milliseconds / 1_000 }
+        }
+        do {
+            let (installed, origin) = try installedVersion(invocation, config: config)
+            report.installed = installed
+            var offers: [(kind: UpdateKind, key: String, value: String?)] = []
+            for (kind, key) in kinds { offers.append((kind, key, try reader.value(forKey: key)?.text)) }
+            report.verdict = try UpdateChecker(scheme: config.versionScheme)
+                .check(installed: installed, installedOrigin: origin, offers: offers, now: now)
+        } catch let error as UpdateCheckError {
+            report.error = error.reason
+        } catch let error as CLIError {
+            throw error
+        } catch {
+            report.error = "\(error)"
+        }
+        if invocation.json {
+            Output.out(report.json.compactText + "\n")
+        } else {
+            Output.out(report.text)
+            if let error = report.error { Output.err("Error: cannot tell whether an update applies: \(error)\n") }
+        }
+        switch report.verdict?.result {
+        case .required?: return requiredExit
+        case .recommended?: return recommendedExit
+        case .none?: return ExitCode.ok
+        case nil: return ExitCode.failure
+        }
+    }
+
+    /// `--app-version`, else `[App] Version=`, else the dpkg version of `[App] Package=`.
+    static func installedVersion(_ invocation: Invocation, config: AgentConfig) throws -> (String, String) {
+        if let version = invocation.arguments.value("app-version") { return (version, "--app-version") }
+        if let version = config.appVersion { return (version, "[App] Version=") }
+        if let package = config.appPackage {
+            let statusFile = invocation.environment["RCAGENT_DPKG_STATUS"] ?? DpkgStatus.defaultPath
+            return (try DpkgStatus.installedVersion(of: package, statusFile: statusFile), "dpkg version of \(package)")
+        }
+        throw UpdateCheckError("no installed version: set [App] Version= or Package=, or pass --app-version")
+    }
+
+    /// Asks the daemon for a forced fetch and waits; on failure or timeout the cache is used and the note says so.
+    static func refresh(_ invocation: Invocation, config: AgentConfig) throws(CLIError) -> (ok: Bool, note: String?) {
+        let timeout = try invocation.duration("timeout") ?? config.fetchTimeout + .seconds(10)
+        do {
+            let response = try invocation.request(.fetch(force: true, ignoreThrottle: false, wait: true), timeout: timeout)
+            return (true, FetchCommand.describeOutcome(response))
+        } catch {
+            return (false, "could not refresh (\(error.message)); using the cached config")
+        }
+    }
+
+    struct Report {
+        var freshness: (ok: Bool, note: String?)?
+        var installed: String?
+        var verdict: UpdateVerdict?
+        var error: String?
+        var stale = false
+        var configAge: Int64?
+
+        var json: JSONValue {
+            let offer = verdict?.result == .none ? nil : verdict?.offer
+            func string(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
+            var fields: [(key: String, value: JSONValue)] = [
+                ("result", .string(verdict?.result.rawValue ?? "unknown")),
+                ("installed", string(installed)),
+                ("target", string(offer?.version)),
+                ("download", string(offer?.download)),
+                ("deadline", string(offer?.deadline?.iso8601)),
+                ("message", string(offer?.message)),
+                ("stale", .bool(stale)),
+                ("configAgeSeconds", configAge.map(JSONValue.integer) ?? .null),
+                ("error", string(error)),
+                ("promotedByDeadline", .bool(verdict?.promotedByDeadline ?? false)),
+            ]
+            if let freshness {
+                fields.append(("fresh", .object([("ok", .bool(freshness.ok)), ("note", string(freshness.note))])))
+            }
+            return .object(fields)
+        }
+
+        var text: String {
+            var lines: [String] = []
+            if let freshness, !freshness.ok, let note = freshness.note { lines.append("note: \(note)") }
+            guard let verdict else { return lines.map { $0 + "\n" }.joined() }
+            switch verdict.result {
+            case .none:
+                lines.append("no update: installed \(installed ?? "-") is current")
+            case .recommended, .required:
+                let offer = verdict.offer!
+                let why = verdict.promotedByDeadline ? " (recommended, past its deadline)" : ""
+                lines.append("\(verdict.result.rawValue) update\(why): \(offer.version) (installed \(installed ?? "-"))")
+                lines.append("download: \(offer.download)")
+                if let deadline = offer.deadline { lines.append("deadline: \(deadline.iso8601)") }
+                if let message = offer.message { lines.append("message: \(message)") }
+            }
+            if stale { lines.append("note: the cached config is marked stale") }
+            return lines.map { $0 + "\n" }.joined()
+        }
+    }
+}

@@ -1,0 +1,36 @@
+/// Reads an installed package's version straight from dpkg's status database (no subprocess).
+public enum DpkgStatus {
+    public static let defaultPath = "/var/lib/dpkg/status"
+
+    /// The version of `package` when dpkg lists it as installed, else an error saying why not.
+    public static func installedVersion(of package: String, statusFile: String = defaultPath) throws(UpdateCheckError) -> String {
+        let bytes: [UInt8]
+        do {
+            guard let read = try FileBytes.read(statusFile, limit: 256 << 20) else {
+                throw UpdateCheckError("\(statusFile) does not exist (is this a dpkg system?)")
+            }
+            bytes = read
+        } catch let error as SystemError {
+            throw UpdateCheckError("cannot read \(statusFile): \(error)")
+        } catch let error as UpdateCheckError {
+            throw error
+        } catch {
+            throw UpdateCheckError("\(error)")
+        }
+        var found = false
+        for stanza in String(decoding: bytes, as: UTF8.self).split(separator: "\n\n") {
+            var fields: [Substring: Substring] = [:]
+            for line in stanza.split(separator: "\n") where !line.hasPrefix(" ") {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                fields[line[..<colon]] = line[line.index(after: colon)...].trimmingSpaces()
+            }
+            guard fields["Package"] == Substring(package) else { continue }
+            found = true
+            // "want flag status": only a fully installed package has a version that runs.
+            if let status = fields["Status"], status.hasSuffix(" installed"), let version = fields["Version"] {
+                return String(version)
+            }
+        }
+        throw UpdateCheckError(found ? "package \(package) is not installed (dpkg status)" : "package \(package) is unknown to dpkg")
+    }
+}
