@@ -5,6 +5,7 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BUILD_DEPS := libsqlite3-dev libsystemd-dev libcurl4-openssl-dev pkg-config g++
 TEST_DEPS  := $(BUILD_DEPS) sqlite3 python3 openssl
 BENCH_DEPS := $(BUILD_DEPS) sqlite3 hyperfine jq
+DEB_DEPS   := $(BUILD_DEPS) dpkg-dev lintian systemd binutils
 # Release builds link the Swift runtime and libstdc++ statically: a directory holding only
 # libstdc++.a makes the toolchain's `-lstdc++` pick the archive. That removes libstdc++.so's
 # load-time symbol binding, about a third of the instructions `rcagent get` executes.
@@ -12,7 +13,7 @@ STATIC_CXX := $(ROOT)/.build/static-libstdc++
 RELEASE    := $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -gnone -Xlinker -L$(STATIC_CXX)
 RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path)
 
-.PHONY: all build release test run bench clean deps-build deps-test deps-bench
+.PHONY: all build release test run bench deb deb-check clean deps-build deps-test deps-bench deps-deb
 
 all: build
 
@@ -28,6 +29,7 @@ endef
 deps-build: ; $(call ensure_packages,$(BUILD_DEPS))
 deps-test:  ; $(call ensure_packages,$(TEST_DEPS))
 deps-bench: ; $(call ensure_packages,$(BENCH_DEPS))
+deps-deb:   ; $(call ensure_packages,$(DEB_DEPS))
 
 build: deps-build
 	$(SWIFT) build
@@ -56,5 +58,14 @@ bench: deps-bench release
 	bench/get.sh $(RELEASE_BIN)
 	bench/ping.py $(RELEASE_BIN)
 
+# rcagent_VERSION_ARCH.deb in the checkout: static Swift stdlib, no toolchain needed on the device.
+deb: deps-deb release
+	packaging/build-deb.sh $(RELEASE_BIN) $(ROOT)
+
+# Builds the package twice (an upgrade), lints it, verifies the units, checks the binaries link
+# nothing from the toolchain, installs, runs, upgrades and purges it on this machine (needs root).
+deb-check: deps-deb release
+	packaging/deb-check.sh $(RELEASE_BIN)
+
 clean:
-	rm -rf .build run
+	rm -rf .build run rcagent_*.deb

@@ -79,6 +79,7 @@ actor Agent {
     }
 
     private func fetchRound(_ triggers: [FetchTrigger]) async -> FetchOutcome {
+        if source is UnconfiguredSource { return .failed(UnconfiguredSource.message) }
         let now = Timestamp.now()
         let status: StoreStatus
         do { status = try store.status() } catch { return storeFailure("read the fetch state", error) }

@@ -7,7 +7,7 @@ import RCStore
 /// load config, open state, bind the socket, READY=1 (the cache is loaded; the network may not be
 /// up yet), serve until SIGTERM, then STOPPING=1 and a clean exit.
 public enum Daemon {
-    public static let version = "0.1.0"
+    public static let version = BuildInfo.version
 
     static let usage = """
         Usage: rcagentd [--config PATH]
@@ -84,6 +84,7 @@ public enum Daemon {
         }
         notifier.ready(status: "Serving template \(status.active.templateVersion ?? "-") (\(status.active.keys) keys)")
         log.notice("Started: \(source.name), socket \(config.socket), state \(config.databasePath)")
+        if source is UnconfiguredSource { log.warning("Serving the cache and defaults only: \(UnconfiguredSource.message)") }
 
         let fetchLoop = Task { await agent.runFetchLoop() }
         let watchdog = notifier.watchdogInterval.map { interval in
@@ -119,7 +120,7 @@ public enum Daemon {
     static func makeSource(_ config: AgentConfig) throws -> any ConfigSource {
         switch config.sourceType {
         case .file:
-            return FileSource(path: config.sourcePath!)
+            return config.sourcePath.map(FileSource.init(path:)) ?? UnconfiguredSource()
         case .http:
             return HTTPSource(config: config)
         case .firebase:

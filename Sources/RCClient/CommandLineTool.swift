@@ -4,7 +4,7 @@ import RCStore
 /// `rcagent`: the device CLI. Reads come straight from the SQLite cache (the daemon may be down);
 /// commands that change the daemon's behaviour go over its control socket.
 public enum CommandLineTool {
-    public static let version = "0.1.0"
+    public static let version = BuildInfo.version
 
     static let globalOptions: [OptionSpec] = [
         .value("config", "PATH", "config file (default: $RCAGENT_CONFIG or \(AgentConfig.defaultPath))"),

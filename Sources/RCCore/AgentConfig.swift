@@ -131,7 +131,7 @@ public struct AgentConfig: Sendable {
         }
         switch sourceType {
         case .file:
-            if sourcePath == nil { throw ConfigError(location("Path"), "[Source] Type=file needs Path=") }
+            break  // without Path= the daemon runs unconfigured: it serves the cache and refuses fetches
         case .http:
             guard let url = sourceURL else { throw ConfigError(location("URL"), "[Source] Type=http needs URL=") }
             guard URLText.origin(of: url) != nil else {

@@ -1,3 +1,4 @@
+import Glibc
 import RCCore
 
 extension StateStore {
@@ -14,6 +15,16 @@ extension StateStore {
         let store = try openForWriting(path: path)
         if let defaults {
             try store.replaceDefaults(defaults)
+        }
+        // root writing for the daemon's user (`rcagent mark-stale` with the daemon stopped): the files
+        // keep the state directory's owner, or the daemon could no longer write its own database.
+        if geteuid() == 0 {
+            var directory = stat()
+            if stat(config.stateDirectory, &directory) == 0, directory.st_uid != 0 {
+                for suffix in ["", "-wal", "-shm"] where FileBytes.exists(path + suffix) {
+                    _ = chown(path + suffix, directory.st_uid, directory.st_gid)
+                }
+            }
         }
         return store
     }

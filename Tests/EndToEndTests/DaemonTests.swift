@@ -302,3 +302,20 @@ import Testing
         daemon.stop()
     }
 }
+
+/// The daemon as the package installs it: no source yet.
+@Suite struct UnconfiguredDaemonTests {
+    @Test func servesDefaultsAndRefusesFetchesWithoutRecordingFailures() throws {
+        let sandbox = try Sandbox()
+        try sandbox.writeConfig(extra: "[Source]\nPath=")
+        let daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("get", "greeting").stdout == "hello\n")
+        let fetch = try sandbox.cli("fetch", "--force", "--wait")
+        #expect(fetch.status == 1)
+        #expect(fetch.stderr.contains("no source configured"))
+        let status = try sandbox.cli("status", "--json").stdout
+        #expect(status.contains(#""lastFetch":{"attemptAt":null"#), "\(status)")
+        #expect(daemon.log.contains("<4>Serving the cache and defaults only"))
+        #expect(daemon.stop() == 0)
+    }
+}

@@ -315,19 +315,11 @@ import Testing
 
     // MARK: - validateSource
 
-    @Test func fileSourceNeedsPath() throws {
-        #expect(throws: ConfigError(SourceLocation(file: "/a.conf", line: 3), "[Source] Type=file needs Path=")) {
-            try config("[Agent]\n[Source]\nType=file\n", file: "/a.conf").validateSource()
-        }
-        // Nothing set at all: the last file read is named.
-        #expect(throws: ConfigError(SourceLocation(file: "/a.conf", line: 0), "[Source] Type=file needs Path=")) {
-            try config("[Agent]\nSocket=/run/s\n", file: "/a.conf").validateSource()
-        }
-        // No file read either: built-in defaults.
-        #expect(throws: ConfigError(SourceLocation(file: "config", line: 0), "[Source] Type=file needs Path=")) {
-            try AgentConfig().validateSource()
-        }
-        try config("[Source]\nType=file\nPath=/srv/remote.json\n", file: "/a.conf").validateSource()
+    @Test func fileSourceWithoutPathIsValidButUnconfigured() throws {
+        // The packaged agent.conf sets nothing: the daemon must start and serve the defaults.
+        try config("[Agent]\n[Source]\nType=file\n", file: "/a.conf").validateSource()
+        try AgentConfig().validateSource()
+        #expect(AgentConfig().sourcePath == nil)
     }
 
     @Test func httpSourceNeedsAnHTTPURL() throws {

@@ -35,3 +35,18 @@ public protocol ConfigSource: Sendable {
     /// Fetches the current document. `etag` identifies the snapshot the agent already has.
     func fetch(etag: String?) async throws(SourceError) -> SourceResult
 }
+
+/// No source yet (`Type=file` without `Path=`, as the package installs it): the daemon serves the
+/// cache and the defaults, and every fetch is refused with what to configure. Nothing is recorded
+/// as a failed fetch, so no backoff builds up while a device waits to be provisioned.
+public struct UnconfiguredSource: ConfigSource {
+    public init() {}
+
+    public var name: String { "no source" }
+
+    public static let message = "no source configured: set [Source] Path= (file), or Type=http with URL=, in agent.conf"
+
+    public func fetch(etag: String?) async throws(SourceError) -> SourceResult {
+        throw SourceError(.other, Self.message)
+    }
+}

@@ -1,11 +1,12 @@
 internal import CCurl
 import Glibc
+import RCCore
 
 /// Sends HTTP requests with libcurl on threads of their own, so a slow server never holds a
 /// cooperative-pool thread. Proxies come from the environment (`http_proxy`, `https_proxy`,
 /// `no_proxy`) as curl reads them.
 public enum HTTPClient {
-    public static let version = "0.1.0"
+    public static let version = BuildInfo.version
 
     private static let initialized: Bool = {
         curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
