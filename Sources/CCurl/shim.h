@@ -13,5 +13,8 @@ static inline CURLcode rc_curl_setopt_slist(CURL *h, CURLoption o, struct curl_s
 typedef size_t (*rc_curl_data_callback)(char *data, size_t size, size_t count, void *context);
 static inline CURLcode rc_curl_setopt_callback(CURL *h, CURLoption o, rc_curl_data_callback v) { return curl_easy_setopt(h, o, v); }
 
+typedef int (*rc_curl_progress_callback)(void *context, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow);
+static inline CURLcode rc_curl_setopt_progress(CURL *h, rc_curl_progress_callback v) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, v); }
+
 static inline CURLcode rc_curl_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 #endif

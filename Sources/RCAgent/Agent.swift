@@ -103,7 +103,12 @@ actor Agent {
         let clock = ContinuousClock()
         let started = clock.now
         do {
-            result = try await source.fetch(etag: status.fetched.etag)
+            let realtimeAttempt = triggers.compactMap { if case let .realtime(attempt) = $0 { attempt } else { nil } }.max()
+            if let firebase = source as? FirebaseSource, let realtimeAttempt {
+                result = try await firebase.fetch(etag: status.fetched.etag, type: "REALTIME/\(realtimeAttempt)")
+            } else {
+                result = try await source.fetch(etag: status.fetched.etag)
+            }
         } catch {
             return recordFailure(error, status: status)
         }
@@ -226,8 +231,36 @@ actor Agent {
         return .ok(fields)
     }
 
+    /// Fetches after a realtime invalidation until the template reaches `target` (up to three
+    /// attempts, each after a random 0–3 s wait as the SDKs do), or once after a reconnect (`nil`).
+    func refetch(toReach target: Int64?) async {
+        for attempt in 1...3 {
+            if target != nil { try? await Task.sleep(for: .milliseconds(Int.random(in: 0...3_000))) }
+            let outcome = await fetch(.realtime(attempt: attempt), wait: true)
+            guard let target else { return }
+            if let current = try? currentTemplateVersion(), current >= target { return }
+            switch outcome {
+            case .throttled?, .skipped?, .cancelled?: return
+            default: continue
+            }
+        }
+        log.warning("Realtime announced template \(target ?? 0), but three fetches did not reach it")
+    }
+
+    /// Whether a realtime announcement of `version` is news.
+    func isNewer(_ version: Int64) -> Bool {
+        guard let current = try? currentTemplateVersion() else { return true }
+        return version > current
+    }
+
+    func note(_ key: String) -> String? { try? store.note(key) }
+
+    func setNote(_ key: String, _ value: String?) {
+        do { try store.setNote(key, value) } catch { log.error("Failed to store \(key): \(error)") }
+    }
+
     /// The newest template version the agent has, fetched or active.
-    private func currentTemplateVersion() throws -> Int64? {
+    func currentTemplateVersion() throws -> Int64? {
         let status = try store.status()
         return [status.active.templateVersion, status.fetched.templateVersion].compactMap { $0.flatMap { Int64($0) } }.max()
     }

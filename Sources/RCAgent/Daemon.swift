@@ -65,8 +65,8 @@ public enum Daemon {
     static func run(config: AgentConfig, log: Logger) async throws -> Int32 {
         signal(SIGPIPE, SIG_IGN)
         let notifier = SystemdNotifier()
-        let source = try makeSource(config)
         let store = try StateRecovery.open(config: config, log: log)
+        let source = makeSource(config, deviceId: try store.status().deviceId ?? DeviceID.generate())
         StateRecovery.loadDefaults(into: store, config: config, log: log)
         if config.activation == .onStart, let activation = try store.activate(at: .now()) {
             log.info("Activated template \(activation.templateVersion ?? "-") fetched before this start: \(Agent.describe(activation.changedKeys))")
@@ -87,6 +87,11 @@ public enum Daemon {
         if source is UnconfiguredSource { log.warning("Serving the cache and defaults only: \(UnconfiguredSource.message)") }
 
         let fetchLoop = Task { await agent.runFetchLoop() }
+        var realtime: Task<Void, Never>?
+        if let firebase = source as? FirebaseSource, config.realtime != .no {
+            let listener = RealtimeListener(source: firebase, agent: agent, log: log)
+            realtime = Task { await listener.run() }
+        }
         let watchdog = notifier.watchdogInterval.map { interval in
             Task {
                 while !Task.isCancelled {
@@ -110,6 +115,7 @@ public enum Daemon {
         server.stop()
         watcher?.stop()
         watchdog?.cancel()
+        realtime?.cancel()
         await agent.stop()
         await fetchLoop.value
         notifier.flush()
@@ -117,16 +123,14 @@ public enum Daemon {
         return 0
     }
 
-    static func makeSource(_ config: AgentConfig) throws -> any ConfigSource {
+    static func makeSource(_ config: AgentConfig, deviceId: String) -> any ConfigSource {
         switch config.sourceType {
         case .file:
             return config.sourcePath.map(FileSource.init(path:)) ?? UnconfiguredSource()
         case .http:
             return HTTPSource(config: config)
         case .firebase:
-            throw ConfigError(
-                config.locations["Source.Type"] ?? SourceLocation(file: config.files.last ?? "config", line: 0),
-                "[Source] Type=\(config.sourceType.rawValue) is not implemented yet in this build")
+            return FirebaseSource(config: config, deviceId: deviceId, environment: Environment.current())
         }
     }
 }

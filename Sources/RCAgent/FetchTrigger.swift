@@ -12,10 +12,12 @@ enum FetchTrigger: Sendable {
     case sourceChanged
     /// `rcagent fetch`.
     case manual(force: Bool, ignoreThrottle: Bool)
+    /// The realtime stream announced a newer template, or reconnected (a message may have been missed).
+    case realtime(attempt: Int)
 
     var isForced: Bool {
         switch self {
-        case .sourceChanged: true
+        case .sourceChanged, .realtime: true
         case let .manual(force, _): force
         default: false
         }
@@ -28,7 +30,7 @@ enum FetchTrigger: Sendable {
     /// An automatic retry (timer, push) waits out the backoff; a person or a local file change does not.
     var waitsOutBackoff: Bool {
         switch self {
-        case .timer, .push, .startup: true
+        case .timer, .push, .startup, .realtime: true
         case .manual, .sourceChanged: false
         }
     }

@@ -277,6 +277,23 @@ public final class StateStore {
         return Activation(changedKeys: changed, templateVersion: templateVersion)
     }
 
+    /// A small named value kept across restarts (realtime stream backoff and the like).
+    public func note(_ key: String) throws(StoreError) -> String? {
+        try wrap { () throws(SQLiteError) in
+            try db.query("SELECT value FROM meta WHERE key = ?", [.text("note:" + key)]) { $0.text(0) }.first ?? nil
+        }
+    }
+
+    public func setNote(_ key: String, _ value: String?) throws(StoreError) {
+        try write {
+            if let value {
+                try db.run("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [.text("note:" + key), .text(value)])
+            } else {
+                try db.run("DELETE FROM meta WHERE key = ?", [.text("note:" + key)])
+            }
+        }
+    }
+
     /// Appends an event outside any other change (activity messages, daemon notes).
     public func recordEvent(_ kind: String, detail: JSONValue, at now: Timestamp) throws(StoreError) {
         try write { try appendEvent(kind, at: now, detail: detail) }

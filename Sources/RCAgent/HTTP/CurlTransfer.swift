@@ -22,9 +22,11 @@ final class CurlTransfer {
         errorBuffer.deallocate()
     }
 
-    func perform(_ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
+    /// Runs the transfer. With `stream`, the body of a 200 response goes to `stream` as it arrives
+    /// (and is not kept); the transfer ends when the server closes it or `stream.isCancelled`.
+    func perform(_ request: HTTPRequest, stream: StreamReceiver? = nil) throws(HTTPError) -> HTTPResponse {
         let h = handle
-        let state = TransferState(limit: request.maximumResponseSize)
+        let state = TransferState(limit: request.maximumResponseSize, handle: h, stream: stream)
         let context = Unmanaged.passUnretained(state).toOpaque()
         var headerList: UnsafeMutablePointer<curl_slist>?
         defer { curl_slist_free_all(headerList) }
@@ -46,7 +48,8 @@ final class CurlTransfer {
         set(rc_curl_setopt_long(h, CURLOPT_SSL_VERIFYPEER, 1))
         set(rc_curl_setopt_long(h, CURLOPT_SSL_VERIFYHOST, 2))
         set(rc_curl_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout.milliseconds)))
-        set(rc_curl_setopt_long(h, CURLOPT_TIMEOUT_MS, Int(request.timeout.milliseconds)))
+        set(rc_curl_setopt_long(h, CURLOPT_TIMEOUT_MS, Int(request.timeout.milliseconds)))  // 0: no limit (streams)
+        set(rc_curl_setopt_long(h, CURLOPT_TCP_KEEPALIVE, 1))  // a dead peer ends an idle stream too
         set(rc_curl_setopt_string(h, CURLOPT_ACCEPT_ENCODING, ""))  // every encoding curl can decode
         set(rc_curl_setopt_off(h, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maximumResponseSize)))
         set(rc_curl_setopt_string(h, CURLOPT_USERAGENT, "rcagent/\(HTTPClient.version)"))
@@ -74,11 +77,22 @@ final class CurlTransfer {
             Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue().receiveHeader(data!, size * count)
         }))
         set(rc_curl_setopt_pointer(h, CURLOPT_HEADERDATA, context))
+        if stream != nil {
+            // Called about once a second even on an idle stream: where a cancelled stream stops.
+            set(rc_curl_setopt_long(h, CURLOPT_NOPROGRESS, 0))
+            set(rc_curl_setopt_progress(h, { context, _, _, _, _ in
+                Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue().stream!.isCancelled ? 1 : 0
+            }))
+            set(rc_curl_setopt_pointer(h, CURLOPT_XFERINFODATA, context))
+        }
         guard failed == CURLE_OK else {
             throw HTTPError(kind: .transport, message: "cannot set up the request: \(String(cString: curl_easy_strerror(failed)))")
         }
 
         let code = curl_easy_perform(h)
+        if code == CURLE_ABORTED_BY_CALLBACK, stream?.isCancelled == true {
+            return HTTPResponse(status: 200, headers: state.headers, body: [])
+        }
         if code != CURLE_OK { throw error(code, state: state, request: request) }
         var status = 0
         _ = rc_curl_getinfo_long(h, CURLINFO_RESPONSE_CODE, &status)
@@ -109,18 +123,48 @@ final class CurlTransfer {
     }
 }
 
+/// Where a streamed response body goes, chunk by chunk, on the transfer's thread.
+final class StreamReceiver: @unchecked Sendable {
+    private let lock = NSLockLite()
+    private var cancelled = false
+    let receive: @Sendable ([UInt8]) -> Void
+
+    init(receive: @escaping @Sendable ([UInt8]) -> Void) {
+        self.receive = receive
+    }
+
+    /// Called once the response headers of a 200 are complete: the stream is open.
+    var onOpen: (@Sendable () -> Void)?
+
+    var isCancelled: Bool { lock.withLock { cancelled } }
+    func cancel() { lock.withLock { cancelled = true } }
+}
+
 /// What the callbacks collect during one transfer.
 private final class TransferState {
     let limit: Int
+    let handle: UnsafeMutableRawPointer
+    let stream: StreamReceiver?
     var body: [UInt8] = []
     var headers: [(name: String, value: String)] = []
     var exceeded = false
 
-    init(limit: Int) {
+    init(limit: Int, handle: UnsafeMutableRawPointer, stream: StreamReceiver?) {
         self.limit = limit
+        self.handle = handle
+        self.stream = stream
     }
 
     func receiveBody(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
+        if let stream {
+            var status = 0
+            _ = rc_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+            if status == 200 {
+                if stream.isCancelled { return 0 }
+                stream.receive(data.withMemoryRebound(to: UInt8.self, capacity: count) { Array(UnsafeBufferPointer(start: $0, count: count)) })
+                return count
+            }
+        }
         guard body.count + count <= limit else {
             exceeded = true
             return 0  // anything but `count` makes curl stop with CURLE_WRITE_ERROR
@@ -133,7 +177,11 @@ private final class TransferState {
         let line = data.withMemoryRebound(to: UInt8.self, capacity: count) {
             String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
         }
-        if line.hasPrefix("HTTP/") {
+        if line == "\r\n" || line == "\n", let stream {
+            var status = 0
+            _ = rc_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+            if status == 200 { stream.onOpen?() }
+        } else if line.hasPrefix("HTTP/") {
             headers = []  // a new response (redirect, 100 Continue): only the last one's headers count
         } else if let colon = line.firstIndex(of: ":") {
             let name = line[..<colon].lowercased()
@@ -150,5 +198,23 @@ extension StringProtocol {
         guard let start = firstIndex(where: { !drop($0) }) else { return "" }
         let end = lastIndex(where: { !drop($0) })!
         return String(self[start...end])
+    }
+}
+
+/// A pthread mutex, owned: initialized in `init`, destroyed in `deinit`.
+final class NSLockLite: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+
+    init() { pthread_mutex_init(mutex, nil) }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
     }
 }

@@ -18,11 +18,21 @@ public enum HTTPClient {
     }
 
     public static func send(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
+        try await perform(request, stream: nil)
+    }
+
+    /// A long-lived request whose 200 body arrives piece by piece in `stream`; returns when the
+    /// server ends it or the receiver is cancelled. Other statuses come back with their body.
+    static func stream(_ request: HTTPRequest, into stream: StreamReceiver) async throws(HTTPError) -> HTTPResponse {
+        try await perform(request, stream: stream)
+    }
+
+    private static func perform(_ request: HTTPRequest, stream: StreamReceiver?) async throws(HTTPError) -> HTTPResponse {
         initializeOnce()
         let result: Result<HTTPResponse, HTTPError> = await withCheckedContinuation { continuation in
             let started = DetachedThread.start {
                 do throws(HTTPError) {
-                    continuation.resume(returning: .success(try CurlTransfer().perform(request)))
+                    continuation.resume(returning: .success(try CurlTransfer().perform(request, stream: stream)))
                 } catch {
                     continuation.resume(returning: .failure(error))
                 }

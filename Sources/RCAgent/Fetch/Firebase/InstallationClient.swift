@@ -1,0 +1,170 @@
+import Glibc
+import RCCore
+
+/// Firebase Installations (FIS): the device's installation, registered once, and the short-lived
+/// auth token every Remote Config call carries. The refresh token lives in a 0600 file beside the
+/// database (`installation.json`), written atomically.
+actor InstallationClient {
+    struct Credentials: Equatable {
+        var fid: String
+        var refreshToken: String
+        var authToken: String?
+        var expiresAt: Timestamp?
+    }
+
+    private let endpoints: FirebaseEndpoints
+    private let appId: String
+    private let fid: String
+    private let path: String
+    private let timeout: Duration
+    private var credentials: Credentials?
+    static let sdkVersion = "l:\(BuildInfo.version)"
+    /// A token counts as expired an hour before it really does (the SDKs' buffer).
+    static let expiryBuffer: Duration = .seconds(3600)
+
+    init(endpoints: FirebaseEndpoints, appId: String, deviceId: String, stateDirectory: String, timeout: Duration) {
+        self.endpoints = endpoints
+        self.appId = appId
+        self.fid = deviceId
+        self.path = stateDirectory + "/installation.json"
+        self.timeout = timeout
+        credentials = Self.load(path)
+    }
+
+    /// The installation id and a valid auth token, registering or refreshing as needed.
+    func token() async throws(SourceError) -> (fid: String, token: String) {
+        if credentials == nil { try await register() }
+        guard var current = credentials else { throw SourceError(.other, "Firebase Installations: no credentials") }
+        if let token = current.authToken, let expiry = current.expiresAt, expiry > .now() + Self.expiryBuffer {
+            return (current.fid, token)
+        }
+        var request = jsonRequest(endpoints.generateToken(fid: current.fid))
+        request.headers.append("Authorization: FIS_v2 \(current.refreshToken)")
+        request.body = Array(JSONValue.object([
+            ("installation", .object([("sdkVersion", .string(Self.sdkVersion)), ("appId", .string(appId))])),
+        ]).compactText.utf8)
+        let response = try await send(request, what: "generate an auth token")
+        switch response.status {
+        case 200:
+            let (token, expiresAt) = try Self.token(from: response.body)
+            current.authToken = token
+            current.expiresAt = expiresAt
+            try save(current)
+            return (current.fid, token)
+        case 401, 404:
+            // The installation is gone on the server: forget it and register again (once).
+            forget()
+            try await register()
+            guard let fresh = credentials, let token = fresh.authToken else {
+                throw SourceError(.other, "Firebase Installations: re-registration gave no token")
+            }
+            return (fresh.fid, token)
+        default:
+            throw Self.failure("generate an auth token", response)
+        }
+    }
+
+    /// Drops the cached auth token (the fetch said 401): the next call refreshes it.
+    func invalidateToken() {
+        credentials?.authToken = nil
+        credentials?.expiresAt = nil
+    }
+
+    private func register() async throws(SourceError) {
+        var request = jsonRequest(endpoints.createInstallation)
+        request.body = Array(JSONValue.object([
+            ("fid", .string(fid)), ("authVersion", .string("FIS_v2")), ("appId", .string(appId)),
+            ("sdkVersion", .string(Self.sdkVersion)),
+        ]).compactText.utf8)
+        let response = try await send(request, what: "create the installation")
+        guard response.status == 200 else { throw Self.failure("create the installation", response) }
+        let json: JSONValue
+        do { json = try JSONValue.parse(response.body) } catch {
+            throw SourceError(.badDocument, "Firebase Installations: \(error)")
+        }
+        guard let refreshToken = json["refreshToken"]?.stringValue, let auth = json["authToken"] else {
+            throw SourceError(.badDocument, "Firebase Installations: the create response lacks refreshToken/authToken")
+        }
+        let (token, expiresAt) = try Self.token(from: Array(auth.compactText.utf8))
+        // The server may assign another id; the SDKs use the server's.
+        let credentials = Credentials(
+            fid: json["fid"]?.stringValue ?? fid, refreshToken: refreshToken, authToken: token, expiresAt: expiresAt)
+        try save(credentials)
+    }
+
+    private func jsonRequest(_ url: String) -> HTTPRequest {
+        var request = HTTPRequest(url: url)
+        request.method = "POST"
+        request.headers = ["Content-Type: application/json", "Accept: application/json", "x-goog-api-key: \(endpoints.apiKey)"]
+        request.timeout = timeout
+        request.connectTimeout = min(timeout, .seconds(10))
+        return request
+    }
+
+    private func send(_ request: HTTPRequest, what: String) async throws(SourceError) -> HTTPResponse {
+        do {
+            let response = try await HTTPClient.send(request)
+            // One retry on a server error, as the SDKs do.
+            if (500...599).contains(response.status) { return try await HTTPClient.send(request) }
+            return response
+        } catch {
+            throw SourceError(.unavailable, "Firebase Installations: cannot \(what): \(error.message) (\(error.kind.rawValue))")
+        }
+    }
+
+    /// `{"token": "...", "expiresIn": "604800s"}`.
+    private static func token(from body: [UInt8]) throws(SourceError) -> (String, Timestamp) {
+        guard let json = try? JSONValue.parse(body), let token = json["token"]?.stringValue,
+            let expires = json["expiresIn"]?.stringValue, expires.hasSuffix("s"),
+            let seconds = Double(expires.dropLast())
+        else {
+            throw SourceError(.badDocument, "Firebase Installations: unreadable auth token response")
+        }
+        return (token, .now() + .milliseconds(Int64(seconds * 1_000)))
+    }
+
+    private static func failure(_ what: String, _ response: HTTPResponse) -> SourceError {
+        let message = (try? JSONValue.parse(response.body))?["error"]?["message"]?.stringValue
+        let text = "Firebase Installations: cannot \(what): HTTP \(response.status)" + (message.map { ": \($0)" } ?? "")
+        return SourceError(response.status == 429 || response.status == 503 ? .throttled(retryAfter: nil) : .other, text)
+    }
+
+    private func forget() {
+        credentials = nil
+        unlink(path)
+    }
+
+    private func save(_ credentials: Credentials) throws(SourceError) {
+        self.credentials = credentials
+        let json = JSONValue.object([
+            ("fid", .string(credentials.fid)), ("refreshToken", .string(credentials.refreshToken)),
+            ("authToken", credentials.authToken.map(JSONValue.string) ?? .null),
+            ("expiresAt", credentials.expiresAt.map { .integer($0.milliseconds) } ?? .null),
+        ])
+        do {
+            try FileBytes.writeAtomically(path, Array(json.compactText.utf8), mode: 0o600)
+        } catch {
+            throw SourceError(.other, "cannot store the installation credentials: \(error)")
+        }
+    }
+
+    private static func load(_ path: String) -> Credentials? {
+        guard let bytes = try? FileBytes.read(path), let json = try? JSONValue.parse(bytes),
+            let fid = json["fid"]?.stringValue, let refresh = json["refreshToken"]?.stringValue
+        else { return nil }
+        var expiresAt: Timestamp?
+        if case let .integer(ms)? = json["expiresAt"] { expiresAt = Timestamp(milliseconds: ms) }
+        return Credentials(fid: fid, refreshToken: refresh, authToken: json["authToken"]?.stringValue, expiresAt: expiresAt)
+    }
+}
+
+/// The kernel release (`uname -r`).
+enum Uname {
+    static var release: String {
+        var info = utsname()
+        guard uname(&info) == 0 else { return "unknown" }
+        return withUnsafeBytes(of: info.release) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+    }
+}

@@ -1,0 +1,212 @@
+import RCCore
+
+/// Firebase's realtime invalidation stream (`streamFetchInvalidations`, SPEC §6): a long-lived
+/// POST whose body is a sequence of JSON objects. A `latestTemplateVersionNumber` above the current
+/// version triggers a fetch that must reach it; `featureDisabled` stops the stream; `retryIntervalSeconds`
+/// sets the next reconnect. Failed connections back off exponentially with jitter, counted across
+/// restarts; every successful (re)connect refetches once, since a message may have been missed.
+final class RealtimeListener: Sendable {
+    private let source: FirebaseSource
+    private let agent: Agent
+    private let log: Logger
+    private let policy: FetchPolicy
+
+    /// Statuses after which reconnecting makes sense (the SDKs' list); others stop the stream.
+    static let retryable: Set<Int> = [408, 429, 502, 503, 504]
+
+    init(source: FirebaseSource, agent: Agent, log: Logger) {
+        self.source = source
+        self.agent = agent
+        self.log = log
+        policy = FetchPolicy(minimumInterval: .zero)
+    }
+
+    func run() async {
+        var failures = Int(await agent.note("realtime.failures") ?? "") ?? 0
+        while !Task.isCancelled {
+            if let wait = await retryDelay(), wait > .zero {
+                try? await Task.sleep(for: wait)
+                if Task.isCancelled { return }
+            }
+            let session = StreamSession(listener: self)
+            let result = await session.run()
+            switch result {
+            case .disabled:
+                log.notice("Realtime updates are disabled for this project (featureDisabled); not reconnecting")
+                return
+            case let .stopped(reason):
+                log.error("Failed to keep the realtime stream: \(reason); not reconnecting")
+                return
+            case let .ended(retryInterval):
+                // It was open: not a failure. Reconnect after the server's interval (at least a second).
+                failures = 0
+                await schedule(after: max(retryInterval ?? .zero, .seconds(1)), failures: 0)
+            case let .failed(reason, retryInterval):
+                failures += 1
+                let wait = max(policy.backoff(step: failures), retryInterval ?? .zero)
+                log.warning("Failed to open the realtime stream: \(reason); retrying in \(DurationText.format(.seconds(wait.milliseconds / 1_000)))")
+                await schedule(after: wait, failures: failures)
+            }
+        }
+    }
+
+    private func retryDelay() async -> Duration? {
+        guard let text = await agent.note("realtime.retryAt"), let ms = Int64(text) else { return nil }
+        return Timestamp(milliseconds: ms) - .now()
+    }
+
+    private func schedule(after wait: Duration, failures: Int) async {
+        await agent.setNote("realtime.failures", String(failures))
+        await agent.setNote("realtime.retryAt", String((Timestamp.now() + wait).milliseconds))
+    }
+
+    enum Outcome {
+        case ended(retryInterval: Duration?)
+        case failed(String, retryInterval: Duration?)
+        case disabled
+        case stopped(String)
+    }
+
+    /// One connection of the stream.
+    private final class StreamSession: @unchecked Sendable {
+        let listener: RealtimeListener
+        private let lock = NSLockLite()
+        private var buffer: [UInt8] = []
+        private var disabled = false
+        private var retryInterval: Duration?
+
+        init(listener: RealtimeListener) {
+            self.listener = listener
+        }
+
+        func run() async -> Outcome {
+            let agent = listener.agent
+            let source = listener.source
+            let credentials: (fid: String, token: String)
+            do { credentials = try await source.installations.token() } catch { return .failed(error.message, retryInterval: nil) }
+            let lastKnown = (try? await agent.currentTemplateVersion()) ?? nil
+            let etag = (try? await agent.status())?.fetched.etag
+            var request = HTTPRequest(url: source.endpoints.streamInvalidations)
+            request.method = "POST"
+            request.timeout = .zero
+            request.headers = [
+                "Content-Type: application/json", "Accept: application/json", "X-Goog-Api-Key: \(source.endpoints.apiKey)",
+                "X-Goog-Firebase-Installations-Auth: \(credentials.token)", "X-Accept-Response-Streaming: true",
+                "If-None-Match: \(etag ?? "*")",
+            ]
+            request.body = Array(JSONValue.object([
+                ("project", .string(source.endpoints.project)), ("namespace", .string("firebase")),
+                ("lastKnownVersionNumber", .string(String(lastKnown ?? 0))), ("appId", .string(source.appIdentifier)),
+                ("sdkVersion", .string(BuildInfo.version)), ("appInstanceId", .string(credentials.fid)),
+            ]).compactText.utf8)
+            let receiver = StreamReceiver { [self] bytes in receive(bytes) }
+            let opened = OpenFlag()
+            receiver.onOpen = { [listener] in
+                opened.set()
+                listener.log.info("Realtime stream open")
+                // A message may have been missed while disconnected.
+                Task { await agent.refetch(toReach: nil) }
+            }
+            let response: HTTPResponse
+            do {
+                response = try await withTaskCancellationHandler { () async throws(HTTPError) -> HTTPResponse in
+                    try await HTTPClient.stream(request, into: receiver)
+                } onCancel: {
+                    receiver.cancel()
+                }
+            } catch let error as HTTPError {
+                return opened.isSet ? .ended(retryInterval: retry) : .failed("\(error.message) (\(error.kind.rawValue))", retryInterval: retry)
+            } catch {
+                return .failed("\(error)", retryInterval: retry)
+            }
+            if isDisabled { return .disabled }
+            if response.status == 200 { return .ended(retryInterval: retry) }
+            let message = FirebaseSource.describe(response).replacing("Firebase fetch", with: "realtime")
+            if response.status == 401 {
+                await source.installations.invalidateToken()
+                return .failed(message, retryInterval: nil)
+            }
+            return RealtimeListener.retryable.contains(response.status) ? .failed(message, retryInterval: retry) : .stopped(message)
+        }
+
+        private var isDisabled: Bool { lock.withLock { disabled } }
+        private var retry: Duration? { lock.withLock { retryInterval } }
+
+        /// Splits the stream into top-level JSON objects (brace depth outside strings) and handles each.
+        private func receive(_ bytes: [UInt8]) {
+            let messages: [[UInt8]] = lock.withLock {
+                buffer.append(contentsOf: bytes)
+                var found: [[UInt8]] = []
+                var depth = 0
+                var inString = false
+                var escaped = false
+                var start: Int?
+                var consumed = 0
+                for (index, byte) in buffer.enumerated() {
+                    if inString {
+                        if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                        continue
+                    }
+                    switch byte {
+                    case UInt8(ascii: "\""): if depth > 0 { inString = true }
+                    case UInt8(ascii: "{"):
+                        if depth == 0 { start = index }
+                        depth += 1
+                    case UInt8(ascii: "}") where depth > 0:
+                        depth -= 1
+                        if depth == 0, let begin = start {
+                            found.append(Array(buffer[begin...index]))
+                            consumed = index + 1
+                            start = nil
+                        }
+                    default: break
+                    }
+                }
+                buffer.removeFirst(start == nil && depth == 0 ? buffer.count : consumed)
+                if buffer.count > 1 << 20 { buffer = [] }  // never grow without bound on garbage
+                return found
+            }
+            for message in messages { handle(message) }
+        }
+
+        private func handle(_ bytes: [UInt8]) {
+            guard let json = try? JSONValue.parse(bytes) else {
+                listener.log.warning("Ignoring an unreadable realtime message: \(String(decoding: bytes.prefix(200), as: UTF8.self))")
+                return
+            }
+            if case .bool(true) = json["featureDisabled"] {
+                lock.withLock { disabled = true }
+                return
+            }
+            if let seconds = json["retryIntervalSeconds"].flatMap(Self.integer), seconds >= 0 {
+                lock.withLock { retryInterval = .seconds(seconds) }
+            }
+            if let version = json["latestTemplateVersionNumber"].flatMap(Self.integer) {
+                let agent = listener.agent
+                let log = listener.log
+                Task {
+                    guard await agent.isNewer(version) else { return }
+                    log.info("Realtime: template \(version) published; fetching")
+                    await agent.refetch(toReach: version)
+                }
+            }
+        }
+
+        /// Realtime numbers arrive as strings (proto3 int64) or numbers.
+        private static func integer(_ value: JSONValue) -> Int64? {
+            switch value {
+            case let .integer(i): i
+            case let .string(s): Int64(s)
+            default: nil
+            }
+        }
+    }
+}
+
+/// Set once from the transfer thread, read after it.
+private final class OpenFlag: @unchecked Sendable {
+    private let lock = NSLockLite()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
+}
