@@ -2,7 +2,7 @@
 SWIFT      ?= swift
 ROOT       := $(CURDIR)
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-BUILD_DEPS := libsqlite3-dev libsystemd-dev libcurl4-openssl-dev pkg-config g++
+BUILD_DEPS := libsqlite3-dev libsystemd-dev libcurl4-openssl-dev libssl-dev pkg-config g++
 TEST_DEPS  := $(BUILD_DEPS) sqlite3 python3 openssl
 BENCH_DEPS := $(BUILD_DEPS) sqlite3 hyperfine jq
 DEB_DEPS   := $(BUILD_DEPS) dpkg-dev lintian systemd binutils

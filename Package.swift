@@ -16,11 +16,13 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         .target(name: "RCCore"),
         .target(name: "RCStore", dependencies: ["RCCore", "CSQLite"]),
-        .target(name: "RCAgent", dependencies: ["RCCore", "RCStore", "CSystemd", "CCurl"]),
+        .target(name: "RCAgent", dependencies: ["RCCore", "RCStore", "RCTemplate", "CSystemd", "CCurl"]),
         .target(name: "RCClient", dependencies: ["RCCore", "RCStore"]),
+        .target(name: "RCTemplate", dependencies: ["RCCore", "CCrypto"]),
 
         .executableTarget(
             name: "rcagent", dependencies: ["RCClient"],
@@ -31,6 +33,7 @@ let package = Package(
 
         .testTarget(name: "RCCoreTests", dependencies: ["RCCore"]),
         .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore"]),
+        .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["rcagent", "rcagentd", "RCStore", "RCCore"]),
     ]
 )

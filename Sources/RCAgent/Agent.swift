@@ -146,7 +146,7 @@ actor Agent {
         if case let .throttled(retryAfter) = error.kind {
             // The server asked for a pause: its Retry-After, else the backoff, holds every fetch
             // (forced ones too, unless --ignore-throttle).
-            next = retryAfter.map { max(next, now + $0) } ?? next
+            next = retryAfter.map { now + $0 } ?? next
             throttledUntil = next
         }
         do {
@@ -168,7 +168,8 @@ actor Agent {
 
     private func scheduleTimer() {
         timerTask?.cancel()
-        guard !stopping, let status = try? store.status() else { return }
+        // Without a source there is nothing to fetch by itself (no wake-ups while unprovisioned).
+        guard !stopping, !(source is UnconfiguredSource), let status = try? store.status() else { return }
         let now = Timestamp.now()
         let next = policy.nextFetch(status, now: now)
         // Never less than a second: whatever the stored times say, the loop cannot spin.

@@ -155,7 +155,7 @@ final class ControlServer: Sendable {
         }
         if request.changesState, !access.allows(peer) {
             let who = peer.map { "uid \($0.uid)" } ?? "an unknown peer"
-            return send(fd, ControlError(.permissionDenied, "\(who) may not change the agent's state (needs root, the daemon's user or group \(access.groupName ?? "-"))").response) ? .keepOpen : .close
+            return send(fd, ControlError(.permissionDenied, "\(who) may not change the agent's state (needs root, the daemon's user\(access.groupName.map { " or group \($0)" } ?? ""))").response) ? .keepOpen : .close
         }
         if case .watch = request {
             Self.setTimeout(fd, SO_RCVTIMEO, .zero)
@@ -190,6 +190,16 @@ final class ControlServer: Sendable {
             offset += n
         }
         return true
+    }
+
+    /// Whether something accepts connections on the socket at `path`.
+    static func answers(path: String) -> Bool {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        return answers(address)
     }
 
     /// Whether something accepts connections at `address` already.

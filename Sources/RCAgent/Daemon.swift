@@ -65,8 +65,12 @@ public enum Daemon {
     static func run(config: AgentConfig, log: Logger) async throws -> Int32 {
         signal(SIGPIPE, SIG_IGN)
         let notifier = SystemdNotifier()
+        // Before touching the state: a live daemon on our socket owns it.
+        if ControlServer.answers(path: config.socket) {
+            throw SystemError("bind \(config.socket) (another rcagentd is running there)", errno: EADDRINUSE)
+        }
         let store = try StateRecovery.open(config: config, log: log)
-        let source = makeSource(config, deviceId: try store.status().deviceId ?? DeviceID.generate())
+        let source = makeSource(config, deviceId: try store.status().deviceId ?? DeviceID.generate(), log: log)
         StateRecovery.loadDefaults(into: store, config: config, log: log)
         if config.activation == .onStart, let activation = try store.activate(at: .now()) {
             log.info("Activated template \(activation.templateVersion ?? "-") fetched before this start: \(Agent.describe(activation.changedKeys))")
@@ -123,12 +127,13 @@ public enum Daemon {
         return 0
     }
 
-    static func makeSource(_ config: AgentConfig, deviceId: String) -> any ConfigSource {
+    static func makeSource(_ config: AgentConfig, deviceId: String, log: Logger) -> any ConfigSource {
+        let reader = DocumentReader(deviceId: deviceId, signals: config.signals, log: log)
         switch config.sourceType {
         case .file:
-            return config.sourcePath.map(FileSource.init(path:)) ?? UnconfiguredSource()
+            return config.sourcePath.map { FileSource(path: $0, reader: reader) } ?? UnconfiguredSource()
         case .http:
-            return HTTPSource(config: config)
+            return HTTPSource(config: config, reader: reader)
         case .firebase:
             return FirebaseSource(config: config, deviceId: deviceId, environment: Environment.current())
         }

@@ -119,7 +119,7 @@ extension Invocation {
         case .notRunning:
             throw .unavailable("the daemon is not running (no answer on \(config.socket))")
         case let .denied(error):
-            let group = config.socketGroup.map { " (members of group \($0) may)" } ?? ""
+            let group = config.socketGroup.map { " (root and members of group \($0) may)" } ?? " (root may)"
             throw .unavailable("not allowed to talk to the daemon: \(error)\(group)")
         }
     }

@@ -213,8 +213,9 @@ public final class StateStore {
                 return nil
             case let .failure(error, backoffStep, nextAttempt, throttledUntil):
                 try db.run(
-                    "UPDATE fetch_state SET last_attempt_at = ?, status = 'failure', error = ?, backoff_step = ?, next_fetch_at = ?, throttle_until = ?",
-                    [at, .text(error), .integer(Int64(backoffStep)), nextAttempt.map { .integer($0.milliseconds) } ?? .null,
+                    "UPDATE fetch_state SET last_attempt_at = ?, status = ?, error = ?, backoff_step = ?, next_fetch_at = ?, throttle_until = ?",
+                    [at, .text(throttledUntil == nil ? FetchStatus.failure.rawValue : FetchStatus.throttled.rawValue), .text(error),
+                     .integer(Int64(backoffStep)), nextAttempt.map { .integer($0.milliseconds) } ?? .null,
                      throttledUntil.map { .integer($0.milliseconds) } ?? .null])
                 try appendEvent("fetch-failed", at: now, detail: .object([("error", .string(error))]))
                 return nil

@@ -319,3 +319,40 @@ import Testing
         #expect(daemon.stop() == 0)
     }
 }
+
+/// Template documents through the file source, with conditions evaluated on the device (SPEC §3).
+@Suite struct TemplateSourceTests {
+    @Test func conditionsUseTheDeviceSignalsAndUnsupportedOnesAreReportedOnce() throws {
+        let sandbox = try Sandbox(extraConfig: "[Signals]\nstore=berlin-12")
+        let template = #"""
+            {
+              "conditions": [
+                {"name": "legacy", "expression": "app.version.>=(['2.0'])"},
+                {"name": "berlin", "condition": {"customSignal": {"customSignalOperator": "STRING_EXACTLY_MATCHES",
+                  "customSignalKey": "store", "targetCustomSignalValues": ["berlin-12"]}}},
+                {"name": "everyone", "condition": {"true": {}}}
+              ],
+              "parameters": {
+                "greeting": {"defaultValue": {"value": "hello"},
+                             "conditionalValues": {"berlin": {"value": "hallo"}, "legacy": {"value": "old"}}},
+                "banner": {"defaultValue": {"value": "none"}, "conditionalValues": {"everyone": {"useInAppDefault": true}}},
+                "plain": {"defaultValue": {"value": "p"}}
+              },
+              "version": {"versionNumber": "12"}
+            }
+            """#
+        try sandbox.publish(template)
+        let daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        #expect(try sandbox.cli("get", "greeting").stdout == "hallo\n")
+        #expect(try sandbox.cli("get", "plain").stdout == "p\n")
+        #expect(try sandbox.cli("get", "banner").status == 1, "useInAppDefault leaves the key to the defaults (none here)")
+        #expect(try sandbox.cli("status", "--json").stdout.contains(#""templateVersion":"12""#))
+        // The same template again (a new version) does not repeat the report.
+        try sandbox.publish(template.replacingOccurrences(of: #""12""#, with: #""13""#))
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        let reports = daemon.log.components(separatedBy: "cannot evaluate condition(s) legacy").count - 1
+        #expect(reports == 1, "\(daemon.log)")
+        daemon.stop()
+    }
+}

@@ -507,7 +507,7 @@ import Testing
             let reader = try #require(try StateStore.openForReading(path: path))
             let status = try reader.status()
             #expect(status.stale == StaleFlag(isSet: true, reason: "push", since: t1))
-            #expect(status.lastStatus == .failure)
+            #expect(status.lastStatus == .throttled, "a failure that carries a server throttle reads as throttled")
             #expect(status.lastError == "HTTP 503: Service Unavailable")
             #expect(status.lastAttempt == t2)
             #expect(status.lastSuccess == t0)

@@ -4,9 +4,11 @@ import RCCore
 /// bytes, so rewriting the same content is a no-change fetch, not a new activation.
 public struct FileSource: ConfigSource {
     public let path: String
+    private let reader: DocumentReader
 
-    public init(path: String) {
+    init(path: String, reader: DocumentReader) {
         self.path = path
+        self.reader = reader
     }
 
     public var name: String { "file \(path)" }
@@ -28,7 +30,7 @@ public struct FileSource: ConfigSource {
         let tag = Self.etag(of: bytes)
         if tag == etag { return .notModified }
         do {
-            return .document(try RemoteDocument.parse(bytes, name: path), etag: tag)
+            return .document(try reader.read(bytes, name: path), etag: tag)
         } catch {
             throw SourceError(.badDocument, error.description)
         }

@@ -6,18 +6,15 @@ import RCCore
 public struct HTTPSource: ConfigSource {
     public let url: String
     private let template: HTTPRequest
+    private let reader: DocumentReader
 
-    public init(config: AgentConfig) {
+    init(config: AgentConfig, reader: DocumentReader) {
+        self.reader = reader
         let base = config.sourceURL ?? ""
         url = config.endpoint.map { URLText.replacingOrigin(of: base, with: $0) } ?? base
-        var request = HTTPRequest(url: url)
-        request.headers = ["Accept: application/json"] + config.headers
-        request.timeout = config.fetchTimeout
-        request.connectTimeout = min(config.fetchTimeout, .seconds(10))
-        request.maximumResponseSize = config.maxResponseSize
-        request.caFile = config.caFile
-        request.clientCertificate = config.clientCertificate
-        request.clientKey = config.clientKey
+        var request = HTTPRequest(url: url, config: config)
+        let userSetsAccept = config.headers.contains { $0.lowercased().hasPrefix("accept:") }
+        request.headers = (userSetsAccept ? [] : ["Accept: application/json"]) + config.headers
         template = request
     }
 
@@ -35,7 +32,7 @@ public struct HTTPSource: ConfigSource {
         switch response.status {
         case 200:
             do {
-                return .document(try RemoteDocument.parse(response.body, name: url), etag: response.header("etag"))
+                return .document(try reader.read(response.body, name: url), etag: response.header("etag"))
             } catch {
                 throw SourceError(.badDocument, error.description)
             }

@@ -53,7 +53,11 @@ final class CurlTransfer {
         set(rc_curl_setopt_string(h, CURLOPT_ACCEPT_ENCODING, ""))  // every encoding curl can decode
         set(rc_curl_setopt_off(h, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maximumResponseSize)))
         set(rc_curl_setopt_string(h, CURLOPT_USERAGENT, "rcagent/\(HTTPClient.version)"))
-        if let caFile = request.caFile { set(rc_curl_setopt_string(h, CURLOPT_CAINFO, caFile)) }
+        if let caFile = request.caFile {
+            // Only this CA: without clearing CAPATH, OpenSSL would still trust /etc/ssl/certs too.
+            set(rc_curl_setopt_string(h, CURLOPT_CAINFO, caFile))
+            set(rc_curl_setopt_pointer(h, CURLOPT_CAPATH, nil))
+        }
         if let certificate = request.clientCertificate { set(rc_curl_setopt_string(h, CURLOPT_SSLCERT, certificate)) }
         if let key = request.clientKey { set(rc_curl_setopt_string(h, CURLOPT_SSLKEY, key)) }
         for header in request.headers { headerList = curl_slist_append(headerList, header) }

@@ -1,3 +1,5 @@
+import RCCore
+
 /// One HTTP request as the sources make it. TLS peer and host verification are always on.
 public struct HTTPRequest: Sendable {
     public var url: String
@@ -16,6 +18,18 @@ public struct HTTPRequest: Sendable {
 
     public init(url: String) {
         self.url = url
+    }
+
+    /// A request with the config's timeouts (total = FetchTimeout, connect at most 10 s), size
+    /// limit and TLS files: what every source request starts from.
+    init(url: String, config: AgentConfig) {
+        self.url = url
+        timeout = config.fetchTimeout
+        connectTimeout = min(config.fetchTimeout, .seconds(10))
+        maximumResponseSize = config.maxResponseSize
+        caFile = config.caFile
+        clientCertificate = config.clientCertificate
+        clientKey = config.clientKey
     }
 }
 

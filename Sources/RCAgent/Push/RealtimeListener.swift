@@ -23,12 +23,16 @@ final class RealtimeListener: Sendable {
 
     func run() async {
         var failures = Int(await agent.note("realtime.failures") ?? "") ?? 0
+        // Streams the server ends soon after opening: each reconnects after twice the wait of the
+        // last (1 s, 2 s, 4 s ... 5 min), so a server that keeps closing at once is not hammered.
+        var shortStreams = 0
         while !Task.isCancelled {
             if let wait = await retryDelay(), wait > .zero {
                 try? await Task.sleep(for: wait)
                 if Task.isCancelled { return }
             }
             let session = StreamSession(listener: self)
+            let opened = ContinuousClock.now
             let result = await session.run()
             switch result {
             case .disabled:
@@ -38,9 +42,12 @@ final class RealtimeListener: Sendable {
                 log.error("Failed to keep the realtime stream: \(reason); not reconnecting")
                 return
             case let .ended(retryInterval):
-                // It was open: not a failure. Reconnect after the server's interval (at least a second).
+                // It was open: not a failure. Reconnect after the server's interval, or sooner-is-better
+                // with a growing pause when streams keep ending within half a minute.
                 failures = 0
-                await schedule(after: max(retryInterval ?? .zero, .seconds(1)), failures: 0)
+                shortStreams = ContinuousClock.now - opened < .seconds(30) ? shortStreams + 1 : 0
+                let pause = Duration.seconds(min(1 << min(max(shortStreams - 1, 0), 9), 300))
+                await schedule(after: max(retryInterval ?? .zero, pause), failures: 0)
             case let .failed(reason, retryInterval):
                 failures += 1
                 let wait = max(policy.backoff(step: failures), retryInterval ?? .zero)
@@ -74,6 +81,7 @@ final class RealtimeListener: Sendable {
         private var buffer: [UInt8] = []
         private var disabled = false
         private var retryInterval: Duration?
+        private var receiver: StreamReceiver?
 
         init(listener: RealtimeListener) {
             self.listener = listener
@@ -86,7 +94,8 @@ final class RealtimeListener: Sendable {
             do { credentials = try await source.installations.token() } catch { return .failed(error.message, retryInterval: nil) }
             let lastKnown = (try? await agent.currentTemplateVersion()) ?? nil
             let etag = (try? await agent.status())?.fetched.etag
-            var request = HTTPRequest(url: source.endpoints.streamInvalidations)
+            var request = source.base
+            request.url = source.endpoints.streamInvalidations
             request.method = "POST"
             request.timeout = .zero
             request.headers = [
@@ -100,6 +109,7 @@ final class RealtimeListener: Sendable {
                 ("sdkVersion", .string(BuildInfo.version)), ("appInstanceId", .string(credentials.fid)),
             ]).compactText.utf8)
             let receiver = StreamReceiver { [self] bytes in receive(bytes) }
+            lock.withLock { self.receiver = receiver }
             let opened = OpenFlag()
             receiver.onOpen = { [listener] in
                 opened.set()
@@ -175,7 +185,11 @@ final class RealtimeListener: Sendable {
                 return
             }
             if case .bool(true) = json["featureDisabled"] {
-                lock.withLock { disabled = true }
+                let receiver = lock.withLock {
+                    disabled = true
+                    return self.receiver
+                }
+                receiver?.cancel()  // end this stream; `run` then stops reconnecting
                 return
             }
             if let seconds = json["retryIntervalSeconds"].flatMap(Self.integer), seconds >= 0 {

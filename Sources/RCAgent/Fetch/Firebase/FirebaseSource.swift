@@ -12,21 +12,20 @@ public final class FirebaseSource: ConfigSource {
     private let packageName: String?
     private let signals: [(name: String, value: String)]
     private let facts: DeviceFacts
-    private let timeout: Duration
-    private let maximumResponseSize: Int
+    /// Timeouts, size limit and TLS files from the config (CAFile= serves proxies and private endpoints).
+    let base: HTTPRequest
 
     public init(config: AgentConfig, deviceId: String, environment: [String: String]) {
         endpoints = FirebaseEndpoints(config: config)
         appId = config.appId ?? ""
-        appVersion = config.appVersion ?? "0"
+        appVersion = config.appVersion
+            ?? config.appPackage.flatMap { try? DpkgStatus.installedVersion(of: $0) } ?? "0"
         packageName = config.appPackage
         signals = config.signals
         facts = DeviceFacts.current(environment: environment)
-        timeout = config.fetchTimeout
-        maximumResponseSize = config.maxResponseSize
+        base = HTTPRequest(url: "", config: config)
         installations = InstallationClient(
-            endpoints: endpoints, appId: appId, deviceId: deviceId, stateDirectory: config.stateDirectory,
-            timeout: config.fetchTimeout)
+            endpoints: endpoints, appId: appId, deviceId: deviceId, stateDirectory: config.stateDirectory, base: base)
     }
 
     public var name: String { "firebase project \(endpoints.project)" }
@@ -82,7 +81,8 @@ public final class FirebaseSource: ConfigSource {
         if !signals.isEmpty {
             body.append(("customSignals", .object(signals.map { ($0.name, JSONValue.string($0.value)) })))
         }
-        var request = HTTPRequest(url: endpoints.fetch)
+        var request = base
+        request.url = endpoints.fetch
         request.method = "POST"
         request.body = Array(JSONValue.object(body).compactText.utf8)
         request.headers = [
@@ -90,9 +90,6 @@ public final class FirebaseSource: ConfigSource {
             "X-Goog-Firebase-Installations-Auth: \(token)", "X-Firebase-RC-Fetch-Type: \(type)",
         ]
         if let etag { request.headers.append("If-None-Match: \(etag)") }
-        request.timeout = timeout
-        request.connectTimeout = min(timeout, .seconds(10))
-        request.maximumResponseSize = maximumResponseSize
         do {
             return try await HTTPClient.send(request)
         } catch {

@@ -16,23 +16,44 @@ actor InstallationClient {
     private let appId: String
     private let fid: String
     private let path: String
-    private let timeout: Duration
+    private let base: HTTPRequest
     private var credentials: Credentials?
+    /// The registration or refresh in flight: concurrent callers (a fetch and the realtime stream
+    /// at start-up) share it instead of registering twice.
+    private var inFlight: Task<(fid: String, token: String), any Error>?
     static let sdkVersion = "l:\(BuildInfo.version)"
     /// A token counts as expired an hour before it really does (the SDKs' buffer).
     static let expiryBuffer: Duration = .seconds(3600)
 
-    init(endpoints: FirebaseEndpoints, appId: String, deviceId: String, stateDirectory: String, timeout: Duration) {
+    init(endpoints: FirebaseEndpoints, appId: String, deviceId: String, stateDirectory: String, base: HTTPRequest) {
         self.endpoints = endpoints
         self.appId = appId
         self.fid = deviceId
         self.path = stateDirectory + "/installation.json"
-        self.timeout = timeout
+        self.base = base
         credentials = Self.load(path)
     }
 
     /// The installation id and a valid auth token, registering or refreshing as needed.
     func token() async throws(SourceError) -> (fid: String, token: String) {
+        if let current = credentials, let token = current.authToken, let expiry = current.expiresAt,
+            expiry > .now() + Self.expiryBuffer
+        {
+            return (current.fid, token)
+        }
+        let task = inFlight ?? Task { try await self.obtainToken() }
+        inFlight = task
+        defer { inFlight = nil }
+        do {
+            return try await task.value
+        } catch let error as SourceError {
+            throw error
+        } catch {
+            throw SourceError(.other, "Firebase Installations: \(error)")
+        }
+    }
+
+    private func obtainToken() async throws(SourceError) -> (fid: String, token: String) {
         if credentials == nil { try await register() }
         guard var current = credentials else { throw SourceError(.other, "Firebase Installations: no credentials") }
         if let token = current.authToken, let expiry = current.expiresAt, expiry > .now() + Self.expiryBuffer {
@@ -93,11 +114,10 @@ actor InstallationClient {
     }
 
     private func jsonRequest(_ url: String) -> HTTPRequest {
-        var request = HTTPRequest(url: url)
+        var request = base
+        request.url = url
         request.method = "POST"
         request.headers = ["Content-Type: application/json", "Accept: application/json", "x-goog-api-key: \(endpoints.apiKey)"]
-        request.timeout = timeout
-        request.connectTimeout = min(timeout, .seconds(10))
         return request
     }
 

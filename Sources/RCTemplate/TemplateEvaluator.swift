@@ -1,0 +1,164 @@
+import RCCore
+
+/// What a template's conditions are evaluated against: the device's identity and its custom signals.
+public struct EvaluationContext: Sendable, Equatable {
+    /// The randomization id of percent conditions (the agent's stable device id). Empty: every
+    /// percent condition is false.
+    public var deviceId: String
+    /// Custom signals by key (`[Signals]` in the config file).
+    public var signals: [String: String]
+
+    public init(deviceId: String, signals: [String: String] = [:]) {
+        self.deviceId = deviceId
+        self.signals = signals
+    }
+}
+
+/// The values a template resolves to on one device.
+public struct TemplateEvaluation: Sendable, Equatable {
+    /// Parameter key → value. Keys that resolve to `useInAppDefault`, or have neither a matching
+    /// conditional value nor a default, are absent: the local defaults apply to them.
+    public var values: [String: String]
+    /// `version.versionNumber`, when the template has one.
+    public var templateVersion: String?
+    /// Names of conditions the agent could not evaluate and treated as false: client-template expression
+    /// strings, and condition kinds or operators it does not know. Sorted, each name once.
+    public var unsupportedConditions: [String]
+
+    public init(values: [String: String], templateVersion: String?, unsupportedConditions: [String]) {
+        self.values = values
+        self.templateVersion = templateVersion
+        self.unsupportedConditions = unsupportedConditions
+    }
+}
+
+/// Resolves a Remote Config template document (SPEC §3) for one device, evaluating server-template
+/// conditions locally.
+public enum TemplateEvaluator {
+    /// Evaluates the template in `bytes` (`name` labels errors, usually the file or URL it came from).
+    ///
+    /// Each parameter takes the value of the first condition in the template's `conditions` order that
+    /// is true and has an entry in the parameter's `conditionalValues`; otherwise its `defaultValue`.
+    /// A `conditionalValues` entry naming no condition never matches. Parameters inside
+    /// `parameterGroups` are not read, as in the Admin SDK's server-template evaluation.
+    public static func evaluate(_ bytes: [UInt8], name: String, context: EvaluationContext) throws(DocumentError)
+        -> TemplateEvaluation
+    {
+        let reader = ConditionReader(document: name)
+        let json: JSONValue
+        do { json = try JSONValue.parse(bytes) } catch { throw reader.error(error.description) }
+        guard json.objectMembers != nil else {
+            throw reader.error("not a template: expected a JSON object with \"parameters\", got \(json.typeName)")
+        }
+        guard let parameters = present(json["parameters"]) else {
+            throw reader.error("not a template: no \"parameters\" object")
+        }
+        guard let parameterMembers = parameters.objectMembers else {
+            throw reader.error("\"parameters\" must be an object, got \(parameters.typeName)")
+        }
+
+        let conditions = try namedConditions(json["conditions"], reader: reader)
+        let evaluator = ConditionEvaluator(context: context)
+        // Evaluated once each, in priority order; parameters then look up the first true one they use.
+        let trueConditions = conditions.filter { condition in
+            guard case let .structured(tree) = condition.body else { return false }
+            return evaluator.evaluate(tree)
+        }.map(\.name)
+
+        var values: [String: String] = [:]
+        values.reserveCapacity(parameterMembers.count)
+        for (key, parameter) in parameterMembers {
+            let path = "parameters.\(key)"
+            guard parameter.objectMembers != nil else {
+                throw reader.error("\(path) must be an object, got \(parameter.typeName)")
+            }
+            let conditional = try conditionalValues(parameter["conditionalValues"], path: path, reader: reader)
+            var defaultValue: ParameterValue?
+            if let value = present(parameter["defaultValue"]) {
+                defaultValue = try parameterValue(value, path: path + ".defaultValue", reader: reader)
+            }
+            let chosen = trueConditions.lazy.compactMap { conditional[$0] }.first ?? defaultValue
+            if case let .value(text)? = chosen { values[key] = text }
+        }
+
+        return TemplateEvaluation(
+            values: values,
+            templateVersion: try templateVersion(json["version"], reader: reader),
+            unsupportedConditions: Set(conditions.filter { !$0.isSupported }.map(\.name)).sorted())
+    }
+
+    /// A parameter value: `{"value": "..."}`, or `{"useInAppDefault": true}` (the key is left to the
+    /// local defaults).
+    private enum ParameterValue {
+        case value(String)
+        case inAppDefault
+    }
+
+    private static func namedConditions(_ json: JSONValue?, reader: ConditionReader) throws(DocumentError)
+        -> [NamedCondition]
+    {
+        guard let json = present(json) else { return [] }
+        guard case let .array(items) = json else {
+            throw reader.error("\"conditions\" must be an array, got \(json.typeName)")
+        }
+        var conditions: [NamedCondition] = []
+        var names: Set<String> = []
+        for (index, item) in items.enumerated() {
+            let condition = try reader.namedCondition(item, path: "conditions[\(index)]")
+            guard names.insert(condition.name).inserted else {
+                throw reader.error(
+                    "conditions[\(index)].name \"\(condition.name)\" is already used by an earlier condition")
+            }
+            conditions.append(condition)
+        }
+        return conditions
+    }
+
+    private static func conditionalValues(_ json: JSONValue?, path: String, reader: ConditionReader)
+        throws(DocumentError) -> [String: ParameterValue]
+    {
+        guard let json = present(json) else { return [:] }
+        guard let members = json.objectMembers else {
+            throw reader.error("\(path).conditionalValues must be an object, got \(json.typeName)")
+        }
+        var values: [String: ParameterValue] = [:]
+        for (condition, value) in members {
+            values[condition] = try parameterValue(
+                value, path: "\(path).conditionalValues.\(condition)", reader: reader)
+        }
+        return values
+    }
+
+    private static func parameterValue(_ json: JSONValue, path: String, reader: ConditionReader)
+        throws(DocumentError) -> ParameterValue
+    {
+        guard json.objectMembers != nil else { throw reader.error("\(path) must be an object, got \(json.typeName)") }
+        if case .bool(true) = json["useInAppDefault"] { return .inAppDefault }
+        guard let value = present(json["value"]) else {
+            throw reader.error("\(path) needs \"value\" or \"useInAppDefault\": true")
+        }
+        guard let text = value.stringValue else {
+            throw reader.error("\(path).value must be a string, got \(value.typeName)")
+        }
+        return .value(text)
+    }
+
+    /// Template versions are decimal strings in Firebase's JSON; non-negative integers are accepted too.
+    private static func templateVersion(_ json: JSONValue?, reader: ConditionReader) throws(DocumentError) -> String? {
+        guard let version = present(json) else { return nil }
+        guard version.objectMembers != nil else {
+            throw reader.error("\"version\" must be an object, got \(version.typeName)")
+        }
+        switch present(version["versionNumber"]) {
+        case nil: return nil
+        case let .string(s)? where !s.isEmpty && s.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }): return s
+        case let .integer(i)? where i >= 0: return String(i)
+        case let other?:
+            throw reader.error("\"version.versionNumber\" must be a decimal version number, got \(other.compactText)")
+        }
+    }
+
+    private static func present(_ value: JSONValue?) -> JSONValue? {
+        if case .null? = value { nil } else { value }
+    }
+}

@@ -1,0 +1,183 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Waits until `condition` holds, checking every 20 ms, for at most `timeout` seconds.
+func eventually(_ timeout: Double = 15, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date(timeIntervalSinceNow: timeout)
+    while Date() < deadline {
+        if try condition() { return true }
+        usleep(20_000)
+    }
+    return try condition()
+}
+
+/// The firebase source end to end: rcagentd against a fake Firebase server process that speaks the
+/// documented installations, fetch and realtime protocols (SPEC §6).
+@Suite struct FirebaseSourceTests {
+    func sandbox(realtime: String = "no", extra: String = "") throws -> (Sandbox, FirebaseServer) {
+        let sandbox = try Sandbox()
+        let server = try FirebaseServer(in: sandbox)
+        try sandbox.writeConfig(extra: """
+            [Source]
+            Type=firebase
+            ProjectId=demo-project
+            AppId=1:1234567890:linux:abcdef
+            APIKey=test-api-key
+            Endpoint=\(server.endpoint)
+            [App]
+            Version=1.4.0.7
+            [Push]
+            Realtime=\(realtime)
+            [Signals]
+            store=berlin-12
+            tier=gold
+            \(extra)
+            """)
+        return (sandbox, server)
+    }
+
+    func deviceId(_ sandbox: Sandbox) throws -> String {
+        let status = try sandbox.cli("status", "--json")
+        let json = try #require(JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        return try #require(json["deviceId"] as? String)
+    }
+
+    @Test func firstStartRegistersFetchesAndActivates() throws {
+        let (sandbox, server) = try sandbox()
+        try server.publish(version: 7, entries: ["kiosk_url": "https://example.com/v7", "greeting": "hallo"])
+        let daemon = try sandbox.startDaemon()
+        let fetch = try sandbox.cli("fetch", "--force", "--wait")
+        #expect(fetch.status == 0, "\(fetch.stderr)\n\(daemon.log)")
+        #expect(try sandbox.cli("get", "kiosk_url").stdout == "https://example.com/v7\n")
+        #expect(try sandbox.cli("get", "greeting", "--json").stdout.contains(#""source":"remote""#))
+
+        let creates = server.requests(api: "create")
+        #expect(creates.count == 1)
+        let fid = try deviceId(sandbox)
+        #expect((creates.first?["body"] as? [String: Any])?["fid"] as? String == fid, "the installation id is the device id")
+        let fetches = server.requests(api: "fetch")
+        #expect(!fetches.isEmpty)
+        #expect(fetches.allSatisfy { $0["problem"] is NSNull }, "\(fetches.map { $0["problem"] ?? "" })")
+        let body = try #require(fetches.last?["body"] as? [String: Any])
+        #expect(body["appInstanceId"] as? String == fid)
+        #expect(body["appId"] as? String == "1:1234567890:linux:abcdef")
+        #expect(body["appVersion"] as? String == "1.4.0.7")
+        #expect(body["appBuild"] as? String == "7")
+        #expect(body["customSignals"] as? [String: String] == ["store": "berlin-12", "tier": "gold"])
+        let headers = try #require(fetches.last?["headers"] as? [String: String])
+        #expect(headers["x-firebase-rc-fetch-type"] == "BASE/1")
+
+        let credentials = sandbox.statePath + "/installation.json"
+        let mode = try FileManager.default.attributesOfItem(atPath: credentials)[.posixPermissions] as? Int
+        #expect(mode == 0o600, "the refresh token file is private")
+        daemon.stop()
+    }
+
+    @Test func restartKeepsTheInstallationAndNoChangeIsNoChange() throws {
+        let (sandbox, server) = try sandbox()
+        try server.publish(version: 3, entries: ["a": "1"])
+        var daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        let fid = try deviceId(sandbox)
+        #expect(daemon.stop() == 0)
+
+        daemon = try sandbox.startDaemon()
+        let again = try sandbox.cli("fetch", "--force", "--wait")
+        #expect(again.stdout == "no change\n", "\(again.stdout)\(again.stderr)")
+        #expect(server.requests(api: "create").count == 1, "no second registration")
+        #expect(try deviceId(sandbox) == fid)
+        let last = try #require(server.requests(api: "fetch").last?["headers"] as? [String: String])
+        #expect(last["if-none-match"] == "\"etag-3\"")
+        daemon.stop()
+    }
+
+    @Test func shortLivedTokensAreRefreshed() throws {
+        let (sandbox, server) = try sandbox()
+        try server.setMode(["installationExpiresIn": 120, "template": ["version": 1, "entries": ["a": "1"]]])
+        let daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        let before = server.requests(api: "token").count
+        // 120 s is inside the one-hour expiry buffer: every fetch needs a fresh token.
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        #expect(server.requests(api: "token").count == before + 1)
+        #expect(server.requests(api: "create").count == 1)
+        daemon.stop()
+    }
+
+    @Test func aLostInstallationIsRegisteredAgain() throws {
+        let (sandbox, server) = try sandbox()
+        try server.setMode(["installationExpiresIn": 120, "template": ["version": 1, "entries": ["a": "1"]]])
+        let daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        try server.setMode(["installationExpiresIn": 120, "tokenStatus": 404, "template": ["version": 2, "entries": ["a": "2"]]])
+        let fetch = try sandbox.cli("fetch", "--force", "--wait")
+        #expect(fetch.status == 0, "\(fetch.stderr)")
+        #expect(server.requests(api: "create").count == 2)
+        #expect(try sandbox.cli("get", "a").stdout == "2\n")
+        daemon.stop()
+    }
+
+    @Test func realtimePushFetchesTheNewTemplate() throws {
+        let (sandbox, server) = try sandbox(realtime: "yes")
+        try server.publish(version: 1, entries: ["a": "1"])
+        let daemon = try sandbox.startDaemon()
+        #expect(eventually { !server.requests(api: "realtime").isEmpty }, "\(daemon.log)")
+        let stream = try #require(server.requests(api: "realtime").first)
+        #expect(stream["problem"] is NSNull, "\(stream)")
+        #expect(try eventually { try sandbox.cli("get", "a").stdout == "1\n" })
+
+        let watcher = try SocketClient(path: sandbox.socketPath)
+        #expect(watcher.watch())
+        try server.publish(version: 2, entries: ["a": "2"])
+        try server.push(["latestTemplateVersionNumber": "2"])
+        let activated = watcher.event(timeout: 15) { $0["event"] as? String == "activated" && $0["templateVersion"] as? String == "2" }
+        #expect(activated != nil, "\(daemon.log)")
+        #expect(try sandbox.cli("get", "a").stdout == "2\n")
+        let realtimeFetch = server.requests(api: "fetch").last?["headers"] as? [String: String]
+        #expect(realtimeFetch?["x-firebase-rc-fetch-type"]?.hasPrefix("REALTIME/") == true)
+        daemon.stop()
+    }
+
+    @Test func aDroppedStreamReconnectsAndRefetches() throws {
+        let (sandbox, server) = try sandbox(realtime: "yes")
+        try server.publish(version: 1, entries: ["a": "1"])
+        let daemon = try sandbox.startDaemon()
+        #expect(eventually { !server.requests(api: "realtime").isEmpty })
+        #expect(eventually { server.requests(api: "fetch").count >= 1 })
+        let fetchesBefore = server.requests(api: "fetch").count
+        // Published while the stream is down: only the refetch after the reconnect can find it.
+        try server.publish(version: 2, entries: ["a": "2"])
+        try server.dropStreams()
+        #expect(eventually { server.requests(api: "realtime").count >= 2 }, "\(daemon.log)")
+        #expect(eventually { server.requests(api: "fetch").count > fetchesBefore })
+        #expect(try eventually { try sandbox.cli("get", "a").stdout == "2\n" }, "\(daemon.log)")
+        daemon.stop()
+    }
+
+    @Test func featureDisabledStopsTheStream() throws {
+        let (sandbox, server) = try sandbox(realtime: "yes")
+        try server.publish(version: 1, entries: ["a": "1"])
+        let daemon = try sandbox.startDaemon()
+        #expect(eventually { !server.requests(api: "realtime").isEmpty })
+        try server.push(["featureDisabled": true])
+        #expect(eventually { daemon.log.contains("Realtime updates are disabled") }, "\(daemon.log)")
+        #expect(server.requests(api: "realtime").count == 1, "no reconnect after featureDisabled")
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0, "fetching still works")
+        daemon.stop()
+    }
+
+    @Test func throttlingAndErrorsNameTheAPIsMessage() throws {
+        let (sandbox, server) = try sandbox()
+        try server.publish(version: 1, entries: ["a": "1"])
+        let daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        try server.setMode(["fetchStatus": 429, "retryAfter": 300, "template": ["version": 2, "entries": ["a": "2"]]])
+        let throttled = try sandbox.cli("fetch", "--force", "--wait")
+        #expect(throttled.status == 1)
+        #expect(throttled.stderr.contains("HTTP 429"))
+        #expect(try sandbox.cli("fetch", "--force", "--wait").stderr.contains("throttles fetches until"))
+        #expect(try sandbox.cli("get", "a").stdout == "1\n")
+        daemon.stop()
+    }
+}
