@@ -2,8 +2,8 @@
 SWIFT      ?= swift
 ROOT       := $(CURDIR)
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-BUILD_DEPS := libsqlite3-dev libsystemd-dev libcurl4-openssl-dev libssl-dev pkg-config g++
-TEST_DEPS  := $(BUILD_DEPS) sqlite3 python3 openssl
+BUILD_DEPS := libsqlite3-dev libsystemd-dev libcurl4-openssl-dev libssl-dev libmosquitto-dev pkg-config g++
+TEST_DEPS  := $(BUILD_DEPS) sqlite3 python3 openssl mosquitto mosquitto-clients
 BENCH_DEPS := $(BUILD_DEPS) sqlite3 hyperfine jq
 DEB_DEPS   := $(BUILD_DEPS) dpkg-dev lintian systemd binutils
 # Release builds link the Swift runtime and libstdc++ statically: a directory holding only

@@ -16,11 +16,12 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         .target(name: "RCCore"),
         .target(name: "RCStore", dependencies: ["RCCore", "CSQLite"]),
-        .target(name: "RCAgent", dependencies: ["RCCore", "RCStore", "RCTemplate", "CSystemd", "CCurl"]),
+        .target(name: "RCAgent", dependencies: ["RCCore", "RCStore", "RCTemplate", "CSystemd", "CCurl", "CMosquitto"]),
         .target(name: "RCClient", dependencies: ["RCCore", "RCStore"]),
         .target(name: "RCTemplate", dependencies: ["RCCore", "CCrypto"]),
 

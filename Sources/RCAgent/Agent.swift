@@ -205,17 +205,42 @@ actor Agent {
         }
     }
 
-    /// Sets the stale flag (persisted before anything else) and asks for a fetch.
-    func markStale(reason: String, wait: Bool = false) async throws -> (newlySet: Bool, outcome: FetchOutcome?) {
+    /// Sets the stale flag (persisted before anything else) and asks for a fetch, after a random
+    /// delay of up to `jitter` (push channels: a fleet must not stampede the config server).
+    func markStale(reason: String, wait: Bool = false, jitter: Duration = .zero) async throws
+        -> (newlySet: Bool, outcome: FetchOutcome?)
+    {
         let newlySet = try store.markStale(reason: reason, at: .now())
         publishEvents()
         if newlySet { log.notice("Config marked stale: \(reason)") }
+        if jitter > .zero && !wait {
+            requestAfterJitter(.push, jitter: jitter)
+            return (newlySet, nil)
+        }
         return (newlySet, await fetch(.push, wait: wait))
+    }
+
+    /// Asks for a fetch after a random wait in 0...`jitter`.
+    func requestAfterJitter(_ trigger: FetchTrigger, jitter: Duration) {
+        let delay = Duration.milliseconds(Int64.random(in: 0...max(jitter.milliseconds, 0)))
+        Task { [weak self] in
+            try? await Task.sleep(for: delay)
+            await self?.request(trigger)
+        }
+    }
+
+    /// What the push channel (MQTT) is doing, for status.
+    private(set) var pushState: String?
+
+    func setPushState(_ state: String?) {
+        pushState = state
     }
 
     /// Handles an FCM-style message exactly as a push channel delivers it (SPEC §4.1, §4.4). With
     /// `wait`, the response also carries the outcome of the fetch the message started.
-    func handle(_ message: PushMessage, from channel: String, wait: Bool = false) async throws -> JSONValue {
+    func handle(_ message: PushMessage, from channel: String, wait: Bool = false, jitter: Duration = .zero) async throws
+        -> JSONValue
+    {
         guard message.marksStale else {
             let note = message.hasLiveActivity ? "live activity messages are not handled yet" : "no CONFIG_STATE in data"
             return .ok([("stale", .bool(false)), ("ignored", .string(note))])
@@ -226,7 +251,8 @@ actor Agent {
         }
         let state = message.data["CONFIG_STATE"] ?? ""
         let version = message.templateVersion.map { ", template \($0)" } ?? ""
-        let (newlySet, outcome) = try await markStale(reason: "\(channel): CONFIG_STATE=\(state)\(version)", wait: wait)
+        let (newlySet, outcome) = try await markStale(
+            reason: "\(channel): CONFIG_STATE=\(state)\(version)", wait: wait, jitter: jitter)
         var fields: [(key: String, value: JSONValue)] = [("stale", .bool(true)), ("newlySet", .bool(newlySet))]
         if let outcome { fields.append(("fetch", outcome.response)) }
         return .ok(fields)

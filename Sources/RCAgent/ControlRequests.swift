@@ -14,6 +14,7 @@ enum ControlRequests {
                     ("pid", .integer(Int64(getpid()))),
                     ("state", .string(await agent.fetching ? "fetching" : "idle")),
                     ("nextFetchAt", (await agent.nextFetch).map { .string($0.iso8601) } ?? .null),
+                    ("push", (await agent.pushState).map(JSONValue.string) ?? .null),
                 ])
             case let .fetch(force, ignoreThrottle, wait):
                 let outcome = await agent.fetch(.manual(force: force, ignoreThrottle: ignoreThrottle), wait: wait)

@@ -91,6 +91,11 @@ public enum Daemon {
         if source is UnconfiguredSource { log.warning("Serving the cache and defaults only: \(UnconfiguredSource.message)") }
 
         let fetchLoop = Task { await agent.runFetchLoop() }
+        var mqtt: MQTTChannel?
+        if config.mqtt != nil {
+            mqtt = try MQTTChannel(config: config, deviceId: status.deviceId ?? "", agent: agent, log: log)
+            mqtt?.start()
+        }
         var realtime: Task<Void, Never>?
         if let firebase = source as? FirebaseSource, config.realtime != .no {
             let listener = RealtimeListener(source: firebase, agent: agent, log: log)
@@ -120,6 +125,7 @@ public enum Daemon {
         watcher?.stop()
         watchdog?.cancel()
         realtime?.cancel()
+        mqtt?.stop()
         await agent.stop()
         await fetchLoop.value
         notifier.flush()

@@ -14,10 +14,12 @@ enum FetchTrigger: Sendable {
     case manual(force: Bool, ignoreThrottle: Bool)
     /// The realtime stream announced a newer template, or reconnected (a message may have been missed).
     case realtime(attempt: Int)
+    /// A push channel (MQTT) reconnected: a ping may have been missed while it was down.
+    case pushReconnect
 
     var isForced: Bool {
         switch self {
-        case .sourceChanged, .realtime: true
+        case .sourceChanged, .realtime, .pushReconnect: true
         case let .manual(force, _): force
         default: false
         }
@@ -30,7 +32,7 @@ enum FetchTrigger: Sendable {
     /// An automatic retry (timer, push) waits out the backoff; a person or a local file change does not.
     var waitsOutBackoff: Bool {
         switch self {
-        case .timer, .push, .startup, .realtime: true
+        case .timer, .push, .startup, .realtime, .pushReconnect: true
         case .manual, .sourceChanged: false
         }
     }

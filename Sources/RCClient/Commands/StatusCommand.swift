@@ -42,6 +42,7 @@ enum StatusCommand {
             ("daemon", .object([
                 ("running", .bool(daemon != nil)), ("socket", .string(config.socket)),
                 ("pid", daemon?["pid"] ?? .null), ("state", daemon?["state"] ?? .null), ("note", daemon?["note"] ?? .null),
+                ("push", daemon?["push"] ?? .null),
             ])),
             ("source", .object([("type", .string(config.sourceType.rawValue))])),
             ("deviceId", string(status?.deviceId)),
@@ -72,6 +73,7 @@ enum StatusCommand {
         }
         var lines = ["daemon:       " + (running ?? "not running (\(config.socket))")]
         lines.append("source:       \(config.sourceType.rawValue)")
+        if let push = daemon?["push"]?.stringValue { lines.append("push:         \(push)") }
         guard let status else {
             let state = storeProblem.map { "unreadable: \($0)" } ?? "none yet"
             lines.append("database:     \(state) (\(config.databasePath)); values come from \(config.defaults)")

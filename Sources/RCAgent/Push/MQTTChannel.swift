@@ -1,0 +1,167 @@
+internal import CMosquitto
+import Glibc
+import RCCore
+
+/// The MQTT push channel (SPEC §6): the Linux counterpart of the FCM `PUSH_RC` topic. It
+/// subscribes to `MQTTTopic` and `MQTTTopic/<deviceId>` with QoS 1 on a persistent session
+/// (client id = device id, clean session off), so pings published while the device was offline
+/// arrive when it reconnects. Payloads are the FCM-style messages the socket takes and go through
+/// the same handler; the refetch waits a random `Jitter`. libmosquitto's own thread runs the
+/// network loop and reconnects with exponential backoff; every reconnect refetches once.
+final class MQTTChannel: @unchecked Sendable {
+    private let handle: OpaquePointer
+    private let agent: Agent
+    private let log: Logger
+    private let topics: [String]
+    private let jitter: Duration
+    private let host: String
+    private let port: Int32
+    private let lock = NSLockLite()
+    private var connected = false
+    private var everConnected = false
+
+    struct SetupError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    private static let initialized: Bool = { mosquitto_lib_init() == MOSQ_ERR_SUCCESS.rawValue }()
+
+    init(config: AgentConfig, deviceId: String, agent: Agent, log: Logger) throws(SetupError) {
+        _ = Self.initialized
+        guard let url = config.mqtt, let (tls, host, port) = Self.parse(url) else {
+            throw SetupError(description: "[Push] MQTT= is not an mqtt:// or mqtts:// URL")
+        }
+        self.agent = agent
+        self.log = log
+        self.host = host
+        self.port = port
+        jitter = config.jitter
+        topics = [config.mqttTopic, config.mqttTopic + "/" + deviceId]
+        guard let handle = mosquitto_new(deviceId, false, nil) else {
+            throw SetupError(description: "cannot create an MQTT client: \(String(cString: strerror(errno)))")
+        }
+        self.handle = handle
+        mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
+        if let username = config.mqttUsername {
+            var password: String?
+            if let file = config.mqttPasswordFile {
+                guard let bytes = try? FileBytes.read(file) else {
+                    mosquitto_destroy(handle)
+                    throw SetupError(description: "cannot read MQTTPasswordFile=\(file)")
+                }
+                password = String(decoding: bytes, as: UTF8.self).trimmingSpaces().description
+            }
+            mosquitto_username_pw_set(handle, username, password)
+        }
+        if tls {
+            let rc = mosquitto_tls_set(handle, config.mqttCAFile, config.mqttCAFile == nil ? "/etc/ssl/certs" : nil, nil, nil, nil)
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                mosquitto_destroy(handle)
+                throw SetupError(description: "cannot set up MQTT TLS: \(String(cString: mosquitto_strerror(rc)))")
+            }
+        }
+        // libmosquitto's own reconnect: 1 s doubling to 60 s.
+        mosquitto_reconnect_delay_set(handle, 1, 60, true)
+        mosquitto_connect_callback_set(handle) { _, context, rc in
+            Unmanaged<MQTTChannel>.fromOpaque(context!).takeUnretainedValue().didConnect(rc)
+        }
+        mosquitto_disconnect_callback_set(handle) { _, context, rc in
+            Unmanaged<MQTTChannel>.fromOpaque(context!).takeUnretainedValue().didDisconnect(rc)
+        }
+        mosquitto_message_callback_set(handle) { _, context, message in
+            guard let context, let message else { return }
+            let payload = message.pointee.payload.map {
+                Array(UnsafeRawBufferPointer(start: $0, count: Int(message.pointee.payloadlen)))
+            } ?? []
+            let topic = message.pointee.topic.map { String(cString: $0) } ?? "?"
+            Unmanaged<MQTTChannel>.fromOpaque(context).takeUnretainedValue().didReceive(payload, topic: topic)
+        }
+    }
+
+    deinit {
+        mosquitto_destroy(handle)
+    }
+
+    /// Connects (retrying in the background while the broker is away) and starts the network thread.
+    func start() {
+        let rc = mosquitto_connect_async(handle, host, port, 60)
+        if rc != MOSQ_ERR_SUCCESS.rawValue {
+            log.warning("Failed to connect to MQTT broker \(host):\(port): \(String(cString: mosquitto_strerror(rc))), retrying")
+        }
+        mosquitto_loop_start(handle)
+        Task { await agent.setPushState("mqtt \(host):\(port) connecting") }
+    }
+
+    func stop() {
+        mosquitto_disconnect(handle)
+        mosquitto_loop_stop(handle, true)
+    }
+
+    private func didConnect(_ rc: Int32) {
+        guard rc == 0 else {
+            log.warning("MQTT broker \(host):\(port) refused the connection: \(String(cString: mosquitto_connack_string(rc)))")
+            return
+        }
+        for topic in topics { mosquitto_subscribe(handle, nil, topic, 1) }
+        let first = lock.withLock {
+            defer { connected = true; everConnected = true }
+            return !everConnected
+        }
+        log.info("MQTT connected to \(host):\(port), subscribed to \(topics.joined(separator: ", "))")
+        let agent = agent
+        let jitter = jitter
+        let state = "mqtt \(host):\(port) connected, topics \(topics.joined(separator: ", "))"
+        Task {
+            await agent.setPushState(state)
+            // A ping may have been missed while disconnected (at start too: the broker may hold none).
+            if first { await agent.request(.pushReconnect) } else { await agent.requestAfterJitter(.pushReconnect, jitter: jitter) }
+        }
+    }
+
+    private func didDisconnect(_ rc: Int32) {
+        let wasConnected = lock.withLock {
+            defer { connected = false }
+            return connected
+        }
+        if wasConnected {
+            log.warning("MQTT connection to \(host):\(port) lost (\(String(cString: mosquitto_strerror(rc)))); reconnecting")
+        }
+        let state = "mqtt \(host):\(port) disconnected, reconnecting"
+        let agent = agent
+        Task { await agent.setPushState(state) }
+    }
+
+    private func didReceive(_ payload: [UInt8], topic: String) {
+        let message: PushMessage
+        do {
+            message = try PushMessage.parse(try JSONValue.parse(payload))
+        } catch {
+            let shown = String(decoding: payload.prefix(120), as: UTF8.self)
+            log.warning("Ignoring an MQTT message on \(topic): \(error) (payload: \(shown))")
+            return
+        }
+        let agent = agent
+        let jitter = jitter
+        let log = log
+        Task {
+            do {
+                _ = try await agent.handle(message, from: "mqtt \(topic)", jitter: jitter)
+            } catch {
+                log.error("Failed to handle an MQTT message on \(topic): \(error)")
+            }
+        }
+    }
+
+    /// `mqtt://host[:port]` (1883) or `mqtts://host[:port]` (8883).
+    static func parse(_ url: String) -> (tls: Bool, host: String, port: Int32)? {
+        let tls = url.hasPrefix("mqtts://")
+        guard tls || url.hasPrefix("mqtt://") else { return nil }
+        var rest = url.dropFirst(tls ? 8 : 7)
+        if let slash = rest.firstIndex(of: "/") { rest = rest[..<slash] }
+        guard !rest.isEmpty else { return nil }
+        if let colon = rest.lastIndex(of: ":"), let port = Int32(rest[rest.index(after: colon)...]) {
+            return (tls, String(rest[..<colon]), port)
+        }
+        return (tls, String(rest), tls ? 8883 : 1883)
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import Glibc
+import Testing
+
+/// A real mosquitto broker on a free loopback port, for the MQTT push channel tests.
+final class MosquittoBroker {
+    let port: Int
+    private let directory: URL
+    private var process: Process?
+
+    init(in sandbox: Sandbox) throws {
+        directory = sandbox.root.appendingPathComponent("broker")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        port = try Self.freePort()
+        try "listener \(port) 127.0.0.1\nallow_anonymous true\npersistence false\n"
+            .write(to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
+        try start()
+    }
+
+    deinit { stop() }
+
+    func start() throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
+        p.arguments = ["-c", directory.appendingPathComponent("mosquitto.conf").path]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        process = p
+        guard eventually(10, { Self.accepts(port: port) }) else { throw DaemonError("mosquitto did not start") }
+    }
+
+    func stop() {
+        guard let process, process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Publishes with mosquitto_pub at QoS 1.
+    func publish(_ payload: String, topic: String = "PUSH_RC") throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
+        p.arguments = ["-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-m", payload]
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw DaemonError("mosquitto_pub failed") }
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard ok else { throw DaemonError("no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+}
+
+/// The MQTT push channel against a real broker (SPEC §6): the fleet counterpart of the FCM topic.
+@Suite struct MQTTTests {
+    func setUp(jitter: String = "0") throws -> (Sandbox, ConfigServer, MosquittoBroker) {
+        let sandbox = try Sandbox()
+        let server = try ConfigServer(in: sandbox)
+        let broker = try MosquittoBroker(in: sandbox)
+        try sandbox.writeConfig(extra: """
+            [Source]
+            Type=http
+            URL=\(server.url)
+            [Push]
+            MQTT=mqtt://127.0.0.1:\(broker.port)
+            Jitter=\(jitter)
+            """)
+        return (sandbox, server, broker)
+    }
+
+    static let ping = #"{"data":{"CONFIG_STATE":"STALE"}}"#
+
+    @Test func aPingFetchesTheNewConfig() throws {
+        let (sandbox, server, broker) = try setUp()
+        try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
+        let daemon = try sandbox.startDaemon()
+        #expect(eventually { daemon.log.contains("MQTT connected") }, "\(daemon.log)")
+        #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v1\n" })
+        #expect(try sandbox.cli("status").stdout.contains("push:         mqtt 127.0.0.1:\(broker.port) connected"))
+
+        let watcher = try SocketClient(path: sandbox.socketPath)
+        #expect(watcher.watch())
+        try server.serve(Sandbox.document(version: 2), etag: "\"v2\"")
+        try broker.publish(Self.ping)
+        let activated = watcher.event { $0["event"] as? String == "activated" && $0["templateVersion"] as? String == "2" }
+        #expect(activated != nil, "\(daemon.log)")
+        #expect(daemon.log.contains("Config marked stale: mqtt PUSH_RC: CONFIG_STATE=STALE"))
+        daemon.stop()
+    }
+
+    @Test func aPingSentWhileTheAgentIsDownArrivesOnReconnect() throws {
+        let (sandbox, server, broker) = try setUp()
+        try server.serve(Sandbox.document(version: 1))
+        var daemon = try sandbox.startDaemon()
+        #expect(eventually { daemon.log.contains("MQTT connected") })
+        let status = try JSONSerialization.jsonObject(with: Data(try sandbox.cli("status", "--json").stdout.utf8)) as? [String: Any]
+        let deviceId = try #require(status?["deviceId"] as? String)
+        #expect(daemon.stop() == 0)
+
+        // Queued by the broker for the persistent session (QoS 1, clean session off).
+        try broker.publish(#"{"data":{"CONFIG_STATE":"STALE","templateVersion":"99"}}"#, topic: "PUSH_RC/\(deviceId)")
+        daemon = try sandbox.startDaemon()
+        #expect(eventually { daemon.log.contains("Config marked stale: mqtt PUSH_RC/\(deviceId): CONFIG_STATE=STALE, template 99") }, "\(daemon.log)")
+        daemon.stop()
+    }
+
+    @Test func aBrokerRestartReconnectsAndRefetches() throws {
+        let (sandbox, server, broker) = try setUp()
+        try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
+        let daemon = try sandbox.startDaemon()
+        #expect(eventually { daemon.log.contains("MQTT connected") })
+        #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v1\n" })
+        // Published while the broker is down: no ping can announce it, only the refetch after the reconnect.
+        broker.stop()
+        #expect(eventually { daemon.log.contains("MQTT connection to 127.0.0.1:\(broker.port) lost") }, "\(daemon.log)")
+        try server.serve(Sandbox.document(version: 2), etag: "\"v2\"")
+        try broker.start()
+        #expect(try eventually(20) { try sandbox.cli("get", "key_0").stdout == "v2\n" }, "\(daemon.log)")
+        daemon.stop()
+    }
+
+    @Test func malformedPayloadsAreIgnoredAndTheChannelKeepsWorking() throws {
+        let (sandbox, server, broker) = try setUp()
+        try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
+        let daemon = try sandbox.startDaemon()
+        #expect(eventually { daemon.log.contains("MQTT connected") })
+        for garbage in ["not json", "[1,2]", #"{"data":"STALE"}"#, String(repeating: "{", count: 5000)] {
+            try broker.publish(garbage)
+        }
+        #expect(eventually { daemon.log.components(separatedBy: "Ignoring an MQTT message").count - 1 == 4 }, "\(daemon.log)")
+        try server.serve(Sandbox.document(version: 2), etag: "\"v2\"")
+        try broker.publish(Self.ping)
+        #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v2\n" }, "\(daemon.log)")
+        #expect(daemon.process.isRunning)
+        daemon.stop()
+    }
+}
