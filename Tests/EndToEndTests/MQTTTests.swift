@@ -8,12 +8,16 @@ final class MosquittoBroker {
     private let directory: URL
     private var process: Process?
 
-    init(in sandbox: Sandbox) throws {
+    init(in sandbox: Sandbox, tls: TestPKI? = nil) throws {
         directory = sandbox.root.appendingPathComponent("broker")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         port = try Self.freePort()
-        try "listener \(port) 127.0.0.1\nallow_anonymous true\npersistence false\n"
-            .write(to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
+        // user root: mosquitto would otherwise drop to its own user and not read the sandbox files.
+        var config = "listener \(port) 127.0.0.1\nallow_anonymous true\npersistence false\nuser root\n"
+        if let tls {
+            config += "cafile \(tls.caCertificate)\ncertfile \(tls.serverCertificate)\nkeyfile \(tls.serverKey)\n"
+        }
+        try config.write(to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
         try start()
     }
 
@@ -141,6 +145,34 @@ final class MosquittoBroker {
         try server.serve(Sandbox.document(version: 2), etag: "\"v2\"")
         try broker.start()
         #expect(try eventually(20) { try sandbox.cli("get", "key_0").stdout == "v2\n" }, "\(daemon.log)")
+        daemon.stop()
+    }
+
+    @Test func tlsWithATestCA() throws {
+        let sandbox = try Sandbox()
+        let pki = try TestPKI(in: sandbox.root)
+        let server = try ConfigServer(in: sandbox)
+        let broker = try MosquittoBroker(in: sandbox, tls: pki)
+        try sandbox.writeConfig(extra: """
+            [Source]
+            Type=http
+            URL=\(server.url)
+            [Push]
+            MQTT=mqtts://127.0.0.1:\(broker.port)
+            MQTTCAFile=\(pki.caCertificate)
+            Jitter=0
+            """)
+        try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
+        let daemon = try sandbox.startDaemon()
+        #expect(eventually { daemon.log.contains("MQTT connected") }, "\(daemon.log)")
+        try server.serve(Sandbox.document(version: 2), etag: "\"v2\"")
+        let publish = Process()
+        publish.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
+        publish.arguments = ["-h", "127.0.0.1", "-p", String(broker.port), "--cafile", pki.caCertificate, "-q", "1", "-t", "PUSH_RC", "-m", Self.ping]
+        try publish.run()
+        publish.waitUntilExit()
+        #expect(publish.terminationStatus == 0)
+        #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v2\n" }, "\(daemon.log)")
         daemon.stop()
     }
 
