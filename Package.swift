@@ -11,6 +11,7 @@ let package = Package(
     products: [
         .executable(name: "rcagent", targets: ["rcagent"]),
         .executable(name: "rcagentd", targets: ["rcagentd"]),
+        .executable(name: "rcadmin", targets: ["rcadmin"]),
     ],
     targets: [
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
@@ -24,6 +25,7 @@ let package = Package(
         .target(name: "RCAgent", dependencies: ["RCCore", "RCStore", "RCTemplate", "CSystemd", "CCurl", "CMosquitto"]),
         .target(name: "RCClient", dependencies: ["RCCore", "RCStore"]),
         .target(name: "RCTemplate", dependencies: ["RCCore", "CCrypto"]),
+        .target(name: "RCAdmin", dependencies: ["RCCore", "CMosquitto"]),
 
         .executableTarget(
             name: "rcagent", dependencies: ["RCClient"],
@@ -31,10 +33,11 @@ let package = Package(
             // ~35,000 load-time relocations, about 0.4 ms of a 3 ms run. The daemon stays PIE.
             linkerSettings: [.unsafeFlags(["-Xlinker", "-no-pie"], .when(configuration: .release))]),
         .executableTarget(name: "rcagentd", dependencies: ["RCAgent"]),
+        .executableTarget(name: "rcadmin", dependencies: ["RCAdmin"]),
 
         .testTarget(name: "RCCoreTests", dependencies: ["RCCore"]),
         .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["rcagent", "rcagentd", "RCStore", "RCCore"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["rcagent", "rcagentd", "rcadmin", "RCStore", "RCCore"]),
     ]
 )

@@ -19,7 +19,7 @@ install -d "$pkg/DEBIAN" "$pkg/usr/bin" "$pkg/usr/libexec/rcagent" "$pkg/lib/sys
     "$pkg/usr/lib/sysusers.d" "$pkg/usr/lib/tmpfiles.d" "$pkg/etc/rcagent/hooks.d" "$pkg/etc/rcagent/agent.conf.d" \
     "$pkg/usr/share/doc/rcagent" "$pkg/usr/share/man/man1" "$pkg/usr/share/man/man8"
 
-for program in rcagent rcagentd; do
+for program in rcagent rcagentd rcadmin; do
     install -m 0755 "$bin/$program" "$pkg/usr/bin/$program"
     strip --strip-unneeded --remove-section=.comment --remove-section=.note "$pkg/usr/bin/$program"
 done
@@ -36,6 +36,7 @@ for page in "$root"/docs/*.md; do install -m 0644 "$page" "$pkg/usr/share/doc/rc
 sed "s/@VERSION@/$version/" "$root/packaging/debian/changelog.in" | gzip -9n > "$pkg/usr/share/doc/rcagent/changelog.gz"
 sed "s/@VERSION@/$version/" "$root/packaging/man/rcagent.1" | gzip -9n > "$pkg/usr/share/man/man1/rcagent.1.gz"
 sed "s/@VERSION@/$version/" "$root/packaging/man/rcagentd.8" | gzip -9n > "$pkg/usr/share/man/man8/rcagentd.8.gz"
+sed "s/@VERSION@/$version/" "$root/packaging/man/rcadmin.1" | gzip -9n > "$pkg/usr/share/man/man1/rcadmin.1.gz"
 chmod 0644 "$pkg"/usr/share/doc/rcagent/*.gz "$pkg"/usr/share/man/man*/*.gz
 
 for script in postinst prerm postrm; do install -m 0755 "$root/packaging/debian/$script" "$pkg/DEBIAN/$script"; done
@@ -44,7 +45,7 @@ printf '/etc/rcagent/agent.conf\n/etc/rcagent/defaults.json\n' > "$pkg/DEBIAN/co
 # Runtime dependencies from what the binaries really link.
 mkdir -p "$stage/debian"
 printf 'Source: rcagent\n\nPackage: rcagent\nArchitecture: any\n' > "$stage/debian/control"
-depends=$(cd "$stage" && dpkg-shlibdeps -O "-e$pkg/usr/bin/rcagent" "-e$pkg/usr/bin/rcagentd" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+depends=$(cd "$stage" && dpkg-shlibdeps -O "-e$pkg/usr/bin/rcagent" "-e$pkg/usr/bin/rcagentd" "-e$pkg/usr/bin/rcadmin" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 [ -n "$depends" ] || { echo "build-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 rm -rf "$stage/debian"
 size=$(du -sk --exclude=DEBIAN "$pkg" | cut -f1)

@@ -33,7 +33,7 @@ lintian --fail-on error "$deb"
 step "binaries link nothing from the Swift toolchain"
 mkdir "$work/extract"
 dpkg-deb -x "$deb" "$work/extract"
-for program in rcagent rcagentd; do
+for program in rcagent rcagentd rcadmin; do
     file=$work/extract/usr/bin/$program
     echo "$program: $(stat -c %s "$file") bytes; needs: $(readelf -d "$file" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
     if readelf -d "$file" | grep -E 'NEEDED.*(swift|Foundation|dispatch|BlocksRuntime|_Testing)'; then fail "$program needs a toolchain library"; fi

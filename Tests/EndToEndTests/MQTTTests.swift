@@ -148,6 +148,29 @@ final class MosquittoBroker {
         daemon.stop()
     }
 
+    @Test func rcadminPublishesTheStalePing() throws {
+        let (sandbox, server, broker) = try setUp()
+        try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
+        let daemon = try sandbox.startDaemon()
+        #expect(eventually { daemon.log.contains("MQTT connected") })
+        #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v1\n" })
+        try server.serve(Sandbox.document(version: 2), etag: "\"v2\"")
+        let published = try sandbox.run("rcadmin", ["notify-stale", "--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--template-version", "2"])
+        #expect(published.status == 0, "\(published.stderr)")
+        #expect(published.stdout == #"published {"data":{"CONFIG_STATE":"STALE","templateVersion":"2"}} to PUSH_RC"# + "\n")
+        #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v2\n" }, "\(daemon.log)")
+        // The same version again is at or below the current one: acknowledged and ignored.
+        #expect(try sandbox.run("rcadmin", ["notify-stale", "--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--template-version", "2"]).status == 0)
+        #expect(eventually { daemon.log.contains("Ignoring a stale ping from mqtt PUSH_RC for template 2") }, "\(daemon.log)")
+
+        #expect(try sandbox.run("rcadmin", ["notify-stale"]).status == 64)
+        #expect(try sandbox.run("rcadmin", ["notify-stale", "--mqtt", "mqtt://h", "--template-version", "x"]).status == 64)
+        let unreachable = try sandbox.run("rcadmin", ["notify-stale", "--mqtt", "mqtt://127.0.0.1:\(try MosquittoBroker.freePort())"])
+        #expect(unreachable.status == 1)
+        #expect(unreachable.stderr.contains("cannot connect"))
+        daemon.stop()
+    }
+
     @Test func tlsWithATestCA() throws {
         let sandbox = try Sandbox()
         let pki = try TestPKI(in: sandbox.root)

@@ -28,7 +28,7 @@ final class MQTTChannel: @unchecked Sendable {
 
     init(config: AgentConfig, deviceId: String, agent: Agent, log: Logger) throws(SetupError) {
         _ = Self.initialized
-        guard let url = config.mqtt, let (tls, host, port) = Self.parse(url) else {
+        guard let url = config.mqtt, let (tls, host, port) = MQTTAddress.parse(url) else {
             throw SetupError(description: "[Push] MQTT= is not an mqtt:// or mqtts:// URL")
         }
         self.agent = agent
@@ -150,18 +150,5 @@ final class MQTTChannel: @unchecked Sendable {
                 log.error("Failed to handle an MQTT message on \(topic): \(error)")
             }
         }
-    }
-
-    /// `mqtt://host[:port]` (1883) or `mqtts://host[:port]` (8883).
-    static func parse(_ url: String) -> (tls: Bool, host: String, port: Int32)? {
-        let tls = url.hasPrefix("mqtts://")
-        guard tls || url.hasPrefix("mqtt://") else { return nil }
-        var rest = url.dropFirst(tls ? 8 : 7)
-        if let slash = rest.firstIndex(of: "/") { rest = rest[..<slash] }
-        guard !rest.isEmpty else { return nil }
-        if let colon = rest.lastIndex(of: ":"), let port = Int32(rest[rest.index(after: colon)...]) {
-            return (tls, String(rest[..<colon]), port)
-        }
-        return (tls, String(rest), tls ? 8883 : 1883)
     }
 }

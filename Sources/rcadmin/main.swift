@@ -1,0 +1,4 @@
+import Glibc
+import RCAdmin
+
+exit(AdminTool.main(arguments: Array(CommandLine.arguments.dropFirst())))
