@@ -146,7 +146,8 @@ actor Agent {
         if case let .throttled(retryAfter) = error.kind {
             // The server asked for a pause: its Retry-After, else the backoff, holds every fetch
             // (forced ones too, unless --ignore-throttle).
-            next = retryAfter.map { now + $0 } ?? next
+            // At least 30 s even when the server says less: a `Retry-After: 0` loop must not hammer it.
+            next = retryAfter.map { now + max($0, .seconds(30)) } ?? next
             throttledUntil = next
         }
         do {
@@ -303,7 +304,7 @@ actor Agent {
     func heartbeat() {}
 
     var nextFetch: Timestamp? {
-        guard let status = try? store.status() else { return nil }
+        guard !(source is UnconfiguredSource), let status = try? store.status() else { return nil }
         return policy.nextFetch(status, now: .now())
     }
 
@@ -362,7 +363,7 @@ actor Agent {
             text += "; last fetch failed (\(error))"
         }
         if status.pending { text += "; fetched template \(status.fetched.templateVersion ?? "-") awaits activation" }
-        text += "; next fetch \(Self.clock(policy.nextFetch(status, now: now)))"
+        if let next = nextFetch { text += "; next fetch \(Self.clock(next))" } else { text += "; no source configured" }
         notifier.status(text)
     }
 

@@ -119,7 +119,8 @@ extension Invocation {
         case .notRunning:
             throw .unavailable("the daemon is not running (no answer on \(config.socket))")
         case let .denied(error):
-            let group = config.socketGroup.map { " (root and members of group \($0) may)" } ?? " (root may)"
+            let group = config.socketGroup.map { " (root, the daemon's user and members of group \($0) may)" }
+                ?? " (root and the daemon's user may)"
             throw .unavailable("not allowed to talk to the daemon: \(error)\(group)")
         }
     }

@@ -353,6 +353,22 @@ import Testing
         #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
         let reports = daemon.log.components(separatedBy: "cannot evaluate condition(s) legacy").count - 1
         #expect(reports == 1, "\(daemon.log)")
+        #expect(daemon.stop() == 0)
+
+        // Other signals, same document: the values are evaluated again.
+        try sandbox.writeConfig(extra: "[Signals]\nstore=hamburg-3")
+        let restarted = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        #expect(try sandbox.cli("get", "greeting").stdout == "hello\n", "\(restarted.log)")
+        restarted.stop()
+    }
+
+    @Test func aFetchResponseThatMentionsTheWordsIsNotATemplate() throws {
+        let sandbox = try Sandbox()
+        try sandbox.publish(#"{"state": "UPDATE", "entries": {"note": "\"conditions\" and \"parameters\" are words"}}"#)
+        let daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0, "\(daemon.log)")
+        #expect(try sandbox.cli("get", "note").stdout == "\"conditions\" and \"parameters\" are words\n")
         daemon.stop()
     }
 }

@@ -105,7 +105,8 @@ final class MosquittoBroker {
         let daemon = try sandbox.startDaemon()
         #expect(eventually { daemon.log.contains("MQTT connected") }, "\(daemon.log)")
         #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v1\n" })
-        #expect(try sandbox.cli("status").stdout.contains("push:         mqtt 127.0.0.1:\(broker.port) connected"))
+        // The push state is updated right after the connect is logged.
+        #expect(try eventually { try sandbox.cli("status").stdout.contains("push:         mqtt 127.0.0.1:\(broker.port) connected") })
 
         let watcher = try SocketClient(path: sandbox.socketPath)
         #expect(watcher.watch())

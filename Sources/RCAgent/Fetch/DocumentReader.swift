@@ -15,11 +15,19 @@ final class DocumentReader: Sendable {
         self.log = log
     }
 
+    /// Identifies the evaluation context: sources add it to their ETags, so a change of `[Signals]`
+    /// (or of the device id) makes the next fetch evaluate the document again.
+    var contextTag: String {
+        let text = context.deviceId + "\n" + context.signals.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+            .joined(separator: "\n")
+        return FileSource.etag(of: Array(text.utf8))
+    }
+
     func read(_ bytes: [UInt8], name: String) throws(DocumentError) -> RemoteDocument {
-        // Only a document that mentions conditions needs the evaluator; the rest take the fast path.
+        // Only a document that mentions conditions may need the evaluator; the rest take the fast path.
         guard Self.mentionsConditions(bytes) else { return try RemoteDocument.parse(bytes, name: name) }
         let shape = try RemoteDocument.parse(bytes, name: name)
-        guard case .update = shape, Self.isTemplate(bytes) else { return shape }
+        guard case .update = shape, (try? JSONValue.parse(bytes))?["parameters"] != nil else { return shape }
         let evaluation = try TemplateEvaluator.evaluate(bytes, name: name, context: context)
         let fresh = reported.withLock {
             let new = evaluation.unsupportedConditions.filter { !alreadyReported.contains($0) }
@@ -34,10 +42,6 @@ final class DocumentReader: Sendable {
 
     private static func mentionsConditions(_ bytes: [UInt8]) -> Bool {
         contains(bytes, Array("\"conditions\"".utf8))
-    }
-
-    private static func isTemplate(_ bytes: [UInt8]) -> Bool {
-        contains(bytes, Array("\"parameters\"".utf8))
     }
 
     private static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {

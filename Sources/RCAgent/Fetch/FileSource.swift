@@ -27,7 +27,7 @@ public struct FileSource: ConfigSource {
         } catch {
             throw SourceError(.other, "\(error)")
         }
-        let tag = Self.etag(of: bytes)
+        let tag = Self.etag(of: bytes) + ";" + reader.contextTag
         if tag == etag { return .notModified }
         do {
             return .document(try reader.read(bytes, name: path), etag: tag)

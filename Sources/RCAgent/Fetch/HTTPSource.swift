@@ -22,7 +22,11 @@ public struct HTTPSource: ConfigSource {
 
     public func fetch(etag: String?) async throws(SourceError) -> SourceResult {
         var request = template
-        if let etag { request.headers.append("If-None-Match: \(etag)") }
+        // The stored ETag carries the evaluation context; after a context change the document is
+        // fetched whole again, or a 304 would keep values evaluated for the old signals.
+        let context = ";" + reader.contextTag
+        let serverTag = etag.flatMap { $0.hasSuffix(context) ? String($0.dropLast(context.count)) : nil }
+        if let serverTag { request.headers.append("If-None-Match: \(serverTag)") }
         let response: HTTPResponse
         do {
             response = try await HTTPClient.send(request)
@@ -32,11 +36,11 @@ public struct HTTPSource: ConfigSource {
         switch response.status {
         case 200:
             do {
-                return .document(try reader.read(response.body, name: url), etag: response.header("etag"))
+                return .document(try reader.read(response.body, name: url), etag: response.header("etag").map { $0 + context })
             } catch {
                 throw SourceError(.badDocument, error.description)
             }
-        case 304 where etag != nil:
+        case 304 where serverTag != nil:
             return .notModified
         case 429, 503:
             let retryAfter = response.header("retry-after").flatMap { Self.retryAfter($0, now: .now()) }

@@ -94,7 +94,7 @@ final class CurlTransfer {
         }
 
         let code = curl_easy_perform(h)
-        if code == CURLE_ABORTED_BY_CALLBACK, stream?.isCancelled == true {
+        if code == CURLE_ABORTED_BY_CALLBACK || code == CURLE_WRITE_ERROR, stream?.isCancelled == true {
             return HTTPResponse(status: 200, headers: state.headers, body: [])
         }
         if code != CURLE_OK { throw error(code, state: state, request: request) }

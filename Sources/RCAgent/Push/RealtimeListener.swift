@@ -125,6 +125,7 @@ final class RealtimeListener: Sendable {
                     receiver.cancel()
                 }
             } catch let error as HTTPError {
+                if isDisabled { return .disabled }
                 return opened.isSet ? .ended(retryInterval: retry) : .failed("\(error.message) (\(error.kind.rawValue))", retryInterval: retry)
             } catch {
                 return .failed("\(error)", retryInterval: retry)
