@@ -35,8 +35,9 @@ let package = Package(
         .executableTarget(name: "rcagentd", dependencies: ["RCAgent"]),
         .executableTarget(name: "rcadmin", dependencies: ["RCAdmin"]),
 
-        .testTarget(name: "RCCoreTests", dependencies: ["RCCore"]),
-        .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore"]),
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "RCCoreTests", dependencies: ["RCCore", "TestSupport"]),
+        .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "TestSupport"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["rcagent", "rcagentd", "rcadmin", "RCStore", "RCCore"]),
     ]

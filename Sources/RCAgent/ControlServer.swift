@@ -28,21 +28,12 @@ final class ControlServer: Sendable {
         access = PeerAccess(groupName: config.socketGroup)
         let slash = path.lastIndex(of: "/") ?? path.startIndex
         if slash > path.startIndex { try FileBytes.makeDirectories(String(path[..<slash])) }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SystemError("socket") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            close(fd)
-            throw SystemError("bind \(path) (path longer than 107 bytes)", errno: ENAMETOOLONG)
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        var address = try UnixSocket.address(path, for: "bind")
         // A socket file left by a daemon that died is in the way; a live daemon would answer.
-        if Self.answers(address) {
-            close(fd)
+        if UnixSocket.answers(path) {
             throw SystemError("bind \(path) (another rcagentd is running there)", errno: EADDRINUSE)
         }
+        let fd = try UnixSocket.stream()
         unlink(path)
         let umaskBefore = umask(0o117)
         let rc = withUnsafePointer(to: &address) {
@@ -90,7 +81,7 @@ final class ControlServer: Sendable {
                 }
                 return  // the listener was closed: shutting down
             }
-            Self.setTimeout(fd, SO_SNDTIMEO, Self.sendTimeout)
+            UnixSocket.setTimeout(fd, SO_SNDTIMEO, Self.sendTimeout)
             if connections.add(1, ordering: .relaxed).newValue > Self.maximumConnections {
                 send(fd, ControlError(.busy, "too many connections (\(Self.maximumConnections)); try again").response)
                 finish(fd)
@@ -114,7 +105,7 @@ final class ControlServer: Sendable {
 
     /// Reads requests line by line and answers each, until the peer closes, idles out or misbehaves.
     private func serve(_ fd: Int32) {
-        Self.setTimeout(fd, SO_RCVTIMEO, Self.idleTimeout)
+        UnixSocket.setTimeout(fd, SO_RCVTIMEO, Self.idleTimeout)
         let peer = PeerAccess.credentials(of: fd)
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
@@ -158,7 +149,7 @@ final class ControlServer: Sendable {
             return send(fd, ControlError(.permissionDenied, "\(who) may not change the agent's state (needs root, the daemon's user\(access.groupName.map { " or group \($0)" } ?? ""))").response) ? .keepOpen : .close
         }
         if case .watch = request {
-            Self.setTimeout(fd, SO_RCVTIMEO, .zero)
+            UnixSocket.setTimeout(fd, SO_RCVTIMEO, .zero)
             let agent = agent
             return blockingWait { await agent.subscribe(fd) } ? .watching : .close
         }
@@ -192,30 +183,4 @@ final class ControlServer: Sendable {
         return true
     }
 
-    /// Whether something accepts connections on the socket at `path`.
-    static func answers(path: String) -> Bool {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-        return answers(address)
-    }
-
-    /// Whether something accepts connections at `address` already.
-    private static func answers(_ address: sockaddr_un) -> Bool {
-        let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard probe >= 0 else { return false }
-        defer { close(probe) }
-        var address = address
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        } == 0
-    }
-
-    private static func setTimeout(_ fd: Int32, _ option: Int32, _ duration: Duration) {
-        let ms = duration.milliseconds
-        var value = timeval(tv_sec: Int(ms / 1_000), tv_usec: Int(ms % 1_000) * 1_000)
-        setsockopt(fd, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<timeval>.size))
-    }
 }

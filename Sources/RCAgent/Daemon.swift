@@ -66,7 +66,7 @@ public enum Daemon {
         signal(SIGPIPE, SIG_IGN)
         let notifier = SystemdNotifier()
         // Before touching the state: a live daemon on our socket owns it.
-        if ControlServer.answers(path: config.socket) {
+        if UnixSocket.answers(config.socket) {
             throw SystemError("bind \(config.socket) (another rcagentd is running there)", errno: EADDRINUSE)
         }
         let store = try StateRecovery.open(config: config, log: log)

@@ -21,7 +21,7 @@ struct ControlClient {
 
     static func connect(socket path: String) -> Connection {
         do {
-            return .connected(ControlClient(fd: try connect(path)))
+            return .connected(ControlClient(fd: try UnixSocket.connect(path)))
         } catch {
             return error.errno == EACCES || error.errno == EPERM ? .denied(error) : .notRunning
         }
@@ -50,7 +50,7 @@ struct ControlClient {
             guard n > 0 else { throw .unavailable("cannot send to the daemon: \(SystemError("send"))") }
             offset += n
         }
-        setReceiveTimeout(timeout ?? .zero)
+        UnixSocket.setTimeout(fd, SO_RCVTIMEO, timeout ?? .zero)
         guard let line = try readLine() else { throw .unavailable("the daemon closed the connection without answering") }
         do {
             return try JSONValue.parse(line)
@@ -78,35 +78,6 @@ struct ControlClient {
         }
     }
 
-    private func setReceiveTimeout(_ duration: Duration) {
-        let ms = duration.milliseconds
-        var value = timeval(tv_sec: Int(ms / 1_000), tv_usec: Int(ms % 1_000) * 1_000)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
-    }
-
-    private static func connect(_ path: String) throws(SystemError) -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SystemError("socket") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            Glibc.close(fd)
-            throw SystemError("connect \(path) (path too long)", errno: ENAMETOOLONG)
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard rc == 0 else {
-            let error = SystemError("connect \(path)")
-            Glibc.close(fd)
-            throw error
-        }
-        return fd
-    }
 }
 
 extension Invocation {

@@ -1,3 +1,4 @@
+import TestSupport
 import RCCore
 import Testing
 
@@ -485,8 +486,3 @@ import Testing
     }
 }
 
-/// Whether anything exists at `path` (for test conditions).
-func pathExists(_ path: String) -> Bool {
-    var info = stat()
-    return stat(path, &info) == 0
-}

@@ -1,3 +1,4 @@
+import TestSupport
 import FoundationEssentials
 import RCCore
 import Testing

@@ -4,13 +4,13 @@ import FoundationEssentials
     import Glibc
 #endif
 
-/// A directory of its own for one test (tests run in parallel), removed when the test ends.
-struct TemporaryDirectory {
-    let path: String
+/// Shared by the unit suites. A directory of its own for one test (tests run in parallel), removed when the test ends.
+public struct TemporaryDirectory: Sendable {
+    public let path: String
 
     /// Runs `body` with a fresh directory and removes it afterwards, whatever `body` does.
-    static func with<T>(_ body: (TemporaryDirectory) throws -> T) throws -> T {
-        var template = Array("/tmp/rcagent-store-tests.XXXXXX".utf8CString)
+    public static func with<T>(_ body: (TemporaryDirectory) throws -> T) throws -> T {
+        var template = Array("/tmp/rcagent-tests.XXXXXX".utf8CString)
         guard let created = mkdtemp(&template) else { throw TestFailure("mkdtemp failed: errno \(errno)") }
         let directory = TemporaryDirectory(path: String(cString: created))
         defer { try? FileManager.default.removeItem(atPath: directory.path) }
@@ -18,16 +18,16 @@ struct TemporaryDirectory {
     }
 
     /// The absolute path of `name` inside the directory.
-    func file(_ name: String) -> String { path + "/" + name }
+    public func file(_ name: String) -> String { path + "/" + name }
 
     /// Writes `text` to `name` (creating parent directories) and returns its path.
     @discardableResult
-    func write(_ name: String, _ text: String) throws -> String {
+    public func write(_ name: String, _ text: String) throws -> String {
         try write(name, bytes: Array(text.utf8))
     }
 
     /// The bytes of `name`.
-    func read(_ name: String) throws -> [UInt8] {
+    public func read(_ name: String) throws -> [UInt8] {
         guard let data = FileManager.default.contents(atPath: file(name)) else {
             throw TestFailure("cannot read \(name)")
         }
@@ -35,7 +35,7 @@ struct TemporaryDirectory {
     }
 
     @discardableResult
-    func write(_ name: String, bytes: [UInt8]) throws -> String {
+    public func write(_ name: String, bytes: [UInt8]) throws -> String {
         let target = file(name)
         let parent = String(target[..<target.lastIndex(of: "/")!])
         try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
@@ -46,13 +46,13 @@ struct TemporaryDirectory {
     }
 }
 
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+public struct TestFailure: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }
 
 /// Whether anything exists at `path`.
-func pathExists(_ path: String) -> Bool {
+public func pathExists(_ path: String) -> Bool {
     var info = stat()
     return lstat(path, &info) == 0
 }

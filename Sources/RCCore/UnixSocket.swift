@@ -1,0 +1,56 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The Unix-socket plumbing the daemon and the CLI share (the control socket).
+public enum UnixSocket {
+    /// The address of the socket file at `path`; paths longer than `sun_path` holds are an error.
+    public static func address(_ path: String, for operation: String) throws(SystemError) -> sockaddr_un {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw SystemError("\(operation) \(path) (path longer than \(MemoryLayout.size(ofValue: address.sun_path) - 1) bytes)", errno: ENAMETOOLONG)
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        return address
+    }
+
+    /// A new stream socket (close-on-exec).
+    public static func stream() throws(SystemError) -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SystemError("socket") }
+        return fd
+    }
+
+    /// A stream socket connected to `path`.
+    public static func connect(_ path: String) throws(SystemError) -> Int32 {
+        var address = try address(path, for: "connect")
+        let fd = try stream()
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard rc == 0 else {
+            let error = SystemError("connect \(path)")
+            close(fd)
+            throw error
+        }
+        return fd
+    }
+
+    /// Whether something accepts connections on `path`.
+    public static func answers(_ path: String) -> Bool {
+        guard let fd = try? connect(path) else { return false }
+        close(fd)
+        return true
+    }
+
+    /// Sets `SO_RCVTIMEO` or `SO_SNDTIMEO`; zero means wait for ever.
+    public static func setTimeout(_ fd: Int32, _ option: Int32, _ duration: Duration) {
+        let ms = duration.milliseconds
+        var value = timeval(tv_sec: Int(ms / 1_000), tv_usec: Int(ms % 1_000) * 1_000)
+        setsockopt(fd, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<timeval>.size))
+    }
+}
