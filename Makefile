@@ -13,7 +13,7 @@ STATIC_CXX := $(ROOT)/.build/static-libstdc++
 RELEASE    := $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -gnone -Xlinker -L$(STATIC_CXX)
 RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path)
 
-.PHONY: all build release test run bench deb deb-check clean deps-build deps-test deps-bench deps-deb
+.PHONY: all build release test lint format run bench deb deb-check clean deps-build deps-test deps-bench deps-deb
 
 all: build
 
@@ -38,9 +38,16 @@ release: deps-build
 	@mkdir -p $(STATIC_CXX) && ln -sf "$$(g++ -print-file-name=libstdc++.a)" $(STATIC_CXX)/libstdc++.a
 	$(RELEASE)
 
-test: deps-test
+test: deps-test lint
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# The toolchain's formatter with the checked-in .swift-format; `make format` rewrites in place.
+lint:
+	$(SWIFT) format lint --recursive Sources Tests Package.swift
+
+format:
+	$(SWIFT) format --in-place --recursive Sources Tests Package.swift
 
 # Runs the daemon in the foreground on the bundled example: a file source (run/remote.json,
 # edit it to push a change) and state under run/. Query it from another shell as printed.

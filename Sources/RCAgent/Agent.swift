@@ -26,7 +26,9 @@ actor Agent {
     private var watchers: Set<Int32> = []
     private var lastEventId: Int64
 
-    init(config: AgentConfig, store: StateStore, source: any ConfigSource, log: Logger, notifier: SystemdNotifier) throws {
+    init(config: AgentConfig, store: StateStore, source: any ConfigSource, log: Logger, notifier: SystemdNotifier)
+        throws
+    {
         self.config = config
         self.store = store
         self.source = source
@@ -87,23 +89,32 @@ actor Agent {
         let ignoreThrottle = triggers.contains { $0.ignoresThrottle }
         if !forced && !policy.isDue(status, now: now) {
             let next = policy.nextFetch(status, now: now)
-            return .skipped(reason: "the last fetch is recent (MinimumFetchInterval=\(DurationText.format(config.minimumFetchInterval)))", next: next)
+            return .skipped(
+                reason:
+                    "the last fetch is recent (MinimumFetchInterval=\(DurationText.format(config.minimumFetchInterval)))",
+                next: next)
         }
         if let until = status.throttledUntil, until > now, !ignoreThrottle {
             return .throttled(until: until)
         }
-        if triggers.allSatisfy({ $0.waitsOutBackoff }), status.backoffStep > 0, let next = status.nextFetchAt, next > now {
+        if triggers.allSatisfy({ $0.waitsOutBackoff }), status.backoffStep > 0, let next = status.nextFetchAt,
+            next > now
+        {
             return .skipped(reason: "backing off after \(status.backoffStep) failed fetch(es)", next: next)
         }
 
         fetching = true
         defer { fetching = false }
-        notifier.status(status.stale.isSet ? "Stale since \(Self.clock(status.stale.since)); fetching from \(source.name)" : "Fetching from \(source.name)")
+        notifier.status(
+            status.stale.isSet
+                ? "Stale since \(Self.clock(status.stale.since)); fetching from \(source.name)"
+                : "Fetching from \(source.name)")
         let result: SourceResult
         let clock = ContinuousClock()
         let started = clock.now
         do {
-            let realtimeAttempt = triggers.compactMap { if case let .realtime(attempt) = $0 { attempt } else { nil } }.max()
+            let realtimeAttempt = triggers.compactMap { if case let .realtime(attempt) = $0 { attempt } else { nil } }
+                .max()
             if let firebase = source as? FirebaseSource, let realtimeAttempt {
                 result = try await firebase.fetch(etag: status.fetched.etag, type: "REALTIME/\(realtimeAttempt)")
             } else {
@@ -125,11 +136,16 @@ actor Agent {
                     .update(values: values, templateVersion: version, etag: etag), at: finished,
                     activate: config.activation == .immediate)
                 publishEvents()
-                let timing = "fetched in \(Self.milliseconds(fetched - started)), stored in \(Self.milliseconds(clock.now - fetched))"
+                let timing =
+                    "fetched in \(Self.milliseconds(fetched - started)), stored in \(Self.milliseconds(clock.now - fetched))"
                 if let activation {
-                    log.info("Activated template \(version ?? "-") from \(source.name) (\(timing)): \(Self.describe(activation.changedKeys))")
+                    log.info(
+                        "Activated template \(version ?? "-") from \(source.name) (\(timing)): \(Self.describe(activation.changedKeys))"
+                    )
                 } else {
-                    log.info("Fetched template \(version ?? "-") from \(source.name) (\(timing)); activation is \(config.activation.rawValue)")
+                    log.info(
+                        "Fetched template \(version ?? "-") from \(source.name) (\(timing)); activation is \(config.activation.rawValue)"
+                    )
                 }
                 return .updated(changedKeys: activation?.changedKeys, templateVersion: version)
             }
@@ -189,7 +205,8 @@ actor Agent {
         let activation = try store.activate(at: .now())
         publishEvents()
         if let activation {
-            log.info("Activated template \(activation.templateVersion ?? "-"): \(Self.describe(activation.changedKeys))")
+            log.info(
+                "Activated template \(activation.templateVersion ?? "-"): \(Self.describe(activation.changedKeys))")
             updateStatusLine()
         }
         return activation
@@ -243,12 +260,16 @@ actor Agent {
         -> JSONValue
     {
         guard message.marksStale else {
-            let note = message.hasLiveActivity ? "live activity messages are not handled yet" : "no CONFIG_STATE in data"
+            let note =
+                message.hasLiveActivity ? "live activity messages are not handled yet" : "no CONFIG_STATE in data"
             return .ok([("stale", .bool(false)), ("ignored", .string(note))])
         }
         if let announced = message.templateVersion, let current = try currentTemplateVersion(), announced <= current {
             log.info("Ignoring a stale ping from \(channel) for template \(announced): template \(current) is current")
-            return .ok([("stale", .bool(false)), ("ignored", .string("template \(announced) is at or below the current \(current)"))])
+            return .ok([
+                ("stale", .bool(false)),
+                ("ignored", .string("template \(announced) is at or below the current \(current)")),
+            ])
         }
         let state = message.data["CONFIG_STATE"] ?? ""
         let version = message.templateVersion.map { ", template \($0)" } ?? ""
@@ -290,7 +311,8 @@ actor Agent {
     /// The newest template version the agent has, fetched or active.
     func currentTemplateVersion() throws -> Int64? {
         let status = try store.status()
-        return [status.active.templateVersion, status.fetched.templateVersion].compactMap { $0.flatMap { Int64($0) } }.max()
+        return [status.active.templateVersion, status.fetched.templateVersion].compactMap { $0.flatMap { Int64($0) } }
+            .max()
     }
 
     func status() throws -> StoreStatus { try store.status() }
@@ -345,7 +367,8 @@ actor Agent {
     }
 
     static func watchLine(_ event: StoredEvent) -> JSONValue {
-        .object([("event", .string(event.kind)), ("at", .string(event.at.iso8601))] + (event.detail.objectMembers ?? []))
+        .object(
+            [("event", .string(event.kind)), ("at", .string(event.at.iso8601))] + (event.detail.objectMembers ?? []))
     }
 
     // MARK: - Status line
@@ -380,6 +403,9 @@ actor Agent {
     }
 
     static func describe(_ keys: [String]) -> String {
-        keys.isEmpty ? "no keys changed" : "\(keys.count) key(s) changed: " + keys.prefix(10).joined(separator: ", ") + (keys.count > 10 ? ", ..." : "")
+        keys.isEmpty
+            ? "no keys changed"
+            : "\(keys.count) key(s) changed: " + keys.prefix(10).joined(separator: ", ")
+                + (keys.count > 10 ? ", ..." : "")
     }
 }

@@ -24,7 +24,8 @@ enum ControlRequests {
                     return .ok([("activated", .bool(false)), ("changedKeys", .array([]))])
                 }
                 return .ok([
-                    ("activated", .bool(true)), ("templateVersion", activation.templateVersion.map(JSONValue.string) ?? .null),
+                    ("activated", .bool(true)),
+                    ("templateVersion", activation.templateVersion.map(JSONValue.string) ?? .null),
                     ("changedKeys", .array(activation.changedKeys.map(JSONValue.string))),
                 ])
             case let .markStale(reason):

@@ -37,7 +37,9 @@ final class ControlServer: Sendable {
         unlink(path)
         let umaskBefore = umask(0o117)
         let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         umask(umaskBefore)
         guard rc == 0 else {
@@ -46,7 +48,8 @@ final class ControlServer: Sendable {
             throw error
         }
         if let gid = access.groupId, chown(path, uid_t.max, gid) != 0 {
-            log.warning("Failed to give \(path) to group \(config.socketGroup ?? ""): \(SystemError("chown")), ignoring")
+            log.warning(
+                "Failed to give \(path) to group \(config.socketGroup ?? ""): \(SystemError("chown")), ignoring")
         }
         guard listen(fd, 128) == 0 else {
             let error = SystemError("listen \(path)")
@@ -125,7 +128,10 @@ final class ControlServer: Sendable {
             if buffer.count > ControlRequest.maximumLineLength {
                 // No newline within the limit (or a line past it): refuse and close, there is no
                 // telling where the next request would start.
-                send(fd, ControlError(.lineTooLong, "request line longer than \(ControlRequest.maximumLineLength) bytes").response)
+                send(
+                    fd,
+                    ControlError(.lineTooLong, "request line longer than \(ControlRequest.maximumLineLength) bytes")
+                        .response)
                 return
             }
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
@@ -146,7 +152,12 @@ final class ControlServer: Sendable {
         }
         if request.changesState, !access.allows(peer) {
             let who = peer.map { "uid \($0.uid)" } ?? "an unknown peer"
-            return send(fd, ControlError(.permissionDenied, "\(who) may not change the agent's state (needs root, the daemon's user\(access.groupName.map { " or group \($0)" } ?? ""))").response) ? .keepOpen : .close
+            return send(
+                fd,
+                ControlError(
+                    .permissionDenied,
+                    "\(who) may not change the agent's state (needs root, the daemon's user\(access.groupName.map { " or group \($0)" } ?? ""))"
+                ).response) ? .keepOpen : .close
         }
         if case .watch = request {
             UnixSocket.setTimeout(fd, SO_RCVTIMEO, .zero)
@@ -175,7 +186,9 @@ final class ControlServer: Sendable {
         let bytes = Array((response.compactText + "\n").utf8)
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            let n = bytes.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { return false }
             offset += n

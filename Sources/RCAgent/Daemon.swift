@@ -73,7 +73,9 @@ public enum Daemon {
         let source = makeSource(config, deviceId: try store.status().deviceId ?? DeviceID.generate(), log: log)
         StateRecovery.loadDefaults(into: store, config: config, log: log)
         if config.activation == .onStart, let activation = try store.activate(at: .now()) {
-            log.info("Activated template \(activation.templateVersion ?? "-") fetched before this start: \(Agent.describe(activation.changedKeys))")
+            log.info(
+                "Activated template \(activation.templateVersion ?? "-") fetched before this start: \(Agent.describe(activation.changedKeys))"
+            )
         }
         let status = try store.status()
         let agent = try Agent(config: config, store: store, source: source, log: log, notifier: notifier)
@@ -88,7 +90,9 @@ public enum Daemon {
         }
         notifier.ready(status: "Serving template \(status.active.templateVersion ?? "-") (\(status.active.keys) keys)")
         log.notice("Started: \(source.name), socket \(config.socket), state \(config.databasePath)")
-        if source is UnconfiguredSource { log.warning("Serving the cache and defaults only: \(UnconfiguredSource.message)") }
+        if source is UnconfiguredSource {
+            log.warning("Serving the cache and defaults only: \(UnconfiguredSource.message)")
+        }
 
         let fetchLoop = Task { await agent.runFetchLoop() }
         var mqtt: MQTTChannel?

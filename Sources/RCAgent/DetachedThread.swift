@@ -17,11 +17,13 @@ enum DetachedThread {
         pthread_attr_setstacksize(&attributes, stackSize)
         let context = Unmanaged.passRetained(Box(body)).toOpaque()
         var thread = pthread_t()
-        let rc = pthread_create(&thread, &attributes, { context in
-            let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
-            box.body()
-            return nil
-        }, context)
+        let rc = pthread_create(
+            &thread, &attributes,
+            { context in
+                let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
+                box.body()
+                return nil
+            }, context)
         if rc != 0 {
             Unmanaged<Box>.fromOpaque(context).release()
             return false

@@ -60,10 +60,13 @@ enum FetchOutcome: Sendable {
         case .noChange:
             return .ok([("outcome", .string("no-change"))])
         case let .skipped(reason, next):
-            return .ok([("outcome", .string("skipped")), ("reason", .string(reason)),
-                        ("nextFetchAt", next.map { .string($0.iso8601) } ?? .null)])
+            return .ok([
+                ("outcome", .string("skipped")), ("reason", .string(reason)),
+                ("nextFetchAt", next.map { .string($0.iso8601) } ?? .null),
+            ])
         case let .throttled(until):
-            return ControlError(.throttled, "fetch refused: the server throttles fetches until \(until.iso8601)").response
+            return ControlError(.throttled, "fetch refused: the server throttles fetches until \(until.iso8601)")
+                .response
         case let .failed(message):
             return ControlError(.fetchFailed, message).response
         case .cancelled:

@@ -41,6 +41,8 @@ struct PeerAccess: Sendable {
         guard let bytes = try? FileBytes.read("/proc/\(pid)/status", limit: 1 << 20) else { return [] }
         let text = String(decoding: bytes, as: UTF8.self)
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Groups:") }) else { return [] }
-        return line.dropFirst("Groups:".count).split(whereSeparator: { $0 == " " || $0 == "\t" }).compactMap { UInt32($0) }
+        return line.dropFirst("Groups:".count).split(whereSeparator: { $0 == " " || $0 == "\t" }).compactMap {
+            UInt32($0)
+        }
     }
 }

@@ -1,5 +1,5 @@
-@preconcurrency import Dispatch
 internal import CSystemd
+@preconcurrency import Dispatch
 import Synchronization
 
 /// sd_notify(3) through libsystemd: READY=1, STATUS=, WATCHDOG=1, STOPPING=1. Without

@@ -26,5 +26,7 @@ struct CLIError: Error, CustomStringConvertible {
 
     static func badValue(_ message: String) -> CLIError { CLIError(message: message, exitCode: ExitCode.badValue) }
 
-    static func unavailable(_ message: String) -> CLIError { CLIError(message: message, exitCode: ExitCode.unavailable) }
+    static func unavailable(_ message: String) -> CLIError {
+        CLIError(message: message, exitCode: ExitCode.unavailable)
+    }
 }

@@ -45,13 +45,17 @@ struct ControlClient {
         let bytes = Array((request.compactText + "\n").utf8)
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            let n = bytes.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { throw .unavailable("cannot send to the daemon: \(SystemError("send"))") }
             offset += n
         }
         UnixSocket.setTimeout(fd, SO_RCVTIMEO, timeout ?? .zero)
-        guard let line = try readLine() else { throw .unavailable("the daemon closed the connection without answering") }
+        guard let line = try readLine() else {
+            throw .unavailable("the daemon closed the connection without answering")
+        }
         do {
             return try JSONValue.parse(line)
         } catch {
@@ -90,7 +94,8 @@ extension Invocation {
         case .notRunning:
             throw .unavailable("the daemon is not running (no answer on \(config.socket))")
         case let .denied(error):
-            let group = config.socketGroup.map { " (root, the daemon's user and members of group \($0) may)" }
+            let group =
+                config.socketGroup.map { " (root, the daemon's user and members of group \($0) may)" }
                 ?? " (root and the daemon's user may)"
             throw .unavailable("not allowed to talk to the daemon: \(error)\(group)")
         }

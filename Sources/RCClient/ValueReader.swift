@@ -51,6 +51,8 @@ struct ValueReader {
             return fileDefaults.filter { $0.key.hasPrefix(prefix) }.sorted { $0.key < $1.key }
                 .map { ConfigValue(key: $0.key, text: $0.value, source: .default) }
         }
-        do { return try store.allValues(prefix: prefix) } catch { throw .failure("cannot read \(store.path): \(error)") }
+        do { return try store.allValues(prefix: prefix) } catch {
+            throw .failure("cannot read \(store.path): \(error)")
+        }
     }
 }

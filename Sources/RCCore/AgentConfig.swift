@@ -116,7 +116,8 @@ public struct AgentConfig: Sendable {
             warnings.append(
                 ConfigError(
                     entry.location,
-                    known ? "unknown key '\(entry.key)' in [\(entry.section)], ignoring"
+                    known
+                        ? "unknown key '\(entry.key)' in [\(entry.section)], ignoring"
                         : "unknown section [\(entry.section)], ignoring '\(entry.key)='"))
             return
         }
@@ -127,7 +128,8 @@ public struct AgentConfig: Sendable {
     /// Checks what only the daemon needs: the source has what its type requires.
     public func validateSource() throws(ConfigError) {
         func location(_ key: String) -> SourceLocation {
-            locations["Source.\(key)"] ?? locations["Source.Type"] ?? SourceLocation(file: files.last ?? "config", line: 0)
+            locations["Source.\(key)"] ?? locations["Source.Type"]
+                ?? SourceLocation(file: files.last ?? "config", line: 0)
         }
         switch sourceType {
         case .file:
@@ -159,6 +161,8 @@ public struct AgentConfig: Sendable {
     }
 
     private static func dropIns(in directory: String) -> [String] {
-        FileBytes.directoryEntries(directory).filter { $0.hasSuffix(".conf") && !$0.hasPrefix(".") }.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        FileBytes.directoryEntries(directory).filter { $0.hasSuffix(".conf") && !$0.hasPrefix(".") }.sorted {
+            Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8))
+        }
     }
 }

@@ -75,7 +75,9 @@ enum ConfigKeys {
 
     private static let builtIn = AgentConfig()
 
-    private static func text(_ section: String, _ key: String, _ property: WritableKeyPath<AgentConfig, String> & Sendable)
+    private static func text(
+        _ section: String, _ key: String, _ property: WritableKeyPath<AgentConfig, String> & Sendable
+    )
         -> ConfigKey
     {
         ConfigKey(section: section, key: key) { config, value, _ in
@@ -91,7 +93,9 @@ enum ConfigKeys {
         }
     }
 
-    private static func path(_ section: String, _ key: String, _ property: WritableKeyPath<AgentConfig, String> & Sendable)
+    private static func path(
+        _ section: String, _ key: String, _ property: WritableKeyPath<AgentConfig, String> & Sendable
+    )
         -> ConfigKey
     {
         ConfigKey(section: section, key: key) { config, value, location throws(ConfigError) in

@@ -97,7 +97,9 @@ public struct ConfigValue: Sendable, Equatable {
             }
             return count
         }
-        if i < bytes.endIndex, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i = bytes.index(after: i) }
+        if i < bytes.endIndex, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") {
+            i = bytes.index(after: i)
+        }
         var mantissa = digits()
         if i < bytes.endIndex, bytes[i] == UInt8(ascii: ".") {
             i = bytes.index(after: i)

@@ -25,7 +25,9 @@ public enum ControlRequest: Sendable, Equatable {
         let json: JSONValue
         do { json = try JSONValue.parse(line) } catch { throw ControlError(.badJSON, error.description) }
         guard json.objectMembers != nil else { throw ControlError(.badRequest, "a request must be a JSON object") }
-        guard let op = json["op"]?.stringValue else { throw ControlError(.badRequest, "a request needs a string \"op\"") }
+        guard let op = json["op"]?.stringValue else {
+            throw ControlError(.badRequest, "a request needs a string \"op\"")
+        }
         func flag(_ name: String) throws(ControlError) -> Bool {
             switch json[name] {
             case nil: return false
@@ -36,7 +38,8 @@ public enum ControlRequest: Sendable, Equatable {
         switch op {
         case "ping": return .ping
         case "status": return .status
-        case "fetch": return .fetch(force: try flag("force"), ignoreThrottle: try flag("ignoreThrottle"), wait: try flag("wait"))
+        case "fetch":
+            return .fetch(force: try flag("force"), ignoreThrottle: try flag("ignoreThrottle"), wait: try flag("wait"))
         case "activate": return .activate
         case "mark-stale":
             switch json["reason"] {
@@ -45,7 +48,9 @@ public enum ControlRequest: Sendable, Equatable {
             case let other?: throw ControlError(.badRequest, "\"reason\" must be a string, got \(other.typeName)")
             }
         case "message":
-            guard let message = json["message"] else { throw ControlError(.badRequest, "\"message\" op needs a \"message\" object") }
+            guard let message = json["message"] else {
+                throw ControlError(.badRequest, "\"message\" op needs a \"message\" object")
+            }
             let wait = try flag("wait")
             do { return .message(try PushMessage.parse(message), raw: message, wait: wait) } catch {
                 throw ControlError(.badMessage, error.reason)
@@ -60,9 +65,13 @@ public enum ControlRequest: Sendable, Equatable {
         case .ping: .object([("op", .string("ping"))])
         case .status: .object([("op", .string("status"))])
         case let .fetch(force, ignoreThrottle, wait):
-            .object([("op", .string("fetch")), ("force", .bool(force)), ("ignoreThrottle", .bool(ignoreThrottle)), ("wait", .bool(wait))])
+            .object([
+                ("op", .string("fetch")), ("force", .bool(force)), ("ignoreThrottle", .bool(ignoreThrottle)),
+                ("wait", .bool(wait)),
+            ])
         case .activate: .object([("op", .string("activate"))])
-        case let .markStale(reason): .object([("op", .string("mark-stale")), ("reason", reason.map(JSONValue.string) ?? .null)])
+        case let .markStale(reason):
+            .object([("op", .string("mark-stale")), ("reason", reason.map(JSONValue.string) ?? .null)])
         case let .message(_, raw, wait): .object([("op", .string("message")), ("message", raw), ("wait", .bool(wait))])
         case .watch: .object([("op", .string("watch"))])
         }
@@ -96,7 +105,10 @@ public struct ControlError: Error, CustomStringConvertible, Sendable, Equatable 
     public var description: String { message }
 
     public var response: JSONValue {
-        .object([("ok", .bool(false)), ("error", .object([("code", .string(code.rawValue)), ("message", .string(message))]))])
+        .object([
+            ("ok", .bool(false)),
+            ("error", .object([("code", .string(code.rawValue)), ("message", .string(message))])),
+        ])
     }
 }
 

@@ -17,7 +17,9 @@ public struct DocumentError: Error, CustomStringConvertible, Sendable, Equatable
 public enum DefaultsDocument {
     public static func parse(_ bytes: [UInt8], name: String) throws(DocumentError) -> [String: String] {
         let json: JSONValue
-        do { json = try JSONValue.parse(bytes) } catch { throw DocumentError(document: name, reason: error.description) }
+        do { json = try JSONValue.parse(bytes) } catch {
+            throw DocumentError(document: name, reason: error.description)
+        }
         guard let members = json.objectMembers else {
             throw DocumentError(document: name, reason: "expected a JSON object of key → value, got \(json.typeName)")
         }
@@ -44,7 +46,9 @@ public enum RemoteDocument: Sendable, Equatable {
     public static func parse(_ bytes: [UInt8], name: String) throws(DocumentError) -> RemoteDocument {
         if let document = WireDocument.decode(bytes) { return document }
         let json: JSONValue
-        do { json = try JSONValue.parse(bytes) } catch { throw DocumentError(document: name, reason: error.description) }
+        do { json = try JSONValue.parse(bytes) } catch {
+            throw DocumentError(document: name, reason: error.description)
+        }
         guard json.objectMembers != nil else {
             throw DocumentError(document: name, reason: "expected a JSON object, got \(json.typeName)")
         }
@@ -61,7 +65,8 @@ public enum RemoteDocument: Sendable, Equatable {
         switch json["state"] {
         case nil: state = "UPDATE"
         case let .string(s)?: state = s
-        case let other?: throw DocumentError(document: name, reason: "\"state\" must be a string, got \(other.typeName)")
+        case let other?:
+            throw DocumentError(document: name, reason: "\"state\" must be a string, got \(other.typeName)")
         }
         switch state {
         case "NO_CHANGE":
@@ -95,13 +100,15 @@ public enum RemoteDocument: Sendable, Equatable {
         var values: [String: String] = [:]
         for (key, parameter) in parameters {
             guard parameter.objectMembers != nil else {
-                throw DocumentError(document: name, reason: "parameters.\(key) must be an object, got \(parameter.typeName)")
+                throw DocumentError(
+                    document: name, reason: "parameters.\(key) must be an object, got \(parameter.typeName)")
             }
             guard let defaultValue = parameter["defaultValue"] else { continue }
             if case .bool(true) = defaultValue["useInAppDefault"] { continue }
             guard let value = defaultValue["value"] else {
                 throw DocumentError(
-                    document: name, reason: "parameters.\(key).defaultValue needs \"value\" or \"useInAppDefault\": true")
+                    document: name,
+                    reason: "parameters.\(key).defaultValue needs \"value\" or \"useInAppDefault\": true")
             }
             guard let text = value.stringValue else {
                 throw DocumentError(
@@ -123,7 +130,8 @@ public enum RemoteDocument: Sendable, Equatable {
         case let .string(s)? where !s.isEmpty && s.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }): return s
         case let .integer(i)? where i >= 0: return String(i)
         case let other?:
-            throw DocumentError(document: name, reason: "\"\(field)\" must be a decimal version number, got \(other.compactText)")
+            throw DocumentError(
+                document: name, reason: "\"\(field)\" must be a decimal version number, got \(other.compactText)")
         }
     }
 }
@@ -152,7 +160,8 @@ private struct WireDocument: Decodable {
         enum CodingKeys: String, CodingKey { case defaultValue }
 
         init(from decoder: any Decoder) throws {
-            defaultValue = try decoder.container(keyedBy: CodingKeys.self).decodeUnlessNull(Value.self, forKey: .defaultValue)
+            defaultValue = try decoder.container(keyedBy: CodingKeys.self).decodeUnlessNull(
+                Value.self, forKey: .defaultValue)
         }
     }
 
@@ -179,7 +188,9 @@ private struct WireDocument: Decodable {
 
     static func decode(_ bytes: [UInt8]) -> RemoteDocument? {
         guard let wire = try? JSONDecoder().decode(WireDocument.self, from: Data(bytes)) else { return nil }
-        func isVersion(_ v: String?) -> Bool { v.map { !$0.isEmpty && $0.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } } ?? true }
+        func isVersion(_ v: String?) -> Bool {
+            v.map { !$0.isEmpty && $0.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } } ?? true
+        }
         if let parameters = wire.parameters {
             guard isVersion(wire.versionNumber) else { return nil }
             var values: [String: String] = [:]

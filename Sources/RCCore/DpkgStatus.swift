@@ -3,7 +3,9 @@ public enum DpkgStatus {
     public static let defaultPath = "/var/lib/dpkg/status"
 
     /// The version of `package` when dpkg lists it as installed, else an error saying why not.
-    public static func installedVersion(of package: String, statusFile: String = defaultPath) throws(UpdateCheckError) -> String {
+    public static func installedVersion(of package: String, statusFile: String = defaultPath) throws(UpdateCheckError)
+        -> String
+    {
         let bytes: [UInt8]
         do {
             guard let read = try FileBytes.read(statusFile, limit: 256 << 20) else {
@@ -31,6 +33,7 @@ public enum DpkgStatus {
                 return String(version)
             }
         }
-        throw UpdateCheckError(found ? "package \(package) is not installed (dpkg status)" : "package \(package) is unknown to dpkg")
+        throw UpdateCheckError(
+            found ? "package \(package) is not installed (dpkg status)" : "package \(package) is unknown to dpkg")
     }
 }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An operating-system error with the call that failed (`open /x: No such file or directory`).

@@ -21,7 +21,9 @@ public struct PushMessage: Sendable, Equatable {
     }
 
     public static func parse(_ json: JSONValue) throws(MessageError) -> PushMessage {
-        guard json.objectMembers != nil else { throw MessageError("a message must be a JSON object, got \(json.typeName)") }
+        guard json.objectMembers != nil else {
+            throw MessageError("a message must be a JSON object, got \(json.typeName)")
+        }
         let body: JSONValue
         let where_: String
         if let envelope = json["message"] {

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Wall-clock instants as whole milliseconds since the Unix epoch: what the store keeps and
@@ -17,7 +17,9 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 
     public static func < (a: Timestamp, b: Timestamp) -> Bool { a.milliseconds < b.milliseconds }
 
-    public static func + (t: Timestamp, d: Duration) -> Timestamp { Timestamp(milliseconds: t.milliseconds + d.milliseconds) }
+    public static func + (t: Timestamp, d: Duration) -> Timestamp {
+        Timestamp(milliseconds: t.milliseconds + d.milliseconds)
+    }
 
     /// `later - earlier` as a duration.
     public static func - (a: Timestamp, b: Timestamp) -> Duration { .milliseconds(a.milliseconds - b.milliseconds) }

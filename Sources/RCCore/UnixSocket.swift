@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The Unix-socket plumbing the daemon and the CLI share (the control socket).
@@ -10,7 +10,9 @@ public enum UnixSocket {
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
         guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw SystemError("\(operation) \(path) (path longer than \(MemoryLayout.size(ofValue: address.sun_path) - 1) bytes)", errno: ENAMETOOLONG)
+            throw SystemError(
+                "\(operation) \(path) (path longer than \(MemoryLayout.size(ofValue: address.sun_path) - 1) bytes)",
+                errno: ENAMETOOLONG)
         }
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
         return address

@@ -18,7 +18,8 @@ public struct UpdateOffer: Sendable, Equatable {
         let json: JSONValue
         do { json = try JSONValue.parse(text) } catch { throw UpdateCheckError("\(key): \(error)") }
         guard json.objectMembers != nil else {
-            throw UpdateCheckError("\(key): expected a JSON object {\"version\", \"download\", ...}, got \(json.typeName)")
+            throw UpdateCheckError(
+                "\(key): expected a JSON object {\"version\", \"download\", ...}, got \(json.typeName)")
         }
         func string(_ field: String, required: Bool) throws(UpdateCheckError) -> String? {
             switch json[field] {
@@ -37,11 +38,13 @@ public struct UpdateOffer: Sendable, Equatable {
         var deadline: Timestamp?
         if let text = try string("deadline", required: false) {
             guard let parsed = Timestamp(iso8601: text) else {
-                throw UpdateCheckError("\(key): \"deadline\" \"\(text)\" is not an ISO 8601 time (e.g. 2027-01-31T00:00:00Z)")
+                throw UpdateCheckError(
+                    "\(key): \"deadline\" \"\(text)\" is not an ISO 8601 time (e.g. 2027-01-31T00:00:00Z)")
             }
             deadline = parsed
         }
-        return UpdateOffer(version: version, download: download, deadline: deadline, message: try string("message", required: false))
+        return UpdateOffer(
+            version: version, download: download, deadline: deadline, message: try string("message", required: false))
     }
 }
 
@@ -75,7 +78,8 @@ public struct UpdateChecker: Sendable {
     /// `offers` maps each kind to its key name and raw value (nil: key absent). Required beats
     /// recommended; a recommended offer past its deadline is reported as required.
     public func check(
-        installed: String, installedOrigin: String, offers: [(kind: UpdateKind, key: String, value: String?)], now: Timestamp
+        installed: String, installedOrigin: String, offers: [(kind: UpdateKind, key: String, value: String?)],
+        now: Timestamp
     ) throws(UpdateCheckError) -> UpdateVerdict {
         let current: AppVersion
         do { current = try AppVersion(installed, scheme: scheme, origin: installedOrigin) } catch {
@@ -93,7 +97,8 @@ public struct UpdateChecker: Sendable {
                 guard current < target else { continue }
                 if kind == .required { return UpdateVerdict(result: .required, offer: offer) }
                 let overdue = offer.deadline.map { $0 <= now } == true
-                best = UpdateVerdict(result: overdue ? .required : .recommended, offer: offer, promotedByDeadline: overdue)
+                best = UpdateVerdict(
+                    result: overdue ? .required : .recommended, offer: offer, promotedByDeadline: overdue)
             }
         }
         return best

@@ -67,11 +67,17 @@ public struct DebianVersion: Sendable, Comparable, CustomStringConvertible {
         if let colon = rest.firstIndex(of: ":") {
             let epochText = rest[..<colon]
             guard !epochText.isEmpty else { throw fail("epoch in version is empty") }
-            if epochText.first == "-", epochText.count > 1, epochText.dropFirst().utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) {
+            if epochText.first == "-", epochText.count > 1,
+                epochText.dropFirst().utf8.allSatisfy({ $0 >= 48 && $0 <= 57 })
+            {
                 throw fail("epoch in version is negative")
             }
-            guard epochText.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { throw fail("epoch in version is not number") }
-            guard let value = UInt32(epochText), value <= UInt32(Int32.max) else { throw fail("epoch in version is too big") }
+            guard epochText.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
+                throw fail("epoch in version is not number")
+            }
+            guard let value = UInt32(epochText), value <= UInt32(Int32.max) else {
+                throw fail("epoch in version is too big")
+            }
             epoch = value
             rest = rest[rest.index(after: colon)...]
             guard !rest.isEmpty else { throw fail("nothing after colon in version number") }

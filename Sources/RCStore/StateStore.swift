@@ -22,7 +22,9 @@ public final class StateStore {
     /// Used by the CLI: it never creates or migrates anything.
     public static func openForReading(path: String) throws(StoreError) -> StateStore? {
         guard access(path: path) else { return nil }
-        let store = try wrap { () throws(SQLiteError) in StateStore(path: path, db: try Database(path: path, mode: .readOnly)) }
+        let store = try wrap { () throws(SQLiteError) in
+            StateStore(path: path, db: try Database(path: path, mode: .readOnly))
+        }
         let version = try store.userVersion()
         if version > Schema.currentVersion {
             throw .schemaTooNew(found: version, supported: Schema.currentVersion, path: path)
@@ -32,7 +34,9 @@ public final class StateStore {
 
     /// Opens (creating if needed) and migrates the database for writing.
     public static func openForWriting(path: String) throws(StoreError) -> StateStore {
-        let store = try wrap { () throws(SQLiteError) in StateStore(path: path, db: try Database(path: path, mode: .readWrite)) }
+        let store = try wrap { () throws(SQLiteError) in
+            StateStore(path: path, db: try Database(path: path, mode: .readWrite))
+        }
         try wrap { () throws(SQLiteError) in
             try store.db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON")
         }
@@ -93,7 +97,8 @@ public final class StateStore {
                 ORDER BY 1
                 """, [.text(prefix)]
             ) { row in
-                ConfigValue(key: row.text(0) ?? "", text: row.text(1) ?? "", source: row.integer(2) == 1 ? .remote : .default)
+                ConfigValue(
+                    key: row.text(0) ?? "", text: row.text(1) ?? "", source: row.integer(2) == 1 ? .remote : .default)
             }
         }
     }
@@ -108,8 +113,11 @@ public final class StateStore {
                     "SELECT template_version, etag, \(kind == "active" ? "activated_at" : "fetched_at"), pending FROM snapshots WHERE kind = ?",
                     [.text(kind)]
                 ) { row in
-                    (SnapshotInfo(templateVersion: row.text(0), etag: row.text(1), at: row.integer(2).map(Timestamp.init),
-                                  keys: Int(keys)), row.integer(3) == 1)
+                    (
+                        SnapshotInfo(
+                            templateVersion: row.text(0), etag: row.text(1), at: row.integer(2).map(Timestamp.init),
+                            keys: Int(keys)), row.integer(3) == 1
+                    )
                 }.first
                 return row ?? (SnapshotInfo(templateVersion: nil, etag: nil, at: nil, keys: Int(keys)), false)
             }
@@ -137,7 +145,10 @@ public final class StateStore {
     /// Events with an id above `id`, oldest first.
     public func events(after id: Int64 = 0, limit: Int = 1_000) throws(StoreError) -> [StoredEvent] {
         try Self.wrap { () throws(SQLiteError) in
-            try db.query("SELECT id, at, kind, detail FROM events WHERE id > ? ORDER BY id LIMIT ?", [.integer(id), .integer(Int64(limit))]) { row in
+            try db.query(
+                "SELECT id, at, kind, detail FROM events WHERE id > ? ORDER BY id LIMIT ?",
+                [.integer(id), .integer(Int64(limit))]
+            ) { row in
                 StoredEvent(
                     id: row.integer(0) ?? 0, at: Timestamp(milliseconds: row.integer(1) ?? 0), kind: row.text(2) ?? "",
                     detail: (try? JSONValue.parse(row.text(3) ?? "{}")) ?? .object([]))
@@ -147,7 +158,9 @@ public final class StateStore {
 
     /// Runs `PRAGMA integrity_check`; `nil` when the database is sound, else SQLite's findings.
     public func integrityProblems() throws(StoreError) -> String? {
-        let lines = try Self.wrap { () throws(SQLiteError) in try db.query("PRAGMA integrity_check") { $0.text(0) ?? "" } }
+        let lines = try Self.wrap { () throws(SQLiteError) in
+            try db.query("PRAGMA integrity_check") { $0.text(0) ?? "" }
+        }
         return lines == ["ok"] ? nil : lines.joined(separator: "; ")
     }
 
@@ -172,8 +185,11 @@ public final class StateStore {
         try write {
             let wasSet = try staleFlag().isSet
             if !wasSet {
-                try db.run("UPDATE stale SET is_set = 1, reason = ?, since = ?", [reason.map(SQLValue.text) ?? .null, .integer(now.milliseconds)])
-                try appendEvent("stale-set", at: now, detail: .object([("reason", reason.map(JSONValue.string) ?? .null)]))
+                try db.run(
+                    "UPDATE stale SET is_set = 1, reason = ?, since = ?",
+                    [reason.map(SQLValue.text) ?? .null, .integer(now.milliseconds)])
+                try appendEvent(
+                    "stale-set", at: now, detail: .object([("reason", reason.map(JSONValue.string) ?? .null)]))
             }
             return !wasSet
         }
@@ -183,7 +199,8 @@ public final class StateStore {
     /// clears the stale flag and the backoff; with `activate`, an update is also activated in the
     /// same transaction, so a crash leaves either the old or the new snapshot, whole.
     @discardableResult
-    public func recordFetch(_ record: FetchRecord, at now: Timestamp, activate: Bool) throws(StoreError) -> Activation? {
+    public func recordFetch(_ record: FetchRecord, at now: Timestamp, activate: Bool) throws(StoreError) -> Activation?
+    {
         try write {
             let at = SQLValue.integer(now.milliseconds)
             switch record {
@@ -202,8 +219,10 @@ public final class StateStore {
                 try succeed(status: .success, at: now)
                 try appendEvent(
                     "fetched", at: now,
-                    detail: .object([("templateVersion", templateVersion.map(JSONValue.string) ?? .null),
-                                     ("keys", .integer(Int64(values.count)))]))
+                    detail: .object([
+                        ("templateVersion", templateVersion.map(JSONValue.string) ?? .null),
+                        ("keys", .integer(Int64(values.count))),
+                    ]))
                 let activation = activate ? try activatePending(at: now) : nil
                 try clearStale(at: now)
                 return activation
@@ -214,9 +233,13 @@ public final class StateStore {
             case let .failure(error, backoffStep, nextAttempt, throttledUntil):
                 try db.run(
                     "UPDATE fetch_state SET last_attempt_at = ?, status = ?, error = ?, backoff_step = ?, next_fetch_at = ?, throttle_until = ?",
-                    [at, .text(throttledUntil == nil ? FetchStatus.failure.rawValue : FetchStatus.throttled.rawValue), .text(error),
-                     .integer(Int64(backoffStep)), nextAttempt.map { .integer($0.milliseconds) } ?? .null,
-                     throttledUntil.map { .integer($0.milliseconds) } ?? .null])
+                    [
+                        at,
+                        .text(throttledUntil == nil ? FetchStatus.failure.rawValue : FetchStatus.throttled.rawValue),
+                        .text(error),
+                        .integer(Int64(backoffStep)), nextAttempt.map { .integer($0.milliseconds) } ?? .null,
+                        throttledUntil.map { .integer($0.milliseconds) } ?? .null,
+                    ])
                 try appendEvent("fetch-failed", at: now, detail: .object([("error", .string(error))]))
                 return nil
             case let .throttled(until):
@@ -273,8 +296,10 @@ public final class StateStore {
         try db.run("UPDATE snapshots SET pending = 0 WHERE kind = 'fetched'")
         try appendEvent(
             "activated", at: now,
-            detail: .object([("changedKeys", .array(changed.map(JSONValue.string))),
-                             ("templateVersion", templateVersion.map(JSONValue.string) ?? .null)]))
+            detail: .object([
+                ("changedKeys", .array(changed.map(JSONValue.string))),
+                ("templateVersion", templateVersion.map(JSONValue.string) ?? .null),
+            ]))
         return Activation(changedKeys: changed, templateVersion: templateVersion)
     }
 
@@ -288,7 +313,8 @@ public final class StateStore {
     public func setNote(_ key: String, _ value: String?) throws(StoreError) {
         try write {
             if let value {
-                try db.run("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [.text("note:" + key), .text(value)])
+                try db.run(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [.text("note:" + key), .text(value)])
             } else {
                 try db.run("DELETE FROM meta WHERE key = ?", [.text("note:" + key)])
             }
@@ -301,7 +327,9 @@ public final class StateStore {
     }
 
     private func appendEvent(_ kind: String, at now: Timestamp, detail: JSONValue) throws(SQLiteError) {
-        try db.run("INSERT INTO events (at, kind, detail) VALUES (?, ?, ?)", [.integer(now.milliseconds), .text(kind), .text(detail.compactText)])
+        try db.run(
+            "INSERT INTO events (at, kind, detail) VALUES (?, ?, ?)",
+            [.integer(now.milliseconds), .text(kind), .text(detail.compactText)])
         try db.run("DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?", [.integer(Self.eventLimit)])
     }
 

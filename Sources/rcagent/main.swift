@@ -1,3 +1,4 @@
-import RCClient
 import Glibc
+import RCClient
+
 exit(CommandLineTool.main(arguments: Array(CommandLine.arguments.dropFirst())))

@@ -1,3 +1,4 @@
-import RCAgent
 import Glibc
+import RCAgent
+
 exit(await Daemon.main(arguments: Array(CommandLine.arguments.dropFirst())))

@@ -66,7 +66,9 @@ import Testing
 
     @Test func usageErrorsExit64WithUsageOnStderr() throws {
         let sandbox = try Sandbox()
-        for args in [["get"], ["get", "a", "b"], ["get", "a", "--type", "float"], ["get", "a", "--bogus"], ["frobnicate"], []] {
+        for args in [
+            ["get"], ["get", "a", "b"], ["get", "a", "--type", "float"], ["get", "a", "--bogus"], ["frobnicate"], [],
+        ] {
             let result = try sandbox.run("rcagent", args)
             #expect(result.status == 64, "\(args)")
             #expect(result.stderr.hasPrefix("Error: "), "\(args)")
@@ -95,7 +97,8 @@ import Testing
 
     @Test func configComesFromTheEnvironmentWhenNoFlagIsGiven() throws {
         let sandbox = try Sandbox()
-        let result = try sandbox.run("rcagent", ["get", "greeting"], environment: ["RCAGENT_CONFIG": sandbox.configPath])
+        let result = try sandbox.run(
+            "rcagent", ["get", "greeting"], environment: ["RCAGENT_CONFIG": sandbox.configPath])
         #expect(result.stdout == "hello\n")
         let missing = try sandbox.run("rcagent", ["get", "greeting", "--config", sandbox.root.path + "/nope.conf"])
         #expect(missing.status == 1)
@@ -106,14 +109,16 @@ import Testing
         let sandbox = try Sandbox()
         try activate(["greeting": "hey", "remote_only": "r"], in: sandbox)
         let text = try sandbox.cli("list")
-        #expect(text.stdout == "count\tdefault\t3\nenabled\tdefault\tyes\ngreeting\tremote\they\nremote_only\tremote\tr\n")
+        #expect(
+            text.stdout == "count\tdefault\t3\nenabled\tdefault\tyes\ngreeting\tremote\they\nremote_only\tremote\tr\n")
         let json = try sandbox.cli("list", "--prefix", "gr", "--json")
         #expect(json.stdout == #"{"greeting":{"value":"hey","source":"remote"}}"# + "\n")
     }
 
     @Test func envFormatRoundTripsThroughAShell() throws {
         let tricky = #"a "quoted" $HOME `date` \ back\nslash"# + "\nsecond line 'single'"
-        let defaults = try String(data: JSONSerialization.data(withJSONObject: ["kiosk.url": tricky, "9lives": "x y"]), encoding: .utf8)!
+        let defaults = try String(
+            data: JSONSerialization.data(withJSONObject: ["kiosk.url": tricky, "9lives": "x y"]), encoding: .utf8)!
         let sandbox = try Sandbox(defaults: defaults)
         let env = try sandbox.cli("list", "--format", "env")
         #expect(env.stdout.contains("KIOSK_URL="))
@@ -162,7 +167,8 @@ import Testing
     @Test func garbageDatabaseFallsBackToDefaultsWithAWarning() throws {
         let sandbox = try Sandbox()
         try FileManager.default.createDirectory(atPath: sandbox.statePath, withIntermediateDirectories: true)
-        try Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 7919) }).write(to: URL(fileURLWithPath: sandbox.databasePath))
+        try Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 7919) }).write(
+            to: URL(fileURLWithPath: sandbox.databasePath))
         let result = try sandbox.cli("get", "greeting")
         #expect(result.status == 0)
         #expect(result.stdout == "hello\n")

@@ -31,7 +31,9 @@ import Testing
         let sandbox = try sandbox(recommended: Self.offer("1.5.0", deadline: "2999-01-01T00:00:00Z"))
         let result = try sandbox.cli("check-update")
         #expect(result.status == 100)
-        #expect(result.stdout.hasPrefix("recommended update: 1.5.0 (installed 1.4.0)\ndownload: https://dl.example/app_1.5.0.deb\n"))
+        #expect(
+            result.stdout.hasPrefix(
+                "recommended update: 1.5.0 (installed 1.4.0)\ndownload: https://dl.example/app_1.5.0.deb\n"))
         let report = try json(sandbox.cli("check-update", "--json"))
         #expect(report["result"] as? String == "recommended")
         #expect(report["installed"] as? String == "1.4.0")
@@ -91,11 +93,13 @@ import Testing
         let sandbox = try sandbox(required: Self.offer("2:1.4.0-2"), app: "Package=kiosk-app\nVersionScheme=debian")
         let status = sandbox.root.appendingPathComponent("dpkg-status").path
         try sandbox.write("Package: kiosk-app\nStatus: install ok installed\nVersion: 2:1.4.0-1\n\n", to: status)
-        let result = try sandbox.run("rcagent", ["check-update", "--config", sandbox.configPath], environment: ["RCAGENT_DPKG_STATUS": status])
+        let result = try sandbox.run(
+            "rcagent", ["check-update", "--config", sandbox.configPath], environment: ["RCAGENT_DPKG_STATUS": status])
         #expect(result.status == 101, "\(result.stderr)")
         #expect(result.stdout.hasPrefix("required update: 2:1.4.0-2 (installed 2:1.4.0-1)"))
         try sandbox.write("Package: kiosk-app\nStatus: install ok installed\nVersion: 2:1.4.0-2\n\n", to: status)
-        let current = try sandbox.run("rcagent", ["check-update", "--config", sandbox.configPath], environment: ["RCAGENT_DPKG_STATUS": status])
+        let current = try sandbox.run(
+            "rcagent", ["check-update", "--config", sandbox.configPath], environment: ["RCAGENT_DPKG_STATUS": status])
         #expect(current.status == 0)
     }
 
@@ -132,19 +136,27 @@ import Testing
         .deletingLastPathComponent().appendingPathComponent("packaging/rcagent-update-check").path
 
     func runScript(_ sandbox: Sandbox, onRequired: String) throws -> ProcessResult {
-        try sandbox.run("/bin/sh", [Self.script], environment: [
-            "RCAGENT": Binaries.url("rcagent").path, "RCAGENT_CONFIG": sandbox.configPath,
-            "RCAGENT_ON_REQUIRED_UPDATE": onRequired, "RCAGENT_CHECK_TIMEOUT": "1s",
-        ])
+        try sandbox.run(
+            "/bin/sh", [Self.script],
+            environment: [
+                "RCAGENT": Binaries.url("rcagent").path, "RCAGENT_CONFIG": sandbox.configPath,
+                "RCAGENT_ON_REQUIRED_UPDATE": onRequired, "RCAGENT_CHECK_TIMEOUT": "1s",
+            ])
     }
 
     @Test func requiredUpdateRunsTheConfiguredCommandWithItsDetails() throws {
-        let defaults = try JSONSerialization.data(withJSONObject: ["linux_required_update": CheckUpdateTests.offer("1.5.0")])
-        let sandbox = try Sandbox(defaults: String(decoding: defaults, as: UTF8.self), extraConfig: "[App]\nVersion=1.4.0")
+        let defaults = try JSONSerialization.data(withJSONObject: [
+            "linux_required_update": CheckUpdateTests.offer("1.5.0")
+        ])
+        let sandbox = try Sandbox(
+            defaults: String(decoding: defaults, as: UTF8.self), extraConfig: "[App]\nVersion=1.4.0")
         let record = sandbox.root.appendingPathComponent("record").path
-        let result = try runScript(sandbox, onRequired: "echo \"$RCAGENT_UPDATE_KIND $RCAGENT_UPDATE_VERSION $RCAGENT_UPDATE_DOWNLOAD\" > \(record)")
+        let result = try runScript(
+            sandbox,
+            onRequired: "echo \"$RCAGENT_UPDATE_KIND $RCAGENT_UPDATE_VERSION $RCAGENT_UPDATE_DOWNLOAD\" > \(record)")
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
-        #expect(try String(contentsOfFile: record, encoding: .utf8) == "required 1.5.0 https://dl.example/app_1.5.0.deb\n")
+        #expect(
+            try String(contentsOfFile: record, encoding: .utf8) == "required 1.5.0 https://dl.example/app_1.5.0.deb\n")
     }
 
     @Test func noUpdateRunsNothing() throws {

@@ -60,7 +60,8 @@ final class ConfigServer {
     var requests: [[String: String]] {
         let text = (try? String(contentsOf: directory.appendingPathComponent("requests.log"), encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
-            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["headers"] as? [String: String]
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["headers"]
+                as? [String: String]
         }
     }
 }
@@ -87,16 +88,25 @@ struct TestPKI {
         }
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         caCertificate = path("ca.pem")
-        try openssl(["req", "-x509"] + ec + ["-keyout", path("ca.key"), "-out", caCertificate, "-days", "2", "-subj", "/CN=rcagent test CA"])
+        try openssl(
+            ["req", "-x509"] + ec + [
+                "-keyout", path("ca.key"), "-out", caCertificate, "-days", "2", "-subj", "/CN=rcagent test CA",
+            ])
         serverKey = path("server.key")
         serverCertificate = path("server.pem")
         try openssl(["req"] + ec + ["-keyout", serverKey, "-out", path("server.csr"), "-subj", "/CN=127.0.0.1"])
-        try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(toFile: path("san.ext"), atomically: true, encoding: .utf8)
-        try openssl(["x509", "-req", "-in", path("server.csr"), "-CA", caCertificate, "-CAkey", path("ca.key"),
-                     "-CAcreateserial", "-out", serverCertificate, "-days", "2", "-extfile", path("san.ext")])
+        try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(
+            toFile: path("san.ext"), atomically: true, encoding: .utf8)
+        try openssl([
+            "x509", "-req", "-in", path("server.csr"), "-CA", caCertificate, "-CAkey", path("ca.key"),
+            "-CAcreateserial", "-out", serverCertificate, "-days", "2", "-extfile", path("san.ext"),
+        ])
         rogueKey = path("rogue.key")
         rogueCertificate = path("rogue.pem")
-        try openssl(["req", "-x509"] + ec + ["-keyout", rogueKey, "-out", rogueCertificate, "-days", "2",
-                     "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"])
+        try openssl(
+            ["req", "-x509"] + ec + [
+                "-keyout", rogueKey, "-out", rogueCertificate, "-days", "2",
+                "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+            ])
     }
 }

@@ -19,7 +19,9 @@ final class NotifySocket: @unchecked Sendable {
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
         let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard rc == 0 else { throw POSIXError(.EADDRINUSE) }
         let thread = Thread { [self] in drain() }
@@ -76,7 +78,8 @@ final class DaemonProcess {
     let logPath: String
 
     init(_ sandbox: Sandbox, arguments: [String]? = nil) throws {
-        notify = try NotifySocket(path: sandbox.root.appendingPathComponent("notify-\(UUID().uuidString.prefix(6))").path)
+        notify = try NotifySocket(
+            path: sandbox.root.appendingPathComponent("notify-\(UUID().uuidString.prefix(6))").path)
         logPath = sandbox.root.appendingPathComponent("daemon-\(UUID().uuidString.prefix(6)).log").path
         FileManager.default.createFile(atPath: logPath, contents: nil)
         process.executableURL = Binaries.url("rcagentd")
@@ -140,7 +143,9 @@ final class SocketClient {
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
         let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard rc == 0 else {
             close(fd)
@@ -193,7 +198,8 @@ final class SocketClient {
     /// Reads events until one satisfies `predicate`; returns it (nil on timeout or close).
     func event(timeout: Double = 20, where predicate: ([String: Any]) -> Bool) -> [String: Any]? {
         while let line = readLine(timeout: timeout) {
-            if let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], predicate(event) {
+            if let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], predicate(event)
+            {
                 return event
             }
         }
@@ -206,7 +212,9 @@ extension Sandbox {
     static func document(version: Int, keys: Int = 3, extra: [String: String] = [:]) -> String {
         var entries: [String: String] = extra
         for i in 0..<keys { entries["key_\(i)"] = "v\(version)" }
-        let data = try! JSONSerialization.data(withJSONObject: ["state": "UPDATE", "templateVersion": "\(version)", "entries": entries], options: [.sortedKeys])
+        let data = try! JSONSerialization.data(
+            withJSONObject: ["state": "UPDATE", "templateVersion": "\(version)", "entries": entries],
+            options: [.sortedKeys])
         return String(decoding: data, as: UTF8.self)
     }
 

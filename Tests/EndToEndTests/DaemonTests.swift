@@ -45,7 +45,9 @@ import Testing
             _ = watcher.event { $0["event"] as? String == "activated" && $0["templateVersion"] as? String == "1" }
         }
         try sandbox.publish(Sandbox.document(version: 2, extra: ["added": "x"]))
-        let activated = watcher.event { $0["event"] as? String == "activated" && $0["templateVersion"] as? String == "2" }
+        let activated = watcher.event {
+            $0["event"] as? String == "activated" && $0["templateVersion"] as? String == "2"
+        }
         #expect(activated?["changedKeys"] as? [String] == ["added", "key_0", "key_1", "key_2"], "\(daemon.log)")
         #expect(try sandbox.cli("get", "key_0").stdout == "v2\n")
         #expect(try sandbox.cli("get", "added", "--json").stdout.contains(#""source":"remote""#))
@@ -79,7 +81,8 @@ import Testing
         try sandbox.publish(Sandbox.document(version: 5))
         let daemon = try sandbox.startDaemon()
         #expect(try sandbox.cli("fetch", "--wait").status == 0)
-        let old = try sandbox.cli("notify", #"{"message":{"topic":"PUSH_RC","data":{"CONFIG_STATE":"STALE","templateVersion":"5"}}}"#)
+        let old = try sandbox.cli(
+            "notify", #"{"message":{"topic":"PUSH_RC","data":{"CONFIG_STATE":"STALE","templateVersion":"5"}}}"#)
         #expect(old.stdout == "ignored: template 5 is at or below the current 5\n")
         let status = try sandbox.cli("status", "--json")
         #expect(status.stdout.contains(#""stale":{"set":false"#))
@@ -151,9 +154,13 @@ import Testing
         let garbage = Data((0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) })
         try garbage.write(to: URL(fileURLWithPath: sandbox.databasePath))
         let daemon = try sandbox.startDaemon()
-        let moved = try FileManager.default.contentsOfDirectory(atPath: sandbox.statePath).filter { $0.hasPrefix("state.db.corrupt-") }
+        let moved = try FileManager.default.contentsOfDirectory(atPath: sandbox.statePath).filter {
+            $0.hasPrefix("state.db.corrupt-")
+        }
         #expect(moved.count == 1)
-        #expect(try Data(contentsOf: URL(fileURLWithPath: sandbox.statePath + "/" + moved[0])) == garbage, "the bad file is kept as it was")
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: sandbox.statePath + "/" + moved[0])) == garbage,
+            "the bad file is kept as it was")
         #expect(try sandbox.cli("get", "greeting").stdout == "hello\n")
         let status = try sandbox.cli("status", "--json").stdout
         #expect(status.contains(#""stale":{"set":true,"reason":"the state database was corrupt"#), "\(status)")
@@ -173,7 +180,9 @@ import Testing
         #expect(try sandbox.cli("get", "key_0").stdout == "v1\n")
         let status = try sandbox.cli("status", "--json").stdout
         #expect(status.contains(#""status":"failure""#))
-        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 1, "a person's forced fetch is not held by the backoff")
+        #expect(
+            try sandbox.cli("fetch", "--force", "--wait").status == 1,
+            "a person's forced fetch is not held by the backoff")
         daemon.stop()
     }
 
@@ -282,7 +291,11 @@ import Testing
         let daemon = try sandbox.startDaemon()
         chmod(sandbox.socketPath, 0o666)
         func asNobody(_ args: String...) throws -> ProcessResult {
-            try sandbox.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.url("rcagent").path] + args + ["--config", sandbox.configPath])
+            try sandbox.run(
+                "/usr/bin/setpriv",
+                ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.url("rcagent").path] + args + [
+                    "--config", sandbox.configPath,
+                ])
         }
         let status = try asNobody("status", "--json")
         #expect(status.stdout.contains(#""running":true"#), "\(status.stderr)")
@@ -346,7 +359,8 @@ import Testing
         #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
         #expect(try sandbox.cli("get", "greeting").stdout == "hallo\n")
         #expect(try sandbox.cli("get", "plain").stdout == "p\n")
-        #expect(try sandbox.cli("get", "banner").status == 1, "useInAppDefault leaves the key to the defaults (none here)")
+        #expect(
+            try sandbox.cli("get", "banner").status == 1, "useInAppDefault leaves the key to the defaults (none here)")
         #expect(try sandbox.cli("status", "--json").stdout.contains(#""templateVersion":"12""#))
         // The same template again (a new version) does not repeat the report.
         try sandbox.publish(template.replacingOccurrences(of: #""12""#, with: #""13""#))

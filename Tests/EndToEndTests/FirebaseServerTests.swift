@@ -38,7 +38,9 @@ import Testing
             address.sin_port = in_port_t(UInt16(port).bigEndian)
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
             let rc = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
             guard rc == 0 else {
                 close(fd)
@@ -56,7 +58,9 @@ import Testing
             let bytes = Array((head + "\r\n").utf8) + payload
             var offset = 0
             while offset < bytes.count {
-                let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+                let n = bytes.withUnsafeBytes {
+                    Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+                }
                 guard n > 0 else { throw DaemonError("send: errno \(errno)") }
                 offset += n
             }
@@ -66,7 +70,8 @@ import Testing
 
         private func fill(until deadline: Date) -> Fill {
             let remaining = max(deadline.timeIntervalSinceNow, 0.001)
-            var value = timeval(tv_sec: Int(remaining), tv_usec: Int((remaining - remaining.rounded(.down)) * 1_000_000))
+            var value = timeval(
+                tv_sec: Int(remaining), tv_usec: Int((remaining - remaining.rounded(.down)) * 1_000_000))
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
             var chunk = [UInt8](repeating: 0, count: 65536)
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
@@ -106,13 +111,16 @@ import Testing
             let deadline = Date().addingTimeInterval(timeout)
             let statusLine = try line(until: deadline).get()
             let parts = statusLine.split(separator: " ")
-            guard parts.count >= 2, let status = Int(parts[1]) else { throw DaemonError("bad status line \(statusLine)") }
+            guard parts.count >= 2, let status = Int(parts[1]) else {
+                throw DaemonError("bad status line \(statusLine)")
+            }
             var headers: [String: String] = [:]
             while true {
                 let header = try line(until: deadline).get()
                 if header.isEmpty { break }
                 guard let colon = header.firstIndex(of: ":") else { throw DaemonError("bad header \(header)") }
-                headers[header[..<colon].lowercased()] = header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                headers[header[..<colon].lowercased()] = header[header.index(after: colon)...].trimmingCharacters(
+                    in: .whitespaces)
             }
             return (status, headers)
         }
@@ -121,7 +129,9 @@ import Testing
         func readResponse(timeout: Double = 10) throws -> Response {
             let (status, headers) = try readHead(timeout: timeout)
             let length = Int(headers["content-length"] ?? "0") ?? 0
-            guard let body = bytes(length, until: Date().addingTimeInterval(timeout)) else { throw DaemonError("short body") }
+            guard let body = bytes(length, until: Date().addingTimeInterval(timeout)) else {
+                throw DaemonError("short body")
+            }
             return Response(status: status, headers: headers, body: String(decoding: body, as: UTF8.self))
         }
 
@@ -157,43 +167,58 @@ import Testing
         return try connection.readResponse()
     }
 
-    func create(_ server: FirebaseServer, fid: String = fid, headers: [(String, String)]? = nil, body: [String: Any]? = nil) throws -> Response {
-        try call(server, "/v1/projects/\(Self.project)/installations",
-                 headers: headers ?? Self.jsonHeaders + [("x-goog-api-key", Self.apiKey)],
-                 body: body ?? ["fid": fid, "authVersion": "FIS_v2", "appId": Self.appId, "sdkVersion": "rcagent:0.1.0"])
+    func create(
+        _ server: FirebaseServer, fid: String = fid, headers: [(String, String)]? = nil, body: [String: Any]? = nil
+    ) throws -> Response {
+        try call(
+            server, "/v1/projects/\(Self.project)/installations",
+            headers: headers ?? Self.jsonHeaders + [("x-goog-api-key", Self.apiKey)],
+            body: body ?? ["fid": fid, "authVersion": "FIS_v2", "appId": Self.appId, "sdkVersion": "rcagent:0.1.0"])
     }
 
     func generateToken(_ server: FirebaseServer, fid: String = fid, refreshToken: String) throws -> Response {
-        try call(server, "/v1/projects/\(Self.project)/installations/\(fid)/authTokens:generate",
-                 headers: Self.jsonHeaders + [("x-goog-api-key", Self.apiKey), ("Authorization", "FIS_v2 \(refreshToken)")],
-                 body: ["installation": ["sdkVersion": "rcagent:0.1.0", "appId": Self.appId]])
+        try call(
+            server, "/v1/projects/\(Self.project)/installations/\(fid)/authTokens:generate",
+            headers: Self.jsonHeaders + [("x-goog-api-key", Self.apiKey), ("Authorization", "FIS_v2 \(refreshToken)")],
+            body: ["installation": ["sdkVersion": "rcagent:0.1.0", "appId": Self.appId]])
     }
 
     static func fetchBody(token: String, fid: String = fid) -> [String: Any] {
-        ["appInstanceId": fid, "appInstanceIdToken": token, "appId": appId, "appVersion": "0.1.0", "appBuild": "1",
-         "sdkVersion": "rcagent:0.1.0", "languageCode": "en-US", "timeZone": "Europe/Paris", "platformVersion": "6.8",
-         "packageName": "rcagent"]
+        [
+            "appInstanceId": fid, "appInstanceIdToken": token, "appId": appId, "appVersion": "0.1.0", "appBuild": "1",
+            "sdkVersion": "rcagent:0.1.0", "languageCode": "en-US", "timeZone": "Europe/Paris",
+            "platformVersion": "6.8",
+            "packageName": "rcagent",
+        ]
     }
 
     static func fetchHeaders(token: String, etag: String? = nil) -> [(String, String)] {
-        jsonHeaders + [("X-Goog-Api-Key", apiKey), ("X-Goog-Firebase-Installations-Auth", token),
-                       ("X-Firebase-RC-Fetch-Type", "BASE/1")] + (etag.map { [("If-None-Match", $0)] } ?? [])
+        jsonHeaders + [
+            ("X-Goog-Api-Key", apiKey), ("X-Goog-Firebase-Installations-Auth", token),
+            ("X-Firebase-RC-Fetch-Type", "BASE/1"),
+        ] + (etag.map { [("If-None-Match", $0)] } ?? [])
     }
 
     func fetch(_ server: FirebaseServer, headers: [(String, String)], body: Any) throws -> Response {
-        try call(server, "/v1/projects/\(Self.project)/namespaces/firebase:fetch?key=\(Self.apiKey)", headers: headers, body: body)
+        try call(
+            server, "/v1/projects/\(Self.project)/namespaces/firebase:fetch?key=\(Self.apiKey)", headers: headers,
+            body: body)
     }
 
     static let realtimeTarget = "/v1/projects/\(project)/namespaces/firebase:streamFetchInvalidations?key=\(apiKey)"
 
     static func realtimeHeaders(token: String) -> [(String, String)] {
-        jsonHeaders + [("X-Goog-Api-Key", apiKey), ("X-Goog-Firebase-Installations-Auth", token),
-                       ("X-Accept-Response-Streaming", "true"), ("If-None-Match", "*")]
+        jsonHeaders + [
+            ("X-Goog-Api-Key", apiKey), ("X-Goog-Firebase-Installations-Auth", token),
+            ("X-Accept-Response-Streaming", "true"), ("If-None-Match", "*"),
+        ]
     }
 
     static func realtimeBody(lastKnown: String) -> String {
-        json(["project": project, "namespace": "firebase", "lastKnownVersionNumber": lastKnown, "appId": appId,
-              "sdkVersion": "rcagent:0.1.0", "appInstanceId": fid])
+        json([
+            "project": project, "namespace": "firebase", "lastKnownVersionNumber": lastKnown, "appId": appId,
+            "sdkVersion": "rcagent:0.1.0", "appInstanceId": fid,
+        ])
     }
 
     /// An installation created on `server`: its refresh token and first auth token.
@@ -238,12 +263,14 @@ import Testing
         #expect(first.json?["templateVersion"] as? String == "3")
         #expect(first.json?["entries"] as? [String: String] == ["greeting": "hi", "count": "7"])
 
-        let same = try fetch(server, headers: Self.fetchHeaders(token: token, etag: "\"etag-3\""), body: Self.fetchBody(token: token))
+        let same = try fetch(
+            server, headers: Self.fetchHeaders(token: token, etag: "\"etag-3\""), body: Self.fetchBody(token: token))
         #expect(same.status == 200)
         #expect(same.json as? [String: String] == ["state": "NO_CHANGE"])
 
         try server.updateMode(["fetchAnswer304": true])
-        let notModified = try fetch(server, headers: Self.fetchHeaders(token: token, etag: "\"etag-3\""), body: Self.fetchBody(token: token))
+        let notModified = try fetch(
+            server, headers: Self.fetchHeaders(token: token, etag: "\"etag-3\""), body: Self.fetchBody(token: token))
         #expect(notModified.status == 304)
         #expect(notModified.body.isEmpty)
 
@@ -264,7 +291,10 @@ import Testing
 
         // The log holds everything the client sent, and what was answered.
         let log = server.requests
-        #expect(log.map { $0["api"] as? String } == ["create", "token", "fetch", "fetch", "fetch", "fetch", "fetch", "fetch"])
+        #expect(
+            log.map { $0["api"] as? String } == [
+                "create", "token", "fetch", "fetch", "fetch", "fetch", "fetch", "fetch",
+            ])
         #expect(log.map { $0["status"] as? Int } == [200, 200, 200, 200, 304, 200, 200, 200])
         #expect(log.allSatisfy { $0["problem"] is NSNull }, "\(log)")
         let fetches = server.requests(api: "fetch")
@@ -282,8 +312,9 @@ import Testing
         let (refresh, token) = try install(server)
 
         // A missing header: 400, INVALID_ARGUMENT, named in the answer and in the log.
-        let noKey = try fetch(server, headers: Self.fetchHeaders(token: token).filter { $0.0 != "X-Goog-Api-Key" },
-                              body: Self.fetchBody(token: token))
+        let noKey = try fetch(
+            server, headers: Self.fetchHeaders(token: token).filter { $0.0 != "X-Goog-Api-Key" },
+            body: Self.fetchBody(token: token))
         #expect(noKey.status == 400)
         #expect(noKey.errorMessage == "missing header X-Goog-Api-Key")
         #expect((noKey.json?["error"] as? [String: Any])?["status"] as? String == "INVALID_ARGUMENT")
@@ -291,8 +322,9 @@ import Testing
         #expect(server.requests.last?["problem"] as? String == "missing header X-Goog-Api-Key")
         #expect(server.requests.last?["status"] as? Int == 400)
 
-        let noType = try fetch(server, headers: Self.fetchHeaders(token: token).filter { $0.0 != "X-Firebase-RC-Fetch-Type" },
-                               body: Self.fetchBody(token: token))
+        let noType = try fetch(
+            server, headers: Self.fetchHeaders(token: token).filter { $0.0 != "X-Firebase-RC-Fetch-Type" },
+            body: Self.fetchBody(token: token))
         #expect(noType.status == 400 && noType.errorMessage.contains("X-Firebase-RC-Fetch-Type"))
 
         var noLanguage = Self.fetchBody(token: token)
@@ -315,12 +347,14 @@ import Testing
         let wrongFid = try fetch(server, headers: Self.fetchHeaders(token: token), body: otherInstallation)
         #expect(wrongFid.status == 400 && wrongFid.errorMessage.contains("appInstanceId"))
 
-        let wrongKey = try fetch(server, headers: Self.fetchHeaders(token: token).map { $0.0 == "X-Goog-Api-Key" ? ($0.0, "other") : $0 },
-                                 body: Self.fetchBody(token: token))
+        let wrongKey = try fetch(
+            server, headers: Self.fetchHeaders(token: token).map { $0.0 == "X-Goog-Api-Key" ? ($0.0, "other") : $0 },
+            body: Self.fetchBody(token: token))
         #expect(wrongKey.status == 400)
 
         // Credentials: an auth token this server never issued is 401; so is a foreign refresh token.
-        let forged = try fetch(server, headers: Self.fetchHeaders(token: "forged"), body: Self.fetchBody(token: "forged"))
+        let forged = try fetch(
+            server, headers: Self.fetchHeaders(token: "forged"), body: Self.fetchBody(token: "forged"))
         #expect(forged.status == 401 && forged.errorMessage.contains("unknown installation auth token"))
         let badRefresh = try generateToken(server, refreshToken: "nope")
         #expect(badRefresh.status == 401)
@@ -332,7 +366,9 @@ import Testing
         #expect(badFid.status == 400 && badFid.errorMessage.contains("fid"))
         let noApiKey = try create(server, headers: Self.jsonHeaders)
         #expect(noApiKey.status == 400 && noApiKey.errorMessage == "missing header x-goog-api-key")
-        let notJSON = try create(server, headers: [("Content-Type", "text/plain"), ("Accept", "application/json"), ("x-goog-api-key", Self.apiKey)])
+        let notJSON = try create(
+            server,
+            headers: [("Content-Type", "text/plain"), ("Accept", "application/json"), ("x-goog-api-key", Self.apiKey)])
         #expect(notJSON.status == 400 && notJSON.errorMessage.contains("Content-Type"))
 
         // Forced statuses: the mode's answer, with no problem logged against the client.
@@ -352,7 +388,8 @@ import Testing
         #expect(shortLived["expiresIn"] as? String == "1s")
         let shortToken = try #require(shortLived["token"] as? String)
         usleep(1_200_000)
-        let expired = try fetch(server, headers: Self.fetchHeaders(token: shortToken), body: Self.fetchBody(token: shortToken))
+        let expired = try fetch(
+            server, headers: Self.fetchHeaders(token: shortToken), body: Self.fetchBody(token: shortToken))
         #expect(expired.status == 401 && expired.errorMessage.contains("expired"))
 
         let nowhere = try call(server, "/v1/nowhere", headers: Self.jsonHeaders, body: "{}")
@@ -367,7 +404,9 @@ import Testing
 
         // Behind the server: the first chunk announces the current version.
         let behind = try Connection(port: server.port)
-        try behind.send("POST", Self.realtimeTarget, headers: Self.realtimeHeaders(token: token), body: Self.realtimeBody(lastKnown: "2"))
+        try behind.send(
+            "POST", Self.realtimeTarget, headers: Self.realtimeHeaders(token: token),
+            body: Self.realtimeBody(lastKnown: "2"))
         let head = try behind.readHead()
         #expect(head.status == 200)
         #expect(head.headers["transfer-encoding"] == "chunked")
@@ -375,7 +414,9 @@ import Testing
 
         // Up to date: nothing until something is pushed.
         let current = try Connection(port: server.port)
-        try current.send("POST", Self.realtimeTarget, headers: Self.realtimeHeaders(token: token), body: Self.realtimeBody(lastKnown: "5"))
+        try current.send(
+            "POST", Self.realtimeTarget, headers: Self.realtimeHeaders(token: token),
+            body: Self.realtimeBody(lastKnown: "5"))
         #expect(try current.readHead().status == 200)
         #expect(current.readChunk(timeout: 0.3) == .timeout)
         #expect(server.openStreams == 2)
@@ -396,7 +437,9 @@ import Testing
 
         // A stream opened after the drop does not see it; _close ends the body cleanly.
         let later = try Connection(port: server.port)
-        try later.send("POST", Self.realtimeTarget, headers: Self.realtimeHeaders(token: token), body: Self.realtimeBody(lastKnown: "6"))
+        try later.send(
+            "POST", Self.realtimeTarget, headers: Self.realtimeHeaders(token: token),
+            body: Self.realtimeBody(lastKnown: "6"))
         #expect(try later.readHead().status == 200)
         try server.pushLine("not json")
         #expect(later.readChunk() == .data("not json\n"))
@@ -411,14 +454,18 @@ import Testing
 
         // Missing header and forced status.
         let bare = try Connection(port: server.port)
-        try bare.send("POST", Self.realtimeTarget, headers: Self.realtimeHeaders(token: token).filter { $0.0 != "X-Accept-Response-Streaming" },
-                      body: Self.realtimeBody(lastKnown: "6"))
+        try bare.send(
+            "POST", Self.realtimeTarget,
+            headers: Self.realtimeHeaders(token: token).filter { $0.0 != "X-Accept-Response-Streaming" },
+            body: Self.realtimeBody(lastKnown: "6"))
         let rejected = try bare.readResponse()
         #expect(rejected.status == 400 && rejected.errorMessage == "missing header X-Accept-Response-Streaming")
 
         try server.updateMode(["realtimeStatus": 403])
         let forbidden = try Connection(port: server.port)
-        try forbidden.send("POST", Self.realtimeTarget, headers: Self.realtimeHeaders(token: token), body: Self.realtimeBody(lastKnown: "6"))
+        try forbidden.send(
+            "POST", Self.realtimeTarget, headers: Self.realtimeHeaders(token: token),
+            body: Self.realtimeBody(lastKnown: "6"))
         let denied = try forbidden.readResponse()
         #expect(denied.status == 403)
         #expect((denied.json?["error"] as? [String: Any])?["status"] as? String == "PERMISSION_DENIED")
@@ -426,7 +473,9 @@ import Testing
         // A client that hangs up ends its stream on the server.
         try server.updateMode(["realtimeStatus": nil])
         var leaving: Connection? = try Connection(port: server.port)
-        try leaving?.send("POST", Self.realtimeTarget, headers: Self.realtimeHeaders(token: token), body: Self.realtimeBody(lastKnown: "6"))
+        try leaving?.send(
+            "POST", Self.realtimeTarget, headers: Self.realtimeHeaders(token: token),
+            body: Self.realtimeBody(lastKnown: "6"))
         #expect(try leaving?.readHead().status == 200)
         leaving = nil
         #expect(server.wait { server.streamEnds.contains { $0["reason"] as? String == "client closed" } })

@@ -18,22 +18,23 @@ func eventually(_ timeout: Double = 15, _ condition: () throws -> Bool) rethrows
     func sandbox(realtime: String = "no", extra: String = "") throws -> (Sandbox, FirebaseServer) {
         let sandbox = try Sandbox()
         let server = try FirebaseServer(in: sandbox)
-        try sandbox.writeConfig(extra: """
-            [Source]
-            Type=firebase
-            ProjectId=demo-project
-            AppId=1:1234567890:linux:abcdef
-            APIKey=test-api-key
-            Endpoint=\(server.endpoint)
-            [App]
-            Version=1.4.0.7
-            [Push]
-            Realtime=\(realtime)
-            [Signals]
-            store=berlin-12
-            tier=gold
-            \(extra)
-            """)
+        try sandbox.writeConfig(
+            extra: """
+                [Source]
+                Type=firebase
+                ProjectId=demo-project
+                AppId=1:1234567890:linux:abcdef
+                APIKey=test-api-key
+                Endpoint=\(server.endpoint)
+                [App]
+                Version=1.4.0.7
+                [Push]
+                Realtime=\(realtime)
+                [Signals]
+                store=berlin-12
+                tier=gold
+                \(extra)
+                """)
         return (sandbox, server)
     }
 
@@ -55,7 +56,9 @@ func eventually(_ timeout: Double = 15, _ condition: () throws -> Bool) rethrows
         let creates = server.requests(api: "create")
         #expect(creates.count == 1)
         let fid = try deviceId(sandbox)
-        #expect((creates.first?["body"] as? [String: Any])?["fid"] as? String == fid, "the installation id is the device id")
+        #expect(
+            (creates.first?["body"] as? [String: Any])?["fid"] as? String == fid, "the installation id is the device id"
+        )
         let fetches = server.requests(api: "fetch")
         #expect(!fetches.isEmpty)
         #expect(fetches.allSatisfy { $0["problem"] is NSNull }, "\(fetches.map { $0["problem"] ?? "" })")
@@ -110,7 +113,9 @@ func eventually(_ timeout: Double = 15, _ condition: () throws -> Bool) rethrows
         try server.setMode(["installationExpiresIn": 120, "template": ["version": 1, "entries": ["a": "1"]]])
         let daemon = try sandbox.startDaemon()
         #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
-        try server.setMode(["installationExpiresIn": 120, "tokenStatus": 404, "template": ["version": 2, "entries": ["a": "2"]]])
+        try server.setMode([
+            "installationExpiresIn": 120, "tokenStatus": 404, "template": ["version": 2, "entries": ["a": "2"]],
+        ])
         let fetch = try sandbox.cli("fetch", "--force", "--wait")
         #expect(fetch.status == 0, "\(fetch.stderr)")
         #expect(server.requests(api: "create").count == 2)
@@ -131,7 +136,9 @@ func eventually(_ timeout: Double = 15, _ condition: () throws -> Bool) rethrows
         #expect(watcher.watch())
         try server.publish(version: 2, entries: ["a": "2"])
         try server.push(["latestTemplateVersionNumber": "2"])
-        let activated = watcher.event(timeout: 15) { $0["event"] as? String == "activated" && $0["templateVersion"] as? String == "2" }
+        let activated = watcher.event(timeout: 15) {
+            $0["event"] as? String == "activated" && $0["templateVersion"] as? String == "2"
+        }
         #expect(activated != nil, "\(daemon.log)")
         #expect(try sandbox.cli("get", "a").stdout == "2\n")
         let realtimeFetch = server.requests(api: "fetch").last?["headers"] as? [String: String]

@@ -9,7 +9,10 @@ import Testing
     func sandbox(tls: (certificate: String, key: String)? = nil, extra: String = "") throws -> (Sandbox, ConfigServer) {
         let sandbox = try Sandbox()
         let server = try ConfigServer(in: sandbox, tls: tls)
-        try sandbox.writeConfig(extra: "[Source]\nType=http\nURL=\(server.url)\nHeader=X-Device-Group: lobby\n[Agent]\nFetchTimeout=2s\n\(extra)")
+        try sandbox.writeConfig(
+            extra:
+                "[Source]\nType=http\nURL=\(server.url)\nHeader=X-Device-Group: lobby\n[Agent]\nFetchTimeout=2s\n\(extra)"
+        )
         return (sandbox, server)
     }
 
@@ -61,16 +64,28 @@ import Testing
     }
 
     static let faults: [Fault] = [
-        Fault(name: "HTTP 500", mode: ["kind": "status", "body": "database on fire"], bytes: nil, status: 500, error: "HTTP 500: database on fire"),
+        Fault(
+            name: "HTTP 500", mode: ["kind": "status", "body": "database on fire"], bytes: nil, status: 500,
+            error: "HTTP 500: database on fire"),
         Fault(name: "HTTP 404", mode: ["kind": "status"], bytes: nil, status: 404, error: "HTTP 404"),
         Fault(name: "no answer", mode: ["kind": "hang"], bytes: nil, status: nil, error: "(timeout)"),
         Fault(name: "reset mid-body", mode: ["kind": "reset"], bytes: nil, status: nil, error: "(transport)"),
-        Fault(name: "body shorter than its length", mode: ["kind": "truncated", "body": Sandbox.document(version: 9)], bytes: nil, status: nil, error: "(transport)"),
-        Fault(name: "truncated JSON", mode: ["kind": "document", "body": String(Sandbox.document(version: 9).prefix(30))], bytes: nil, status: nil, error: "invalid JSON"),
-        Fault(name: "not JSON", mode: ["kind": "document", "body": "<html>captive portal</html>"], bytes: nil, status: nil, error: "invalid JSON"),
-        Fault(name: "wrong shape", mode: ["kind": "document", "body": #"{"config": {"a": "1"}}"#], bytes: nil, status: nil, error: "neither a fetch response"),
+        Fault(
+            name: "body shorter than its length", mode: ["kind": "truncated", "body": Sandbox.document(version: 9)],
+            bytes: nil, status: nil, error: "(transport)"),
+        Fault(
+            name: "truncated JSON",
+            mode: ["kind": "document", "body": String(Sandbox.document(version: 9).prefix(30))], bytes: nil,
+            status: nil, error: "invalid JSON"),
+        Fault(
+            name: "not JSON", mode: ["kind": "document", "body": "<html>captive portal</html>"], bytes: nil,
+            status: nil, error: "invalid JSON"),
+        Fault(
+            name: "wrong shape", mode: ["kind": "document", "body": #"{"config": {"a": "1"}}"#], bytes: nil,
+            status: nil, error: "neither a fetch response"),
         Fault(name: "50 MiB chunked", mode: ["kind": "big"], bytes: 50 << 20, status: nil, error: "(too-large)"),
-        Fault(name: "50 MiB declared", mode: ["kind": "big-declared"], bytes: 50 << 20, status: nil, error: "(too-large)"),
+        Fault(
+            name: "50 MiB declared", mode: ["kind": "big-declared"], bytes: 50 << 20, status: nil, error: "(too-large)"),
     ]
 
     @Test(arguments: faults)
@@ -168,7 +183,8 @@ import Testing
         let probe = try Sandbox()
         let pki = try TestPKI(in: probe.root)
 
-        let (good, goodServer) = try sandbox(tls: (pki.serverCertificate, pki.serverKey), extra: "[Source]\nCAFile=\(pki.caCertificate)")
+        let (good, goodServer) = try sandbox(
+            tls: (pki.serverCertificate, pki.serverKey), extra: "[Source]\nCAFile=\(pki.caCertificate)")
         try goodServer.serve(Sandbox.document(version: 1))
         var daemon = try good.startDaemon()
         let fetched = try good.cli("fetch", "--force", "--wait")
@@ -176,7 +192,8 @@ import Testing
         #expect(try good.cli("get", "key_0").stdout == "v1\n")
         daemon.stop()
 
-        let (bad, badServer) = try sandbox(tls: (pki.rogueCertificate, pki.rogueKey), extra: "[Source]\nCAFile=\(pki.caCertificate)")
+        let (bad, badServer) = try sandbox(
+            tls: (pki.rogueCertificate, pki.rogueKey), extra: "[Source]\nCAFile=\(pki.caCertificate)")
         try badServer.serve(Sandbox.document(version: 1))
         daemon = try bad.startDaemon()
         let refused = try bad.cli("fetch", "--force", "--wait")

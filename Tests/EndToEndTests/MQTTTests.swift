@@ -75,7 +75,9 @@ final class MosquittoBroker {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = UInt16(port).bigEndian
         return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         } == 0
     }
 }
@@ -86,14 +88,15 @@ final class MosquittoBroker {
         let sandbox = try Sandbox()
         let server = try ConfigServer(in: sandbox)
         let broker = try MosquittoBroker(in: sandbox)
-        try sandbox.writeConfig(extra: """
-            [Source]
-            Type=http
-            URL=\(server.url)
-            [Push]
-            MQTT=mqtt://127.0.0.1:\(broker.port)
-            Jitter=\(jitter)
-            """)
+        try sandbox.writeConfig(
+            extra: """
+                [Source]
+                Type=http
+                URL=\(server.url)
+                [Push]
+                MQTT=mqtt://127.0.0.1:\(broker.port)
+                Jitter=\(jitter)
+                """)
         return (sandbox, server, broker)
     }
 
@@ -106,13 +109,18 @@ final class MosquittoBroker {
         #expect(eventually { daemon.log.contains("MQTT connected") }, "\(daemon.log)")
         #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v1\n" })
         // The push state is updated right after the connect is logged.
-        #expect(try eventually { try sandbox.cli("status").stdout.contains("push:         mqtt 127.0.0.1:\(broker.port) connected") })
+        #expect(
+            try eventually {
+                try sandbox.cli("status").stdout.contains("push:         mqtt 127.0.0.1:\(broker.port) connected")
+            })
 
         let watcher = try SocketClient(path: sandbox.socketPath)
         #expect(watcher.watch())
         try server.serve(Sandbox.document(version: 2), etag: "\"v2\"")
         try broker.publish(Self.ping)
-        let activated = watcher.event { $0["event"] as? String == "activated" && $0["templateVersion"] as? String == "2" }
+        let activated = watcher.event {
+            $0["event"] as? String == "activated" && $0["templateVersion"] as? String == "2"
+        }
         #expect(activated != nil, "\(daemon.log)")
         #expect(daemon.log.contains("Config marked stale: mqtt PUSH_RC: CONFIG_STATE=STALE"))
         daemon.stop()
@@ -123,14 +131,19 @@ final class MosquittoBroker {
         try server.serve(Sandbox.document(version: 1))
         var daemon = try sandbox.startDaemon()
         #expect(eventually { daemon.log.contains("MQTT connected") })
-        let status = try JSONSerialization.jsonObject(with: Data(try sandbox.cli("status", "--json").stdout.utf8)) as? [String: Any]
+        let status =
+            try JSONSerialization.jsonObject(with: Data(try sandbox.cli("status", "--json").stdout.utf8))
+            as? [String: Any]
         let deviceId = try #require(status?["deviceId"] as? String)
         #expect(daemon.stop() == 0)
 
         // Queued by the broker for the persistent session (QoS 1, clean session off).
         try broker.publish(#"{"data":{"CONFIG_STATE":"STALE","templateVersion":"99"}}"#, topic: "PUSH_RC/\(deviceId)")
         daemon = try sandbox.startDaemon()
-        #expect(eventually { daemon.log.contains("Config marked stale: mqtt PUSH_RC/\(deviceId): CONFIG_STATE=STALE, template 99") }, "\(daemon.log)")
+        #expect(
+            eventually {
+                daemon.log.contains("Config marked stale: mqtt PUSH_RC/\(deviceId): CONFIG_STATE=STALE, template 99")
+            }, "\(daemon.log)")
         daemon.stop()
     }
 
@@ -156,17 +169,26 @@ final class MosquittoBroker {
         #expect(eventually { daemon.log.contains("MQTT connected") })
         #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v1\n" })
         try server.serve(Sandbox.document(version: 2), etag: "\"v2\"")
-        let published = try sandbox.run("rcadmin", ["notify-stale", "--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--template-version", "2"])
+        let published = try sandbox.run(
+            "rcadmin", ["notify-stale", "--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--template-version", "2"])
         #expect(published.status == 0, "\(published.stderr)")
-        #expect(published.stdout == #"published {"data":{"CONFIG_STATE":"STALE","templateVersion":"2"}} to PUSH_RC"# + "\n")
+        #expect(
+            published.stdout == #"published {"data":{"CONFIG_STATE":"STALE","templateVersion":"2"}} to PUSH_RC"# + "\n")
         #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v2\n" }, "\(daemon.log)")
         // The same version again is at or below the current one: acknowledged and ignored.
-        #expect(try sandbox.run("rcadmin", ["notify-stale", "--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--template-version", "2"]).status == 0)
-        #expect(eventually { daemon.log.contains("Ignoring a stale ping from mqtt PUSH_RC for template 2") }, "\(daemon.log)")
+        #expect(
+            try sandbox.run(
+                "rcadmin", ["notify-stale", "--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--template-version", "2"]
+            ).status == 0)
+        #expect(
+            eventually { daemon.log.contains("Ignoring a stale ping from mqtt PUSH_RC for template 2") },
+            "\(daemon.log)")
 
         #expect(try sandbox.run("rcadmin", ["notify-stale"]).status == 64)
-        #expect(try sandbox.run("rcadmin", ["notify-stale", "--mqtt", "mqtt://h", "--template-version", "x"]).status == 64)
-        let unreachable = try sandbox.run("rcadmin", ["notify-stale", "--mqtt", "mqtt://127.0.0.1:\(try MosquittoBroker.freePort())"])
+        #expect(
+            try sandbox.run("rcadmin", ["notify-stale", "--mqtt", "mqtt://h", "--template-version", "x"]).status == 64)
+        let unreachable = try sandbox.run(
+            "rcadmin", ["notify-stale", "--mqtt", "mqtt://127.0.0.1:\(try MosquittoBroker.freePort())"])
         #expect(unreachable.status == 1)
         #expect(unreachable.stderr.contains("cannot connect"))
         daemon.stop()
@@ -177,22 +199,26 @@ final class MosquittoBroker {
         let pki = try TestPKI(in: sandbox.root)
         let server = try ConfigServer(in: sandbox)
         let broker = try MosquittoBroker(in: sandbox, tls: pki)
-        try sandbox.writeConfig(extra: """
-            [Source]
-            Type=http
-            URL=\(server.url)
-            [Push]
-            MQTT=mqtts://127.0.0.1:\(broker.port)
-            MQTTCAFile=\(pki.caCertificate)
-            Jitter=0
-            """)
+        try sandbox.writeConfig(
+            extra: """
+                [Source]
+                Type=http
+                URL=\(server.url)
+                [Push]
+                MQTT=mqtts://127.0.0.1:\(broker.port)
+                MQTTCAFile=\(pki.caCertificate)
+                Jitter=0
+                """)
         try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
         let daemon = try sandbox.startDaemon()
         #expect(eventually { daemon.log.contains("MQTT connected") }, "\(daemon.log)")
         try server.serve(Sandbox.document(version: 2), etag: "\"v2\"")
         let publish = Process()
         publish.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
-        publish.arguments = ["-h", "127.0.0.1", "-p", String(broker.port), "--cafile", pki.caCertificate, "-q", "1", "-t", "PUSH_RC", "-m", Self.ping]
+        publish.arguments = [
+            "-h", "127.0.0.1", "-p", String(broker.port), "--cafile", pki.caCertificate, "-q", "1", "-t", "PUSH_RC",
+            "-m", Self.ping,
+        ]
         try publish.run()
         publish.waitUntilExit()
         #expect(publish.terminationStatus == 0)
@@ -208,7 +234,9 @@ final class MosquittoBroker {
         for garbage in ["not json", "[1,2]", #"{"data":"STALE"}"#, String(repeating: "{", count: 5000)] {
             try broker.publish(garbage)
         }
-        #expect(eventually { daemon.log.components(separatedBy: "Ignoring an MQTT message").count - 1 == 4 }, "\(daemon.log)")
+        #expect(
+            eventually { daemon.log.components(separatedBy: "Ignoring an MQTT message").count - 1 == 4 },
+            "\(daemon.log)")
         try server.serve(Sandbox.document(version: 2), etag: "\"v2\"")
         try broker.publish(Self.ping)
         #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v2\n" }, "\(daemon.log)")

@@ -1,5 +1,5 @@
-import TestSupport
 import RCCore
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -485,4 +485,3 @@ import Testing
         }
     }
 }
-

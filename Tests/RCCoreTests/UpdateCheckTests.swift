@@ -12,10 +12,14 @@ import Testing
         return "{" + fields.joined(separator: ", ") + "}"
     }
 
-    func check(_ installed: String, required: String? = nil, recommended: String? = nil) throws(UpdateCheckError) -> UpdateVerdict {
+    func check(_ installed: String, required: String? = nil, recommended: String? = nil) throws(UpdateCheckError)
+        -> UpdateVerdict
+    {
         try checker.check(
             installed: installed, installedOrigin: "[App] Version=",
-            offers: [(.required, "linux_required_update", required), (.recommended, "linux_recommended_update", recommended)],
+            offers: [
+                (.required, "linux_required_update", required), (.recommended, "linux_recommended_update", recommended),
+            ],
             now: now)
     }
 
@@ -67,7 +71,10 @@ import Testing
         (#"{"version": "", "download": "x"}"#, #"linux_required_update: "version" is empty"#),
         (#"{"version": 124, "download": "x"}"#, #"linux_required_update: "version" must be a string, got number"#),
         (#"{"version": "1.2", "download": "x"}"#, #"linux_required_update version: invalid version "1.2""#),
-        (#"{"version": "1.2.4", "download": "x", "deadline": "tomorrow"}"#, #""deadline" "tomorrow" is not an ISO 8601 time"#),
+        (
+            #"{"version": "1.2.4", "download": "x", "deadline": "tomorrow"}"#,
+            #""deadline" "tomorrow" is not an ISO 8601 time"#
+        ),
     ])
     func badValuesCannotTell(_ value: String, _ message: String) {
         let error = #expect(throws: UpdateCheckError.self) { try check("1.2.3", required: value) }
@@ -85,7 +92,8 @@ import Testing
             installed: "1.4.0-1", installedOrigin: "dpkg",
             offers: [(.required, "k", offer("1.4.0-1+deb12u1"))], now: now)
         #expect(verdict.result == .required)
-        let tilde = try debian.check(installed: "1.4.0", installedOrigin: "dpkg", offers: [(.required, "k", offer("1.4.0~rc1"))], now: now)
+        let tilde = try debian.check(
+            installed: "1.4.0", installedOrigin: "dpkg", offers: [(.required, "k", offer("1.4.0~rc1"))], now: now)
         #expect(tilde.result == .none)
     }
 
@@ -93,19 +101,19 @@ import Testing
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("status-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: file) }
         try """
-            Package: kiosk-app
-            Status: install ok installed
-            Priority: optional
-            Version: 1:2.4.0-3
-            Description: the kiosk
-             with a continuation line
-             Version: 9.9.9
+        Package: kiosk-app
+        Status: install ok installed
+        Priority: optional
+        Version: 1:2.4.0-3
+        Description: the kiosk
+         with a continuation line
+         Version: 9.9.9
 
-            Package: removed-app
-            Status: deinstall ok config-files
-            Version: 1.0
+        Package: removed-app
+        Status: deinstall ok config-files
+        Version: 1.0
 
-            """.write(to: file, atomically: true, encoding: .utf8)
+        """.write(to: file, atomically: true, encoding: .utf8)
         #expect(try DpkgStatus.installedVersion(of: "kiosk-app", statusFile: file.path) == "1:2.4.0-3")
         #expect(throws: UpdateCheckError("package removed-app is not installed (dpkg status)")) {
             try DpkgStatus.installedVersion(of: "removed-app", statusFile: file.path)
@@ -125,7 +133,10 @@ import Testing
         #expect(Timestamp(iso8601: "1970-01-01T00:00:00Z")?.milliseconds == 0)
         #expect(Timestamp(iso8601: "2027-01-31T00:00:00.250Z")?.iso8601 == "2027-01-31T00:00:00Z")
         #expect(Timestamp(iso8601: "2027-01-31T00:00:00.250Z")?.milliseconds == 1_801_353_600_250)
-        for bad in ["", "2027-01-31", "2027-01-31T00:00:00", "2027-13-01T00:00:00Z", "2027-01-31T00:00:00Zjunk", "2027-01-31T00:00:00.Z"] {
+        for bad in [
+            "", "2027-01-31", "2027-01-31T00:00:00", "2027-13-01T00:00:00Z", "2027-01-31T00:00:00Zjunk",
+            "2027-01-31T00:00:00.Z",
+        ] {
             #expect(Timestamp(iso8601: bad) == nil, "\(bad)")
         }
     }

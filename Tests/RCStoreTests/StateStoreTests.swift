@@ -1,6 +1,6 @@
-import TestSupport
 import FoundationEssentials
 import RCCore
+import TestSupport
 import Testing
 
 @testable import RCStore

@@ -10,8 +10,8 @@ public enum SourceResult: Sendable, Equatable {
 /// A failed fetch: what kind of failure (for backoff and status) and why.
 public struct SourceError: Error, CustomStringConvertible, Sendable {
     public enum Kind: Sendable {
-        case unavailable      // file missing, connection refused, DNS, timeout
-        case badDocument      // the source answered with something that is not a config document
+        case unavailable  // file missing, connection refused, DNS, timeout
+        case badDocument  // the source answered with something that is not a config document
         case throttled(retryAfter: Duration?)  // the server asked us to wait
         case other
     }

@@ -18,7 +18,9 @@ final class DocumentReader: Sendable {
     /// Identifies the evaluation context: sources add it to their ETags, so a change of `[Signals]`
     /// (or of the device id) makes the next fetch evaluate the document again.
     var contextTag: String {
-        let text = context.deviceId + "\n" + context.signals.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        let text =
+            context.deviceId + "\n"
+            + context.signals.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
             .joined(separator: "\n")
         return FileSource.etag(of: Array(text.utf8))
     }
@@ -35,7 +37,9 @@ final class DocumentReader: Sendable {
             return new
         }
         if !fresh.isEmpty {
-            log.warning("\(name): cannot evaluate condition(s) \(fresh.joined(separator: ", ")) on the device; they count as false")
+            log.warning(
+                "\(name): cannot evaluate condition(s) \(fresh.joined(separator: ", ")) on the device; they count as false"
+            )
         }
         return .update(values: evaluation.values, templateVersion: evaluation.templateVersion)
     }
@@ -49,7 +53,9 @@ final class DocumentReader: Sendable {
         var index = 0
         let last = haystack.count - needle.count
         while index <= last {
-            if haystack[index] == first && haystack[index..<(index + needle.count)].elementsEqual(needle) { return true }
+            if haystack[index] == first && haystack[index..<(index + needle.count)].elementsEqual(needle) {
+                return true
+            }
             index += 1
         }
         return false

@@ -36,7 +36,8 @@ public struct HTTPSource: ConfigSource {
         switch response.status {
         case 200:
             do {
-                return .document(try reader.read(response.body, name: url), etag: response.header("etag").map { $0 + context })
+                return .document(
+                    try reader.read(response.body, name: url), etag: response.header("etag").map { $0 + context })
             } catch {
                 throw SourceError(.badDocument, error.description)
             }
@@ -44,7 +45,8 @@ public struct HTTPSource: ConfigSource {
             return .notModified
         case 429, 503:
             let retryAfter = response.header("retry-after").flatMap { Self.retryAfter($0, now: .now()) }
-            throw SourceError(.throttled(retryAfter: retryAfter), "GET \(url): HTTP \(response.status)" + Self.snippet(response.body))
+            throw SourceError(
+                .throttled(retryAfter: retryAfter), "GET \(url): HTTP \(response.status)" + Self.snippet(response.body))
         case 500...599:
             throw SourceError(.unavailable, "GET \(url): HTTP \(response.status)" + Self.snippet(response.body))
         default:
@@ -77,7 +79,8 @@ public struct HTTPSource: ConfigSource {
 
     /// The start of an error body, for the log and status (servers often say why there).
     private static func snippet(_ body: [UInt8]) -> String {
-        let text = String(decoding: body.prefix(200), as: UTF8.self).split(whereSeparator: \.isNewline).joined(separator: " ")
+        let text = String(decoding: body.prefix(200), as: UTF8.self).split(whereSeparator: \.isNewline).joined(
+            separator: " ")
         return text.isEmpty ? "" : ": \(text)"
     }
 }

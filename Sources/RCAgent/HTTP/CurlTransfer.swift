@@ -73,24 +73,35 @@ final class CurlTransfer {
             set(rc_curl_setopt_off(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count)))
         }
         set(rc_curl_setopt_slist(h, CURLOPT_HTTPHEADER, headerList))
-        set(rc_curl_setopt_callback(h, CURLOPT_WRITEFUNCTION, { data, size, count, context in
-            Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue().receiveBody(data!, size * count)
-        }))
+        set(
+            rc_curl_setopt_callback(
+                h, CURLOPT_WRITEFUNCTION,
+                { data, size, count, context in
+                    Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue().receiveBody(data!, size * count)
+                }))
         set(rc_curl_setopt_pointer(h, CURLOPT_WRITEDATA, context))
-        set(rc_curl_setopt_callback(h, CURLOPT_HEADERFUNCTION, { data, size, count, context in
-            Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue().receiveHeader(data!, size * count)
-        }))
+        set(
+            rc_curl_setopt_callback(
+                h, CURLOPT_HEADERFUNCTION,
+                { data, size, count, context in
+                    Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue().receiveHeader(
+                        data!, size * count)
+                }))
         set(rc_curl_setopt_pointer(h, CURLOPT_HEADERDATA, context))
         if stream != nil {
             // Called about once a second even on an idle stream: where a cancelled stream stops.
             set(rc_curl_setopt_long(h, CURLOPT_NOPROGRESS, 0))
-            set(rc_curl_setopt_progress(h, { context, _, _, _, _ in
-                Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue().stream!.isCancelled ? 1 : 0
-            }))
+            set(
+                rc_curl_setopt_progress(
+                    h,
+                    { context, _, _, _, _ in
+                        Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue().stream!.isCancelled ? 1 : 0
+                    }))
             set(rc_curl_setopt_pointer(h, CURLOPT_XFERINFODATA, context))
         }
         guard failed == CURLE_OK else {
-            throw HTTPError(kind: .transport, message: "cannot set up the request: \(String(cString: curl_easy_strerror(failed)))")
+            throw HTTPError(
+                kind: .transport, message: "cannot set up the request: \(String(cString: curl_easy_strerror(failed)))")
         }
 
         let code = curl_easy_perform(h)
@@ -165,7 +176,10 @@ private final class TransferState {
             _ = rc_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
             if status == 200 {
                 if stream.isCancelled { return 0 }
-                stream.receive(data.withMemoryRebound(to: UInt8.self, capacity: count) { Array(UnsafeBufferPointer(start: $0, count: count)) })
+                stream.receive(
+                    data.withMemoryRebound(to: UInt8.self, capacity: count) {
+                        Array(UnsafeBufferPointer(start: $0, count: count))
+                    })
                 return count
             }
         }
@@ -173,7 +187,9 @@ private final class TransferState {
             exceeded = true
             return 0  // anything but `count` makes curl stop with CURLE_WRITE_ERROR
         }
-        data.withMemoryRebound(to: UInt8.self, capacity: count) { body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count)) }
+        data.withMemoryRebound(to: UInt8.self, capacity: count) {
+            body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
+        }
         return count
     }
 

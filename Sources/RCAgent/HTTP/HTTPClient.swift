@@ -27,7 +27,8 @@ public enum HTTPClient {
         try await perform(request, stream: stream)
     }
 
-    private static func perform(_ request: HTTPRequest, stream: StreamReceiver?) async throws(HTTPError) -> HTTPResponse {
+    private static func perform(_ request: HTTPRequest, stream: StreamReceiver?) async throws(HTTPError) -> HTTPResponse
+    {
         initializeOnce()
         let result: Result<HTTPResponse, HTTPError> = await withCheckedContinuation { continuation in
             let started = DetachedThread.start {
@@ -38,7 +39,8 @@ public enum HTTPClient {
                 }
             }
             if !started {
-                continuation.resume(returning: .failure(HTTPError(kind: .transport, message: "cannot start a transfer thread")))
+                continuation.resume(
+                    returning: .failure(HTTPError(kind: .transport, message: "cannot start a transfer thread")))
             }
         }
         return try result.get()

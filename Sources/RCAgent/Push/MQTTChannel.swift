@@ -54,7 +54,8 @@ final class MQTTChannel: @unchecked Sendable {
             mosquitto_username_pw_set(handle, username, password)
         }
         if tls {
-            let rc = mosquitto_tls_set(handle, config.mqttCAFile, config.mqttCAFile == nil ? "/etc/ssl/certs" : nil, nil, nil, nil)
+            let rc = mosquitto_tls_set(
+                handle, config.mqttCAFile, config.mqttCAFile == nil ? "/etc/ssl/certs" : nil, nil, nil, nil)
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {
                 mosquitto_destroy(handle)
                 throw SetupError(description: "cannot set up MQTT TLS: \(String(cString: mosquitto_strerror(rc)))")
@@ -70,9 +71,10 @@ final class MQTTChannel: @unchecked Sendable {
         }
         mosquitto_message_callback_set(handle) { _, context, message in
             guard let context, let message else { return }
-            let payload = message.pointee.payload.map {
-                Array(UnsafeRawBufferPointer(start: $0, count: Int(message.pointee.payloadlen)))
-            } ?? []
+            let payload =
+                message.pointee.payload.map {
+                    Array(UnsafeRawBufferPointer(start: $0, count: Int(message.pointee.payloadlen)))
+                } ?? []
             let topic = message.pointee.topic.map { String(cString: $0) } ?? "?"
             Unmanaged<MQTTChannel>.fromOpaque(context).takeUnretainedValue().didReceive(payload, topic: topic)
         }
@@ -86,7 +88,9 @@ final class MQTTChannel: @unchecked Sendable {
     func start() {
         let rc = mosquitto_connect_async(handle, host, port, 60)
         if rc != MOSQ_ERR_SUCCESS.rawValue {
-            log.warning("Failed to connect to MQTT broker \(host):\(port): \(String(cString: mosquitto_strerror(rc))), retrying")
+            log.warning(
+                "Failed to connect to MQTT broker \(host):\(port): \(String(cString: mosquitto_strerror(rc))), retrying"
+            )
         }
         mosquitto_loop_start(handle)
         Task { await agent.setPushState("mqtt \(host):\(port) connecting") }
@@ -99,7 +103,8 @@ final class MQTTChannel: @unchecked Sendable {
 
     private func didConnect(_ rc: Int32) {
         guard rc == 0 else {
-            log.warning("MQTT broker \(host):\(port) refused the connection: \(String(cString: mosquitto_connack_string(rc)))")
+            log.warning(
+                "MQTT broker \(host):\(port) refused the connection: \(String(cString: mosquitto_connack_string(rc)))")
             return
         }
         for topic in topics { mosquitto_subscribe(handle, nil, topic, 1) }
@@ -114,7 +119,11 @@ final class MQTTChannel: @unchecked Sendable {
         Task {
             await agent.setPushState(state)
             // A ping may have been missed while disconnected (at start too: the broker may hold none).
-            if first { await agent.request(.pushReconnect) } else { await agent.requestAfterJitter(.pushReconnect, jitter: jitter) }
+            if first {
+                await agent.request(.pushReconnect)
+            } else {
+                await agent.requestAfterJitter(.pushReconnect, jitter: jitter)
+            }
         }
     }
 
@@ -124,7 +133,8 @@ final class MQTTChannel: @unchecked Sendable {
             return connected
         }
         if wasConnected {
-            log.warning("MQTT connection to \(host):\(port) lost (\(String(cString: mosquitto_strerror(rc)))); reconnecting")
+            log.warning(
+                "MQTT connection to \(host):\(port) lost (\(String(cString: mosquitto_strerror(rc)))); reconnecting")
         }
         let state = "mqtt \(host):\(port) disconnected, reconnecting"
         let agent = agent

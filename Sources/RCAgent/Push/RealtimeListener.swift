@@ -51,7 +51,9 @@ final class RealtimeListener: Sendable {
             case let .failed(reason, retryInterval):
                 failures += 1
                 let wait = max(policy.backoff(step: failures), retryInterval ?? .zero)
-                log.warning("Failed to open the realtime stream: \(reason); retrying in \(DurationText.format(.seconds(wait.milliseconds / 1_000)))")
+                log.warning(
+                    "Failed to open the realtime stream: \(reason); retrying in \(DurationText.format(.seconds(wait.milliseconds / 1_000)))"
+                )
                 await schedule(after: wait, failures: failures)
             }
         }
@@ -91,7 +93,9 @@ final class RealtimeListener: Sendable {
             let agent = listener.agent
             let source = listener.source
             let credentials: (fid: String, token: String)
-            do { credentials = try await source.installations.token() } catch { return .failed(error.message, retryInterval: nil) }
+            do { credentials = try await source.installations.token() } catch {
+                return .failed(error.message, retryInterval: nil)
+            }
             let lastKnown = (try? await agent.currentTemplateVersion()) ?? nil
             let etag = (try? await agent.status())?.fetched.etag
             var request = source.base
@@ -99,15 +103,18 @@ final class RealtimeListener: Sendable {
             request.method = "POST"
             request.timeout = .zero
             request.headers = [
-                "Content-Type: application/json", "Accept: application/json", "X-Goog-Api-Key: \(source.endpoints.apiKey)",
+                "Content-Type: application/json", "Accept: application/json",
+                "X-Goog-Api-Key: \(source.endpoints.apiKey)",
                 "X-Goog-Firebase-Installations-Auth: \(credentials.token)", "X-Accept-Response-Streaming: true",
                 "If-None-Match: \(etag ?? "*")",
             ]
-            request.body = Array(JSONValue.object([
-                ("project", .string(source.endpoints.project)), ("namespace", .string("firebase")),
-                ("lastKnownVersionNumber", .string(String(lastKnown ?? 0))), ("appId", .string(source.appIdentifier)),
-                ("sdkVersion", .string(BuildInfo.version)), ("appInstanceId", .string(credentials.fid)),
-            ]).compactText.utf8)
+            request.body = Array(
+                JSONValue.object([
+                    ("project", .string(source.endpoints.project)), ("namespace", .string("firebase")),
+                    ("lastKnownVersionNumber", .string(String(lastKnown ?? 0))),
+                    ("appId", .string(source.appIdentifier)),
+                    ("sdkVersion", .string(BuildInfo.version)), ("appInstanceId", .string(credentials.fid)),
+                ]).compactText.utf8)
             let receiver = StreamReceiver { [self] bytes in receive(bytes) }
             lock.withLock { self.receiver = receiver }
             let opened = OpenFlag()
@@ -126,7 +133,9 @@ final class RealtimeListener: Sendable {
                 }
             } catch let error as HTTPError {
                 if isDisabled { return .disabled }
-                return opened.isSet ? .ended(retryInterval: retry) : .failed("\(error.message) (\(error.kind.rawValue))", retryInterval: retry)
+                return opened.isSet
+                    ? .ended(retryInterval: retry)
+                    : .failed("\(error.message) (\(error.kind.rawValue))", retryInterval: retry)
             } catch {
                 return .failed("\(error)", retryInterval: retry)
             }
@@ -137,7 +146,8 @@ final class RealtimeListener: Sendable {
                 await source.installations.invalidateToken()
                 return .failed(message, retryInterval: nil)
             }
-            return RealtimeListener.retryable.contains(response.status) ? .failed(message, retryInterval: retry) : .stopped(message)
+            return RealtimeListener.retryable.contains(response.status)
+                ? .failed(message, retryInterval: retry) : .stopped(message)
         }
 
         private var isDisabled: Bool { lock.withLock { disabled } }
@@ -155,7 +165,13 @@ final class RealtimeListener: Sendable {
                 var consumed = 0
                 for (index, byte) in buffer.enumerated() {
                     if inString {
-                        if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                        if escaped {
+                            escaped = false
+                        } else if byte == UInt8(ascii: "\\") {
+                            escaped = true
+                        } else if byte == UInt8(ascii: "\"") {
+                            inString = false
+                        }
                         continue
                     }
                     switch byte {
@@ -182,7 +198,8 @@ final class RealtimeListener: Sendable {
 
         private func handle(_ bytes: [UInt8]) {
             guard let json = try? JSONValue.parse(bytes) else {
-                listener.log.warning("Ignoring an unreadable realtime message: \(String(decoding: bytes.prefix(200), as: UTF8.self))")
+                listener.log.warning(
+                    "Ignoring an unreadable realtime message: \(String(decoding: bytes.prefix(200), as: UTF8.self))")
                 return
             }
             if case .bool(true) = json["featureDisabled"] {

@@ -5,11 +5,14 @@ import RCStore
 /// Exit 0 = no applicable update, 100 = recommended, 101 = required, 1 = cannot tell.
 enum CheckUpdateCommand {
     static let spec = CommandSpec(
-        "check-update", summary: "Compare the installed version with the update keys (exit 0 none, 100 recommended, 101 required, 1 unknown).",
+        "check-update",
+        summary:
+            "Compare the installed version with the update keys (exit 0 none, 100 recommended, 101 required, 1 unknown).",
         options: [
             .flag("required", "only the required-update key"),
             .flag("recommended", "only the recommended-update key"),
-            .value("app-version", "V", "the installed version (default: [App] Version= or the version of [App] Package=)"),
+            .value(
+                "app-version", "V", "the installed version (default: [App] Version= or the version of [App] Package=)"),
             .flag("fresh", "ask the daemon for a forced fetch first, and wait for it"),
             .value("timeout", "D", "how long --fresh waits (default: FetchTimeout + 10s)"),
             .flag("json", "print the verdict as one JSON document"),
@@ -23,8 +26,12 @@ enum CheckUpdateCommand {
         let config = try invocation.config()
         let freshness = arguments.has("fresh") ? try refresh(invocation, config: config) : nil
         var kinds: [(kind: UpdateKind, key: String)] = []
-        if !arguments.has("recommended") || arguments.has("required") { kinds.append((.required, config.requiredUpdateKey)) }
-        if !arguments.has("required") || arguments.has("recommended") { kinds.append((.recommended, config.recommendedUpdateKey)) }
+        if !arguments.has("recommended") || arguments.has("required") {
+            kinds.append((.required, config.requiredUpdateKey))
+        }
+        if !arguments.has("required") || arguments.has("recommended") {
+            kinds.append((.recommended, config.recommendedUpdateKey))
+        }
 
         let reader = try invocation.values()
         let now = Timestamp.now()
@@ -76,7 +83,8 @@ enum CheckUpdateCommand {
     static func refresh(_ invocation: Invocation, config: AgentConfig) throws(CLIError) -> (ok: Bool, note: String?) {
         let timeout = try invocation.duration("timeout") ?? config.fetchTimeout + .seconds(10)
         do {
-            let response = try invocation.request(.fetch(force: true, ignoreThrottle: false, wait: true), timeout: timeout)
+            let response = try invocation.request(
+                .fetch(force: true, ignoreThrottle: false, wait: true), timeout: timeout)
             return (true, FetchCommand.describeOutcome(response))
         } catch {
             return (false, "could not refresh (\(error.message)); using the cached config")
@@ -122,7 +130,8 @@ enum CheckUpdateCommand {
             case .recommended, .required:
                 let offer = verdict.offer!
                 let why = verdict.promotedByDeadline ? " (recommended, past its deadline)" : ""
-                lines.append("\(verdict.result.rawValue) update\(why): \(offer.version) (installed \(installed ?? "-"))")
+                lines.append(
+                    "\(verdict.result.rawValue) update\(why): \(offer.version) (installed \(installed ?? "-"))")
                 lines.append("download: \(offer.download)")
                 if let deadline = offer.deadline { lines.append("deadline: \(deadline.iso8601)") }
                 if let message = offer.message { lines.append("message: \(message)") }

@@ -34,7 +34,8 @@ enum FetchCommand {
         case "updated":
             let version = response["templateVersion"]?.stringValue ?? "-"
             if case let .array(keys)? = response["changedKeys"] {
-                return "fetched and activated template \(version); changed keys: \(keys.compactMap(\.stringValue).joined(separator: " "))"
+                return
+                    "fetched and activated template \(version); changed keys: \(keys.compactMap(\.stringValue).joined(separator: " "))"
             }
             return "fetched template \(version); not activated yet (rcagent activate)"
         case "no-change": return "no change"
@@ -68,7 +69,8 @@ enum ActivateCommand {
 /// `rcagent notify JSON`: delivers an FCM-style message to the daemon exactly as a push would.
 enum NotifyCommand {
     static let spec = CommandSpec(
-        "notify", arguments: ["JSON"], summary: "Deliver an FCM-style message ({\"data\":{...}} or {\"message\":{...}}).",
+        "notify", arguments: ["JSON"],
+        summary: "Deliver an FCM-style message ({\"data\":{...}} or {\"message\":{...}}).",
         options: [
             .flag("wait", "return after the fetch the message starts (exit 1 if it failed)"),
             .value("timeout", "D", "how long --wait waits (default: FetchTimeout + 10s)"),
@@ -97,7 +99,8 @@ enum NotifyCommand {
             Output.out("ignored: \(ignored)\n")
         } else if let fetch = response["fetch"] {
             guard case .bool(true) = fetch["ok"] else {
-                throw .failure("config marked stale; " + (fetch["error"]?["message"]?.stringValue ?? "the fetch failed"))
+                throw .failure(
+                    "config marked stale; " + (fetch["error"]?["message"]?.stringValue ?? "the fetch failed"))
             }
             Output.out("config marked stale; \(FetchCommand.describeOutcome(fetch))\n")
         } else {

@@ -19,7 +19,12 @@ enum ListCommand {
         var out = ""
         if invocation.json {
             let members = values.map { value in
-                (key: value.key, value: JSONValue.object([("value", .string(value.text)), ("source", .string(value.source.rawValue))]))
+                (
+                    key: value.key,
+                    value: JSONValue.object([
+                        ("value", .string(value.text)), ("source", .string(value.source.rawValue)),
+                    ])
+                )
             }
             out = JSONValue.object(members).compactText + "\n"
         } else if format == "env" {
@@ -52,10 +57,11 @@ enum ListCommand {
 enum EnvironmentFormat {
     /// Upper-cases the key and maps every character outside `[A-Z0-9_]` to `_`; a leading digit gets a `_` prefix.
     static func name(for key: String) -> String {
-        var name = String(key.uppercased().unicodeScalars.map { scalar -> Character in
-            let c = Character(scalar)
-            return (c.isASCII && (c.isLetter || c.isNumber)) || c == "_" ? c : "_"
-        })
+        var name = String(
+            key.uppercased().unicodeScalars.map { scalar -> Character in
+                let c = Character(scalar)
+                return (c.isASCII && (c.isLetter || c.isNumber)) || c == "_" ? c : "_"
+            })
         if name.isEmpty || name.first!.isNumber { name = "_" + name }
         return name
     }

@@ -27,49 +27,78 @@ enum StatusCommand {
         }
         let now = Timestamp.now()
         if invocation.json {
-            Output.out(json(status, config: config, daemon: daemon, storeProblem: reader.storeProblem).compactText + "\n")
+            Output.out(
+                json(status, config: config, daemon: daemon, storeProblem: reader.storeProblem).compactText + "\n")
         } else {
             Output.out(text(status, config: config, daemon: daemon, storeProblem: reader.storeProblem, now: now))
         }
         return ExitCode.ok
     }
 
-    static func json(_ status: StoreStatus?, config: AgentConfig, daemon: JSONValue?, storeProblem: String?) -> JSONValue {
+    static func json(_ status: StoreStatus?, config: AgentConfig, daemon: JSONValue?, storeProblem: String?)
+        -> JSONValue
+    {
         func time(_ t: Timestamp?) -> JSONValue { t.map { .string($0.iso8601) } ?? .null }
         func string(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
         let stale = status?.stale ?? .clear
         return .object([
-            ("daemon", .object([
-                ("running", .bool(daemon != nil)), ("socket", .string(config.socket)),
-                ("pid", daemon?["pid"] ?? .null), ("state", daemon?["state"] ?? .null), ("note", daemon?["note"] ?? .null),
-                ("push", daemon?["push"] ?? .null),
-            ])),
+            (
+                "daemon",
+                .object([
+                    ("running", .bool(daemon != nil)), ("socket", .string(config.socket)),
+                    ("pid", daemon?["pid"] ?? .null), ("state", daemon?["state"] ?? .null),
+                    ("note", daemon?["note"] ?? .null),
+                    ("push", daemon?["push"] ?? .null),
+                ])
+            ),
             ("source", .object([("type", .string(config.sourceType.rawValue))])),
             ("deviceId", string(status?.deviceId)),
-            ("database", .object([("path", .string(config.databasePath)), ("problem", storeProblem.map(JSONValue.string) ?? .null)])),
-            ("stale", .object([("set", .bool(stale.isSet)), ("reason", string(stale.reason)), ("since", time(stale.since))])),
-            ("active", .object([
-                ("templateVersion", string(status?.active.templateVersion)), ("activatedAt", time(status?.active.at)),
-                ("keys", .integer(Int64(status?.active.keys ?? 0))),
-            ])),
-            ("fetched", .object([
-                ("templateVersion", string(status?.fetched.templateVersion)), ("fetchedAt", time(status?.fetched.at)),
-                ("pending", .bool(status?.pending ?? false)),
-            ])),
-            ("lastFetch", .object([
-                ("attemptAt", time(status?.lastAttempt)), ("successAt", time(status?.lastSuccess)),
-                ("status", string(status?.lastStatus?.rawValue)), ("error", string(status?.lastError)),
-            ])),
+            (
+                "database",
+                .object([
+                    ("path", .string(config.databasePath)), ("problem", storeProblem.map(JSONValue.string) ?? .null),
+                ])
+            ),
+            (
+                "stale",
+                .object([("set", .bool(stale.isSet)), ("reason", string(stale.reason)), ("since", time(stale.since))])
+            ),
+            (
+                "active",
+                .object([
+                    ("templateVersion", string(status?.active.templateVersion)),
+                    ("activatedAt", time(status?.active.at)),
+                    ("keys", .integer(Int64(status?.active.keys ?? 0))),
+                ])
+            ),
+            (
+                "fetched",
+                .object([
+                    ("templateVersion", string(status?.fetched.templateVersion)),
+                    ("fetchedAt", time(status?.fetched.at)),
+                    ("pending", .bool(status?.pending ?? false)),
+                ])
+            ),
+            (
+                "lastFetch",
+                .object([
+                    ("attemptAt", time(status?.lastAttempt)), ("successAt", time(status?.lastSuccess)),
+                    ("status", string(status?.lastStatus?.rawValue)), ("error", string(status?.lastError)),
+                ])
+            ),
             ("throttledUntil", time(status?.throttledUntil)),
             ("nextFetchAt", daemon?["nextFetchAt"] ?? time(status?.nextFetchAt)),
             ("backoffStep", .integer(Int64(status?.backoffStep ?? 0))),
         ])
     }
 
-    static func text(_ status: StoreStatus?, config: AgentConfig, daemon: JSONValue?, storeProblem: String?, now: Timestamp) -> String {
+    static func text(
+        _ status: StoreStatus?, config: AgentConfig, daemon: JSONValue?, storeProblem: String?, now: Timestamp
+    ) -> String {
         func time(_ t: Timestamp?) -> String { t.map { "\($0.iso8601) (\(age(now - $0)))" } ?? "never" }
         let running = daemon.map { d in
-            d["note"]?.stringValue ?? "running, pid \(d["pid"]?.compactText ?? "-"), \(d["state"]?.stringValue ?? "-") (\(config.socket))"
+            d["note"]?.stringValue
+                ?? "running, pid \(d["pid"]?.compactText ?? "-"), \(d["state"]?.stringValue ?? "-") (\(config.socket))"
         }
         var lines = ["daemon:       " + (running ?? "not running (\(config.socket))")]
         lines.append("source:       \(config.sourceType.rawValue)")
@@ -80,16 +109,25 @@ enum StatusCommand {
             return lines.joined(separator: "\n") + "\n"
         }
         lines.append("device id:    \(status.deviceId ?? "-")")
-        lines.append("stale:        " + (status.stale.isSet
-            ? "yes, since \(time(status.stale.since))" + (status.stale.reason.map { ": \($0)" } ?? "")
-            : "no"))
-        lines.append("active:       template \(status.active.templateVersion ?? "-"), \(status.active.keys) keys, activated \(time(status.active.at))")
-        lines.append("fetched:      template \(status.fetched.templateVersion ?? "-"), fetched \(time(status.fetched.at))"
-            + (status.pending ? ", not yet activated" : ""))
-        lines.append("last fetch:   " + (status.lastStatus?.rawValue ?? "none") + ", attempted \(time(status.lastAttempt)), succeeded \(time(status.lastSuccess))")
+        lines.append(
+            "stale:        "
+                + (status.stale.isSet
+                    ? "yes, since \(time(status.stale.since))" + (status.stale.reason.map { ": \($0)" } ?? "")
+                    : "no"))
+        lines.append(
+            "active:       template \(status.active.templateVersion ?? "-"), \(status.active.keys) keys, activated \(time(status.active.at))"
+        )
+        lines.append(
+            "fetched:      template \(status.fetched.templateVersion ?? "-"), fetched \(time(status.fetched.at))"
+                + (status.pending ? ", not yet activated" : ""))
+        lines.append(
+            "last fetch:   " + (status.lastStatus?.rawValue ?? "none")
+                + ", attempted \(time(status.lastAttempt)), succeeded \(time(status.lastSuccess))")
         if let error = status.lastError { lines.append("last error:   \(error)") }
         if let until = status.throttledUntil, until > now { lines.append("throttled:    until \(until.iso8601)") }
-        if let next = daemon?["nextFetchAt"]?.stringValue ?? status.nextFetchAt?.iso8601 { lines.append("next fetch:   \(next)") }
+        if let next = daemon?["nextFetchAt"]?.stringValue ?? status.nextFetchAt?.iso8601 {
+            lines.append("next fetch:   \(next)")
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -98,8 +136,11 @@ enum StatusCommand {
         let seconds = elapsed.milliseconds / 1_000
         let magnitude = abs(seconds)
         let text =
-            magnitude < 120 ? "\(magnitude)s" : magnitude < 7_200 ? "\(magnitude / 60)min"
-            : magnitude < 172_800 ? "\(magnitude / 3_600)h" : "\(magnitude / 86_400)d"
+            magnitude < 120
+            ? "\(magnitude)s"
+            : magnitude < 7_200
+                ? "\(magnitude / 60)min"
+                : magnitude < 172_800 ? "\(magnitude / 3_600)h" : "\(magnitude / 86_400)d"
         return seconds >= 0 ? text + " ago" : "in " + text
     }
 }

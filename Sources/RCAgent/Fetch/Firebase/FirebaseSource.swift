@@ -18,7 +18,8 @@ public final class FirebaseSource: ConfigSource {
     public init(config: AgentConfig, deviceId: String, environment: [String: String]) {
         endpoints = FirebaseEndpoints(config: config)
         appId = config.appId ?? ""
-        appVersion = config.appVersion
+        appVersion =
+            config.appVersion
             ?? config.appPackage.flatMap { try? DpkgStatus.installedVersion(of: $0) } ?? "0"
         packageName = config.appPackage
         signals = config.signals
@@ -45,7 +46,9 @@ public final class FirebaseSource: ConfigSource {
             switch response.status {
             case 200:
                 do {
-                    return .document(try RemoteDocument.parse(response.body, name: "Firebase fetch response"), etag: response.header("etag"))
+                    return .document(
+                        try RemoteDocument.parse(response.body, name: "Firebase fetch response"),
+                        etag: response.header("etag"))
                 } catch {
                     throw SourceError(.badDocument, error.description)
                 }
@@ -66,7 +69,8 @@ public final class FirebaseSource: ConfigSource {
         }
     }
 
-    private func send(fid: String, token: String, etag: String?, type: String) async throws(SourceError) -> HTTPResponse {
+    private func send(fid: String, token: String, etag: String?, type: String) async throws(SourceError) -> HTTPResponse
+    {
         var body: [(key: String, value: JSONValue)] = [
             ("appInstanceId", .string(fid)), ("appInstanceIdToken", .string(token)), ("appId", .string(appId)),
             ("appVersion", .string(appVersion)), ("sdkVersion", .string(BuildInfo.version)),

@@ -61,9 +61,10 @@ actor InstallationClient {
         }
         var request = jsonRequest(endpoints.generateToken(fid: current.fid))
         request.headers.append("Authorization: FIS_v2 \(current.refreshToken)")
-        request.body = Array(JSONValue.object([
-            ("installation", .object([("sdkVersion", .string(Self.sdkVersion)), ("appId", .string(appId))])),
-        ]).compactText.utf8)
+        request.body = Array(
+            JSONValue.object([
+                ("installation", .object([("sdkVersion", .string(Self.sdkVersion)), ("appId", .string(appId))]))
+            ]).compactText.utf8)
         let response = try await send(request, what: "generate an auth token")
         switch response.status {
         case 200:
@@ -93,10 +94,11 @@ actor InstallationClient {
 
     private func register() async throws(SourceError) {
         var request = jsonRequest(endpoints.createInstallation)
-        request.body = Array(JSONValue.object([
-            ("fid", .string(fid)), ("authVersion", .string("FIS_v2")), ("appId", .string(appId)),
-            ("sdkVersion", .string(Self.sdkVersion)),
-        ]).compactText.utf8)
+        request.body = Array(
+            JSONValue.object([
+                ("fid", .string(fid)), ("authVersion", .string("FIS_v2")), ("appId", .string(appId)),
+                ("sdkVersion", .string(Self.sdkVersion)),
+            ]).compactText.utf8)
         let response = try await send(request, what: "create the installation")
         guard response.status == 200 else { throw Self.failure("create the installation", response) }
         let json: JSONValue
@@ -117,7 +119,9 @@ actor InstallationClient {
         var request = base
         request.url = url
         request.method = "POST"
-        request.headers = ["Content-Type: application/json", "Accept: application/json", "x-goog-api-key: \(endpoints.apiKey)"]
+        request.headers = [
+            "Content-Type: application/json", "Accept: application/json", "x-goog-api-key: \(endpoints.apiKey)",
+        ]
         return request
     }
 
@@ -128,7 +132,8 @@ actor InstallationClient {
             if (500...599).contains(response.status) { return try await HTTPClient.send(request) }
             return response
         } catch {
-            throw SourceError(.unavailable, "Firebase Installations: cannot \(what): \(error.message) (\(error.kind.rawValue))")
+            throw SourceError(
+                .unavailable, "Firebase Installations: cannot \(what): \(error.message) (\(error.kind.rawValue))")
         }
     }
 
@@ -146,7 +151,8 @@ actor InstallationClient {
     private static func failure(_ what: String, _ response: HTTPResponse) -> SourceError {
         let message = (try? JSONValue.parse(response.body))?["error"]?["message"]?.stringValue
         let text = "Firebase Installations: cannot \(what): HTTP \(response.status)" + (message.map { ": \($0)" } ?? "")
-        return SourceError(response.status == 429 || response.status == 503 ? .throttled(retryAfter: nil) : .other, text)
+        return SourceError(
+            response.status == 429 || response.status == 503 ? .throttled(retryAfter: nil) : .other, text)
     }
 
     private func forget() {
@@ -174,7 +180,8 @@ actor InstallationClient {
         else { return nil }
         var expiresAt: Timestamp?
         if case let .integer(ms)? = json["expiresAt"] { expiresAt = Timestamp(milliseconds: ms) }
-        return Credentials(fid: fid, refreshToken: refresh, authToken: json["authToken"]?.stringValue, expiresAt: expiresAt)
+        return Credentials(
+            fid: fid, refreshToken: refresh, authToken: json["authToken"]?.stringValue, expiresAt: expiresAt)
     }
 }
 
