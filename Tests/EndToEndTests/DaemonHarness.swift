@@ -77,7 +77,7 @@ final class DaemonProcess {
     let notify: NotifySocket
     let logPath: String
 
-    init(_ sandbox: Sandbox, arguments: [String]? = nil) throws {
+    init(_ sandbox: Sandbox, arguments: [String]? = nil, environment: [String: String] = [:]) throws {
         notify = try NotifySocket(
             path: sandbox.root.appendingPathComponent("notify-\(UUID().uuidString.prefix(6))").path)
         logPath = sandbox.root.appendingPathComponent("daemon-\(UUID().uuidString.prefix(6)).log").path
@@ -87,6 +87,7 @@ final class DaemonProcess {
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "RCAGENT_CONFIG")
         env["NOTIFY_SOCKET"] = notify.path
+        env.merge(environment) { $1 }
         process.environment = env
         let log = FileHandle(forWritingAtPath: logPath)!
         process.standardError = log

@@ -25,6 +25,22 @@ import Testing
         #expect(daemon.log.contains("<5>Stopped"))
     }
 
+    @Test func watchdogPingsAtHalfTheInterval() throws {
+        let sandbox = try Sandbox()
+        try sandbox.publish(Sandbox.document(version: 1))
+        // As systemd with WatchdogSec=0.4s: WATCHDOG_USEC without WATCHDOG_PID applies to any pid.
+        let daemon = try DaemonProcess(sandbox, environment: ["WATCHDOG_USEC": "400000"])
+        try daemon.waitUntilReady()
+        let start = Date()
+        var pings = 0
+        while pings < 3, let message = daemon.notify.next(timeout: 5) {
+            if message.contains("WATCHDOG=1") { pings += 1 }
+        }
+        #expect(pings == 3, "\(daemon.log)")
+        #expect(Date().timeIntervalSince(start) < 5)
+        #expect(daemon.stop() == 0)
+    }
+
     @Test func socketIsGroupOwnedMode0660() throws {
         let sandbox = try Sandbox()
         try sandbox.publish(Sandbox.document(version: 1))
