@@ -79,6 +79,10 @@ public enum Daemon {
         }
         let status = try store.status()
         let agent = try Agent(config: config, store: store, source: source, log: log, notifier: notifier)
+        // Everything that can fail at start fails before the socket is bound and READY=1 is sent.
+        let mqtt = try config.mqtt.map { _ in
+            try MQTTChannel(config: config, deviceId: status.deviceId ?? "", agent: agent, log: log)
+        }
         let server = try ControlServer(config: config, agent: agent, log: log)
         server.start()
 
@@ -95,11 +99,7 @@ public enum Daemon {
         }
 
         let fetchLoop = Task { await agent.runFetchLoop() }
-        var mqtt: MQTTChannel?
-        if config.mqtt != nil {
-            mqtt = try MQTTChannel(config: config, deviceId: status.deviceId ?? "", agent: agent, log: log)
-            mqtt?.start()
-        }
+        mqtt?.start()
         var realtime: Task<Void, Never>?
         if let firebase = source as? FirebaseSource, config.realtime != .no {
             let listener = RealtimeListener(source: firebase, agent: agent, log: log)

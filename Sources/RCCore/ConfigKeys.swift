@@ -61,8 +61,9 @@ enum ConfigKeys {
         choice("Push", "Realtime", \.realtime),
         ConfigKey(section: "Push", key: "MQTT") { config, value, location throws(ConfigError) in
             guard !value.isEmpty else { return config.mqtt = nil }
-            guard value.hasPrefix("mqtt://") || value.hasPrefix("mqtts://") else {
-                throw ConfigError(location, "MQTT= must be an mqtt:// or mqtts:// URL, got '\(value)'")
+            guard MQTTAddress.parse(value) != nil else {
+                throw ConfigError(
+                    location, "MQTT= must be an mqtt://host[:port] or mqtts://host[:port] URL, got '\(value)'")
             }
             config.mqtt = value
         },

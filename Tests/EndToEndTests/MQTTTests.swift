@@ -226,6 +226,32 @@ final class MosquittoBroker {
         daemon.stop()
     }
 
+    @Test func aBrokerThatIsNotUpYetIsRetried() throws {
+        let (sandbox, server, broker) = try setUp()
+        broker.stop()  // the device boots before the broker is reachable
+        try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
+        let daemon = try sandbox.startDaemon()
+        #expect(eventually { daemon.log.contains("Failed to keep the MQTT connection") }, "\(daemon.log)")
+        try broker.start()
+        #expect(eventually(20) { daemon.log.contains("MQTT connected") }, "\(daemon.log)")
+        try server.serve(Sandbox.document(version: 2), etag: "\"v2\"")
+        try broker.publish(Self.ping)
+        #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v2\n" }, "\(daemon.log)")
+        #expect(daemon.stop() == 0)
+        #expect(!daemon.log.contains("No error"), "a clean stop is not reported as a lost connection")
+    }
+
+    @Test func aBadPushSetupFailsBeforeReady() throws {
+        let sandbox = try Sandbox()
+        try sandbox.writeConfig(
+            extra: "[Push]\nMQTT=mqtt://127.0.0.1:1\nMQTTUsername=u\nMQTTPasswordFile=/nonexistent/pw")
+        let daemon = try DaemonProcess(sandbox)
+        daemon.process.waitUntilExit()
+        #expect(daemon.process.terminationStatus == 1)
+        #expect(daemon.log.contains("cannot read MQTTPasswordFile=/nonexistent/pw"), "\(daemon.log)")
+        #expect(!FileManager.default.fileExists(atPath: sandbox.socketPath), "no socket left behind")
+    }
+
     @Test func malformedPayloadsAreIgnoredAndTheChannelKeepsWorking() throws {
         let (sandbox, server, broker) = try setUp()
         try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")

@@ -296,10 +296,13 @@ import Testing
             section: "Source", assignment: "Header= : value", message: "Header= must be 'Name: value', got ': value'"),
         ValueErrorCase(
             section: "Push", assignment: "MQTT=http://broker:1883",
-            message: "MQTT= must be an mqtt:// or mqtts:// URL, got 'http://broker:1883'"),
+            message: "MQTT= must be an mqtt://host[:port] or mqtts://host[:port] URL, got 'http://broker:1883'"),
         ValueErrorCase(
             section: "Push", assignment: "MQTT=broker:1883",
-            message: "MQTT= must be an mqtt:// or mqtts:// URL, got 'broker:1883'"),
+            message: "MQTT= must be an mqtt://host[:port] or mqtts://host[:port] URL, got 'broker:1883'"),
+        ValueErrorCase(
+            section: "Push", assignment: "MQTT=mqtt://",
+            message: "MQTT= must be an mqtt://host[:port] or mqtts://host[:port] URL, got 'mqtt://'"),
     ])
     func badValueIsAnErrorAtItsLine(_ example: ValueErrorCase) {
         let text = "# agent config\n[\(example.section)]\n\n\(example.assignment)   # why\n"

@@ -1,4 +1,5 @@
 internal import CMosquitto
+@preconcurrency import Dispatch
 import Glibc
 import RCCore
 
@@ -19,6 +20,9 @@ final class MQTTChannel: @unchecked Sendable {
     private let lock = NSLockLite()
     private var connected = false
     private var everConnected = false
+    private var stopped = false
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
 
     struct SetupError: Error, CustomStringConvertible {
         let description: String
@@ -61,7 +65,7 @@ final class MQTTChannel: @unchecked Sendable {
                 throw SetupError(description: "cannot set up MQTT TLS: \(String(cString: mosquitto_strerror(rc)))")
             }
         }
-        // libmosquitto's own reconnect: 1 s doubling to 60 s.
+        // libmosquitto's own reconnect inside its loop: 1 s growing to 60 s.
         mosquitto_reconnect_delay_set(handle, 1, 60, true)
         mosquitto_connect_callback_set(handle) { _, context, rc in
             Unmanaged<MQTTChannel>.fromOpaque(context!).takeUnretainedValue().didConnect(rc)
@@ -84,21 +88,53 @@ final class MQTTChannel: @unchecked Sendable {
         mosquitto_destroy(handle)
     }
 
-    /// Connects (retrying in the background while the broker is away) and starts the network thread.
+    /// Starts the network thread: it connects, runs libmosquitto's loop, and whenever the loop
+    /// gives up (broker refused or gone, TLS failure) waits 1 s doubling to 60 s, ±50% jitter so a
+    /// fleet does not reconnect in step, and tries again, until ``stop()``.
     func start() {
-        let rc = mosquitto_connect_async(handle, host, port, 60)
-        if rc != MOSQ_ERR_SUCCESS.rawValue {
-            log.warning(
-                "Failed to connect to MQTT broker \(host):\(port): \(String(cString: mosquitto_strerror(rc))), retrying"
-            )
-        }
-        mosquitto_loop_start(handle)
         Task { await agent.setPushState("mqtt \(host):\(port) connecting") }
+        DetachedThread.start { [self] in
+            networkLoop()
+            finished.signal()
+        }
     }
 
     func stop() {
+        lock.withLock { stopped = true }
         mosquitto_disconnect(handle)
-        mosquitto_loop_stop(handle, true)
+        wake.signal()
+        // The thread must be done with the handle before `deinit` destroys it.
+        _ = finished.wait(timeout: .now() + .seconds(3))
+    }
+
+    private var isStopped: Bool { lock.withLock { stopped } }
+
+    private func networkLoop() {
+        var failures = 0
+        var rc = mosquitto_connect(handle, host, port, 60)
+        while !isStopped {
+            if rc == MOSQ_ERR_SUCCESS.rawValue {
+                // Reconnects after a lost connection by itself; returns on errors it will not retry.
+                rc = mosquitto_loop_forever(handle, 1_000, 1)
+                if isStopped { return }
+                if lock.withLock({ everConnected }) { failures = 0 }
+            }
+            failures += 1
+            let base = Double(min(1 << min(failures - 1, 6), 60))
+            let delay = base * Double.random(in: 0.5...1.5)
+            if failures == 1 || failures.isMultiple(of: 10) {
+                log.warning(
+                    "Failed to keep the MQTT connection to \(host):\(port): \(Self.describe(rc)); retrying in \(Int(delay.rounded()))s"
+                )
+            }
+            _ = wake.wait(timeout: .now() + .milliseconds(Int(delay * 1_000)))
+            if isStopped { return }
+            rc = mosquitto_reconnect(handle)
+        }
+    }
+
+    private static func describe(_ rc: Int32) -> String {
+        rc == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(rc))
     }
 
     private func didConnect(_ rc: Int32) {
@@ -132,7 +168,7 @@ final class MQTTChannel: @unchecked Sendable {
             defer { connected = false }
             return connected
         }
-        if wasConnected {
+        if wasConnected && !isStopped {
             log.warning(
                 "MQTT connection to \(host):\(port) lost (\(String(cString: mosquitto_strerror(rc)))); reconnecting")
         }
