@@ -22,6 +22,8 @@ actor Agent {
     private var stopping = false
     private(set) var fetching = false
 
+    private let hooks: HookRunner
+
     /// Event-stream subscribers: socket descriptors that `watch` handed over.
     private var watchers: Set<Int32> = []
     private var lastEventId: Int64
@@ -35,6 +37,7 @@ actor Agent {
         self.policy = FetchPolicy(minimumInterval: config.minimumFetchInterval)
         self.log = log
         self.notifier = notifier
+        hooks = HookRunner(directory: config.hooksDirectory, timeout: config.hookTimeout, log: log)
         lastEventId = try store.events(after: 0, limit: Int.max).last?.id ?? 0
     }
 
@@ -132,9 +135,11 @@ actor Agent {
                 publishEvents()
                 return .noChange
             case let .document(.update(values, version), etag):
+                let before = config.activation == .immediate ? effectiveValuesIfHooks() : nil
                 let activation = try store.recordFetch(
                     .update(values: values, templateVersion: version, etag: etag), at: finished,
                     activate: config.activation == .immediate)
+                if let activation, let before { runHooks(for: activation, before: before) }
                 publishEvents()
                 let timing =
                     "fetched in \(Self.milliseconds(fetched - started)), stored in \(Self.milliseconds(clock.now - fetched))"
@@ -202,7 +207,9 @@ actor Agent {
 
     /// Activates the fetched snapshot (manual and on-start policies). `nil` when nothing was pending.
     func activate() throws -> Activation? {
+        let before = effectiveValuesIfHooks()
         let activation = try store.activate(at: .now())
+        if let activation, let before { runHooks(for: activation, before: before) }
         publishEvents()
         if let activation {
             log.info(
@@ -347,11 +354,35 @@ actor Agent {
         watchers.remove(fd)
     }
 
+    /// Every value as `get` sees it, when there are hooks to tell about changes (else `nil`).
+    private func effectiveValuesIfHooks() -> [String: String]? {
+        guard !hooks.hooks.isEmpty, let values = try? store.allValues() else { return nil }
+        return Dictionary(values.map { ($0.key, $0.text) }) { $1 }
+    }
+
+    /// Runs the hooks for an activation that changed something, with each key's old and new value.
+    private func runHooks(for activation: Activation, before: [String: String]) {
+        guard !activation.changedKeys.isEmpty else { return }
+        var event = HookEvent(kind: .activated, templateVersion: activation.templateVersion)
+        for key in activation.changedKeys {
+            let now = try? store.value(forKey: key)
+            event.changes[key] = HookEvent.Change(old: before[key], new: now?.text, source: now?.source)
+        }
+        hooks.enqueue(event)
+    }
+
     /// Sends the events the store logged since the last call to every subscriber.
     private func publishEvents() {
         guard let events = try? store.events(after: lastEventId) else { return }
         guard let last = events.last else { return }
         lastEventId = last.id
+        for event in events {
+            switch event.kind {
+            case "stale-set": hooks.enqueue(HookEvent(kind: .staleSet))
+            case "stale-cleared": hooks.enqueue(HookEvent(kind: .staleCleared))
+            default: break
+            }
+        }
         guard !watchers.isEmpty else { return }
         var text = ""
         for event in events { text += Self.watchLine(event).compactText + "\n" }

@@ -1,0 +1,224 @@
+@preconcurrency import Dispatch
+import Glibc
+import RCCore
+
+/// One event the hooks hear about.
+struct HookEvent: Sendable {
+    enum Kind: String, Sendable {
+        case activated, staleSet = "stale-set", staleCleared = "stale-cleared"
+    }
+
+    struct Change: Sendable {
+        var old: String?
+        var new: String?
+        var source: ValueSource?
+    }
+
+    var kind: Kind
+    var templateVersion: String?
+    var changes: [String: Change] = [:]
+
+    /// Folds a later event of the same kind into this one (a burst runs the hooks once).
+    mutating func absorb(_ later: HookEvent) {
+        templateVersion = later.templateVersion ?? templateVersion
+        for (key, change) in later.changes {
+            changes[key] = Change(old: changes[key]?.old ?? change.old, new: change.new, source: change.source)
+        }
+    }
+
+    var stdin: String {
+        let members = changes.sorted { $0.key < $1.key }.map { key, change in
+            (
+                key: key,
+                value: JSONValue.object([
+                    ("old", change.old.map(JSONValue.string) ?? .null),
+                    ("new", change.new.map(JSONValue.string) ?? .null),
+                    ("source", change.source.map { .string($0.rawValue) } ?? .null),
+                ])
+            )
+        }
+        return JSONValue.object([
+            ("event", .string(kind.rawValue)), ("templateVersion", templateVersion.map(JSONValue.string) ?? .null),
+            ("changes", .object(members)),
+        ]).compactText + "\n"
+    }
+}
+
+/// Runs the executables in `HooksDirectory` after activations that changed something and on
+/// stale-set/stale-cleared (SPEC §9 of the issue list: local integration). Hooks run in run-parts
+/// order, one at a time, on a thread of their own — never in the daemon's critical path. Each gets
+/// `RCAGENT_EVENT`, `RCAGENT_CHANGED_KEYS`, `RCAGENT_TEMPLATE_VERSION` and the event as JSON on
+/// stdin; its output is logged with its name; it is killed after `HookTimeout`. Events that arrive
+/// while hooks run are merged per kind, so a burst runs them once more, not once per event.
+final class HookRunner: @unchecked Sendable {
+    private let directory: String
+    private let timeout: Duration
+    private let log: Logger
+    private let lock = NSLockLite()
+    private var pending: [HookEvent] = []
+    private var running = false
+
+    init(directory: String, timeout: Duration, log: Logger) {
+        self.directory = directory
+        self.timeout = timeout
+        self.log = log
+    }
+
+    /// The hooks that would run now, in order: executable regular files, no hidden files, editor
+    /// backups or package-manager leftovers.
+    var hooks: [String] {
+        FileBytes.directoryEntries(directory)
+            .filter { name in
+                !name.hasPrefix(".") && !name.hasSuffix("~") && !(name.hasPrefix("#") && name.hasSuffix("#"))
+                    && ![".dpkg-old", ".dpkg-new", ".dpkg-dist", ".dpkg-tmp", ".swp", ".bak", ".orig", ".rej"]
+                        .contains(where: name.hasSuffix)
+            }
+            .sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+            .filter { name in
+                var info = stat()
+                let path = directory + "/" + name
+                return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && access(path, X_OK) == 0
+            }
+    }
+
+    func enqueue(_ event: HookEvent) {
+        let start = lock.withLock { () -> Bool in
+            if let index = pending.firstIndex(where: { $0.kind == event.kind }) {
+                pending[index].absorb(event)
+            } else {
+                pending.append(event)
+            }
+            defer { running = true }
+            return !running
+        }
+        if start { DetachedThread.start { [self] in drain() } }
+    }
+
+    private func drain() {
+        while let event = lock.withLock({ () -> HookEvent? in
+            if pending.isEmpty {
+                running = false
+                return nil
+            }
+            return pending.removeFirst()
+        }) {
+            for name in hooks { run(name, event) }
+        }
+    }
+
+    private func run(_ name: String, _ event: HookEvent) {
+        let path = directory + "/" + name
+        var input: [Int32] = [0, 0]
+        var output: [Int32] = [0, 0]
+        guard pipe(&input) == 0, pipe(&output) == 0 else {
+            log.error("Failed to run hook \(name): \(SystemError("pipe"))")
+            return
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, output[1], 2)
+        for fd in input + output { posix_spawn_file_actions_addclose(&actions, fd) }
+        let keys = event.changes.keys.sorted().joined(separator: " ")
+        let environment = Environment.current().merging([
+            "RCAGENT_EVENT": event.kind.rawValue, "RCAGENT_CHANGED_KEYS": keys,
+            "RCAGENT_TEMPLATE_VERSION": event.templateVersion ?? "",
+        ]) { $1 }.map { "\($0.key)=\($0.value)" }
+        // A process group of its own, so a timeout kills whatever the hook started too.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+        posix_spawnattr_setpgroup(&attributes, 0)
+        var pid: pid_t = 0
+        let rc = withCStrings([path], environment) { argv, envp in
+            posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        }
+        close(input[0])
+        close(output[1])
+        guard rc == 0 else {
+            close(input[1])
+            close(output[0])
+            log.error("Failed to run hook \(name): \(String(cString: strerror(rc)))")
+            return
+        }
+        // The event on stdin, from a thread of its own: a hook that never reads must not stall us.
+        let stdin = Array(event.stdin.utf8)
+        let writer = input[1]
+        DetachedThread.start {
+            var offset = 0
+            while offset < stdin.count {
+                let n = stdin.withUnsafeBytes { write(writer, $0.baseAddress! + offset, $0.count - offset) }
+                if n <= 0 { break }
+                offset += n
+            }
+            close(writer)
+        }
+        let timedOut = relayOutput(of: name, from: output[0])
+        close(output[0])
+        if timedOut {
+            kill(-pid, SIGKILL)
+            log.warning("Hook \(name) timed out after \(DurationText.format(timeout)); killed")
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        if !timedOut {
+            let exited = status & 0x7f == 0
+            let code = (status >> 8) & 0xff
+            if !exited {
+                log.warning("Hook \(name) was killed by signal \(status & 0x7f)")
+            } else if code != 0 {
+                log.warning("Hook \(name) exited with status \(code)")
+            }
+        }
+    }
+
+    /// Logs the hook's output line by line until it closes it; `true` when the timeout ran out first.
+    private func relayOutput(of name: String, from fd: Int32) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        var buffer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        func flush(all: Bool) {
+            while let newline = buffer.firstIndex(of: 10) {
+                log.info("hook \(name): \(String(decoding: buffer[..<newline], as: UTF8.self))")
+                buffer.removeSubrange(...newline)
+            }
+            if all && !buffer.isEmpty {
+                log.info("hook \(name): \(String(decoding: buffer, as: UTF8.self))")
+                buffer = []
+            }
+        }
+        while true {
+            let left = deadline - ContinuousClock.now
+            if left <= .zero { return true }
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, Int32(min(left.milliseconds, 1_000)))
+            if ready < 0 && errno == EINTR { continue }
+            if ready <= 0 { continue }
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 {
+                flush(all: true)
+                return false
+            }
+            buffer.append(contentsOf: chunk[0..<n])
+            if buffer.count > 64 * 1024 { flush(all: true) } else { flush(all: false) }
+        }
+    }
+}
+
+/// Calls `body` with NULL-terminated C string arrays (argv and envp) that live for the call.
+private func withCStrings<T>(
+    _ argv: [String], _ envp: [String],
+    _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>, UnsafePointer<UnsafeMutablePointer<CChar>?>) -> T
+) -> T {
+    let a = argv.map { strdup($0) } + [nil]
+    let e = envp.map { strdup($0) } + [nil]
+    defer {
+        a.forEach { free($0) }
+        e.forEach { free($0) }
+    }
+    return a.withUnsafeBufferPointer { ap in e.withUnsafeBufferPointer { ep in body(ap.baseAddress!, ep.baseAddress!) }
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Hooks in HooksDirectory after activations and stale changes (issue: local integration).
+@Suite struct HookTests {
+    func sandbox(timeout: String = "5s") throws -> (Sandbox, URL) {
+        let sandbox = try Sandbox(extraConfig: "")
+        let hooks = sandbox.root.appendingPathComponent("hooks")
+        try FileManager.default.createDirectory(at: hooks, withIntermediateDirectories: true)
+        try sandbox.writeConfig(extra: "[Agent]\nHooksDirectory=\(hooks.path)\nHookTimeout=\(timeout)")
+        return (sandbox, hooks)
+    }
+
+    func hook(_ name: String, in directory: URL, _ body: String, executable: Bool = true) throws {
+        let path = directory.appendingPathComponent(name).path
+        try ("#!/bin/sh\n" + body + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, executable ? 0o755 : 0o644)
+    }
+
+    func lines(_ path: String) -> [String] {
+        ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    @Test func aHookHearsTheActivationWithItsEnvironmentAndStdin() throws {
+        let (sandbox, hooks) = try sandbox()
+        let record = sandbox.root.appendingPathComponent("record").path
+        try hook(
+            "50-record", in: hooks,
+            #"printf '%s|%s|%s|%s\n' "$RCAGENT_EVENT" "$RCAGENT_CHANGED_KEYS" "$RCAGENT_TEMPLATE_VERSION" "$(cat)" >> "#
+                + record)
+        try hook("50-record~", in: hooks, "echo backup >> \(record)")
+        try hook("60-not-executable", in: hooks, "echo plain >> \(record)", executable: false)
+        try sandbox.publish(Sandbox.document(version: 1, keys: 2, extra: ["greeting": "servus"]))
+        let daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        #expect(eventually { lines(record).contains { $0.hasPrefix("activated|") } }, "\(daemon.log)")
+        let activated = try #require(lines(record).first { $0.hasPrefix("activated|") })
+        let fields = activated.split(separator: "|", maxSplits: 3).map(String.init)
+        #expect(fields[1] == "greeting key_0 key_1")
+        #expect(fields[2] == "1")
+        let json = try #require(JSONSerialization.jsonObject(with: Data(fields[3].utf8)) as? [String: Any])
+        #expect(json["event"] as? String == "activated")
+        let changes = try #require(json["changes"] as? [String: [String: Any]])
+        #expect(changes["greeting"]?["old"] as? String == "hello", "the default was the value before")
+        #expect(changes["greeting"]?["new"] as? String == "servus")
+        #expect(changes["greeting"]?["source"] as? String == "remote")
+        #expect(changes["key_0"]?["old"] is NSNull)
+        #expect(
+            !lines(record).contains("backup") && !lines(record).contains("plain"),
+            "backups and non-executables do not run")
+
+        // Stale set and cleared run the hooks too.
+        try sandbox.publish(Sandbox.document(version: 2, keys: 2, extra: ["greeting": "servus"]))
+        #expect(try sandbox.cli("notify", "--wait", #"{"data":{"CONFIG_STATE":"STALE"}}"#).status == 0)
+        #expect(
+            eventually {
+                lines(record).contains { $0.hasPrefix("stale-set|") }
+                    && lines(record).contains { $0.hasPrefix("stale-cleared|") }
+            }, "\(lines(record))")
+        daemon.stop()
+    }
+
+    @Test func aSlowHookIsKilledAndAFailingOneLoggedWithoutStoppingTheOthers() throws {
+        let (sandbox, hooks) = try sandbox(timeout: "1s")
+        let record = sandbox.root.appendingPathComponent("record").path
+        try hook("10-slow", in: hooks, "echo starting slowly\nsleep 30")
+        try hook("20-fail", in: hooks, "echo about to fail >&2\nexit 1")
+        try hook("30-record", in: hooks, "echo \"$RCAGENT_EVENT $RCAGENT_TEMPLATE_VERSION\" >> \(record)")
+        try sandbox.publish(Sandbox.document(version: 1))
+        let daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        #expect(eventually { lines(record).contains("activated 1") }, "\(daemon.log)")
+        #expect(daemon.log.contains("Hook 10-slow timed out after 1s; killed"))
+        #expect(daemon.log.contains("hook 10-slow: starting slowly"))
+        #expect(daemon.log.contains("hook 20-fail: about to fail"))
+        #expect(daemon.log.contains("Hook 20-fail exited with status 1"))
+        // The daemon kept answering meanwhile, and the next activation runs the hooks again.
+        try sandbox.publish(Sandbox.document(version: 2))
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        #expect(eventually { lines(record).contains("activated 2") }, "\(daemon.log)")
+        daemon.stop()
+    }
+}
