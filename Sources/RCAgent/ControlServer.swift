@@ -183,17 +183,7 @@ final class ControlServer: Sendable {
 
     @discardableResult
     private func send(_ fd: Int32, _ response: JSONValue) -> Bool {
-        let bytes = Array((response.compactText + "\n").utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes {
-                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
-            }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return false }
-            offset += n
-        }
-        return true
+        UnixSocket.sendAll(fd, Array((response.compactText + "\n").utf8))
     }
 
 }

@@ -42,15 +42,8 @@ struct ControlClient {
 
     /// Sends `request` and waits up to `timeout` for the response line.
     mutating func send(_ request: JSONValue, timeout: Duration? = nil) throws(CLIError) -> JSONValue {
-        let bytes = Array((request.compactText + "\n").utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes {
-                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
-            }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw .unavailable("cannot send to the daemon: \(SystemError("send"))") }
-            offset += n
+        guard UnixSocket.sendAll(fd, Array((request.compactText + "\n").utf8)) else {
+            throw .unavailable("cannot send to the daemon: \(SystemError("send"))")
         }
         UnixSocket.setTimeout(fd, SO_RCVTIMEO, timeout ?? .zero)
         guard let line = try readLine() else {

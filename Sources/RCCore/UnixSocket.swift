@@ -49,6 +49,18 @@ public enum UnixSocket {
         return true
     }
 
+    /// Writes all of `bytes` (no SIGPIPE); `false` when the peer is gone or the send timed out.
+    public static func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            offset += n
+        }
+        return true
+    }
+
     /// Sets `SO_RCVTIMEO` or `SO_SNDTIMEO`; zero means wait for ever.
     public static func setTimeout(_ fd: Int32, _ option: Int32, _ duration: Duration) {
         let ms = duration.milliseconds
