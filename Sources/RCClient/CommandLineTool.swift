@@ -21,6 +21,7 @@ public enum CommandLineTool {
         NotifyCommand.spec,
         WatchCommand.spec,
         CheckUpdateCommand.spec,
+        DoctorCommand.spec,
     ]
 
     static var overview: String {

@@ -10,6 +10,9 @@ public final class StateStore {
     public let path: String
     private let db: Database
 
+    /// The schema version this build writes (`PRAGMA user_version`).
+    public static var schemaVersion: Int { Schema.currentVersion }
+
     /// The event log keeps this many newest entries.
     public static let eventLimit: Int64 = 1_000
 

@@ -1,0 +1,194 @@
+import Glibc
+import RCCore
+import RCStore
+
+/// `rcagent doctor`: one line per check of what a device needs; exit 0 when all pass, 1 otherwise.
+enum DoctorCommand {
+    static let spec = CommandSpec(
+        "doctor", summary: "Check config, database, socket, daemon, clock, source and hooks; one line per check.",
+        options: [.flag("json", "print the checks as one JSON document")], run: run)
+
+    struct Check {
+        let name: String
+        let ok: Bool
+        let detail: String
+    }
+
+    /// The day this version was made: a clock before it is certainly wrong.
+    static let buildDate = Timestamp(iso8601: "2026-11-29T00:00:00Z")!
+
+    static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
+        var checks: [Check] = []
+        let config: AgentConfig
+        do {
+            config = try AgentConfig.load(
+                explicitPath: invocation.arguments.value("config"), environment: invocation.environment)
+            try config.validateSource()
+            let warnings = config.warnings.map(\.description)
+            checks.append(
+                Check(
+                    name: "config", ok: true,
+                    detail: (config.files.isEmpty ? "built-in defaults" : config.files.joined(separator: ", "))
+                        + (warnings.isEmpty ? "" : "; warnings: " + warnings.joined(separator: "; "))))
+        } catch {
+            checks.append(Check(name: "config", ok: false, detail: error.description))
+            return report(checks, json: invocation.json)
+        }
+        var status: StoreStatus?
+        checks.append(database(config, status: &status))
+        checks.append(contentsOf: daemon(config, invocation: invocation))
+        checks.append(clock(status))
+        checks.append(source(config))
+        checks.append(hooks(config))
+        return report(checks, json: invocation.json)
+    }
+
+    static func database(_ config: AgentConfig, status: inout StoreStatus?) -> Check {
+        let path = config.databasePath
+        do {
+            guard let store = try StateStore.openForReading(path: path) else {
+                return Check(name: "database", ok: true, detail: "\(path) not created yet (the daemon has not run)")
+            }
+            if let problems = try store.integrityProblems() {
+                return Check(name: "database", ok: false, detail: "\(path): integrity check failed: \(problems)")
+            }
+            status = try store.status()
+            return Check(
+                name: "database", ok: true, detail: "\(path): integrity ok, schema \(StateStore.schemaVersion)")
+        } catch {
+            return Check(name: "database", ok: false, detail: "\(path): \(error)")
+        }
+    }
+
+    static func daemon(_ config: AgentConfig, invocation: Invocation) -> [Check] {
+        switch ControlClient.connect(socket: config.socket) {
+        case let .connected(client):
+            client.close()
+            let socket = Check(name: "socket", ok: true, detail: "\(config.socket) accepts connections")
+            guard let response = try? invocation.request(.status, timeout: .seconds(5)) else {
+                return [socket, Check(name: "daemon", ok: false, detail: "connected, but no answer to status")]
+            }
+            let state = response["state"]?.stringValue ?? "?"
+            let push = response["push"]?.stringValue.map { "; \($0)" } ?? ""
+            return [
+                socket,
+                Check(
+                    name: "daemon", ok: true,
+                    detail: "running (pid \(response["pid"]?.compactText ?? "?"), \(state))\(push)"),
+            ]
+        case let .denied(error):
+            return [
+                Check(
+                    name: "socket", ok: false,
+                    detail: "\(config.socket): \(error): this user may not talk to the daemon")
+            ]
+        case .notRunning:
+            return [
+                Check(name: "socket", ok: false, detail: "nothing answers on \(config.socket)"),
+                Check(name: "daemon", ok: false, detail: "not running"),
+            ]
+        }
+    }
+
+    static func clock(_ status: StoreStatus?) -> Check {
+        let now = Timestamp.now()
+        if now < buildDate {
+            return Check(
+                name: "clock", ok: false,
+                detail: "\(now.iso8601) is before this build (\(buildDate.iso8601)): the clock is wrong")
+        }
+        // A successful fetch "in the future" means the clock jumped back since.
+        if let success = status?.lastSuccess, success > now + .seconds(300) {
+            return Check(
+                name: "clock", ok: false,
+                detail: "\(now.iso8601) is before the last successful fetch (\(success.iso8601)): the clock went back")
+        }
+        return Check(name: "clock", ok: true, detail: now.iso8601)
+    }
+
+    static func source(_ config: AgentConfig) -> Check {
+        switch config.sourceType {
+        case .file:
+            guard let path = config.sourcePath else {
+                return Check(name: "source", ok: false, detail: "no source configured ([Source] Path=)")
+            }
+            return access(path, R_OK) == 0
+                ? Check(name: "source", ok: true, detail: "file \(path) readable")
+                : Check(name: "source", ok: false, detail: "file \(path): \(String(cString: strerror(errno)))")
+        case .http, .firebase:
+            let url =
+                config.sourceType == .http
+                ? (config.endpoint.flatMap { URLText.origin(of: $0).map(String.init) } ?? config.sourceURL ?? "")
+                : (config.endpoint ?? "https://firebaseremoteconfig.googleapis.com")
+            guard let (host, port) = hostAndPort(url) else {
+                return Check(name: "source", ok: false, detail: "cannot read a host from \(url)")
+            }
+            return tcpReachable(host: host, port: port)
+                .map { Check(name: "source", ok: false, detail: "\(host):\(port): \($0)") }
+                ?? Check(name: "source", ok: true, detail: "\(host):\(port) accepts connections")
+        }
+    }
+
+    static func hooks(_ config: AgentConfig) -> Check {
+        let names = FileBytes.directoryEntries(config.hooksDirectory).filter {
+            !$0.hasPrefix(".") && !$0.hasSuffix("~")
+        }.sorted()
+        let notExecutable = names.filter { access(config.hooksDirectory + "/" + $0, X_OK) != 0 }
+        if !notExecutable.isEmpty {
+            return Check(
+                name: "hooks", ok: false,
+                detail: "not executable in \(config.hooksDirectory): \(notExecutable.joined(separator: ", "))")
+        }
+        return Check(
+            name: "hooks", ok: true,
+            detail: names.isEmpty ? "none in \(config.hooksDirectory)" : names.joined(separator: ", "))
+    }
+
+    static func hostAndPort(_ url: String) -> (String, Int32)? {
+        guard let origin = URLText.origin(of: url) else { return nil }
+        let tls = origin.hasPrefix("https://")
+        let authority = origin.dropFirst(tls ? 8 : 7)
+        if let colon = authority.lastIndex(of: ":"), let port = Int32(authority[authority.index(after: colon)...]) {
+            return (String(authority[..<colon]), port)
+        }
+        return (String(authority), tls ? 443 : 80)
+    }
+
+    /// `nil` when a TCP connection to `host:port` opens within 5 s, else why not.
+    static func tcpReachable(host: String, port: Int32) -> String? {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host, String(port), &hints, &list)
+        guard rc == 0, let first = list else { return "cannot resolve: \(String(cString: gai_strerror(rc)))" }
+        defer { freeaddrinfo(list) }
+        var reason = "no address"
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let info = entry {
+            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
+            if fd >= 0 {
+                UnixSocket.setTimeout(fd, SO_SNDTIMEO, .seconds(5))
+                let ok = connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0
+                reason = ok ? "" : String(cString: strerror(errno))
+                close(fd)
+                if ok { return nil }
+            }
+            entry = info.pointee.ai_next
+        }
+        return reason
+    }
+
+    static func report(_ checks: [Check], json: Bool) -> Int32 {
+        let allOK = checks.allSatisfy(\.ok)
+        if json {
+            let items = checks.map {
+                JSONValue.object([("check", .string($0.name)), ("ok", .bool($0.ok)), ("detail", .string($0.detail))])
+            }
+            Output.out(JSONValue.object([("ok", .bool(allOK)), ("checks", .array(items))]).compactText + "\n")
+        } else {
+            Output.out(
+                checks.map { ($0.ok ? "ok    " : "FAIL  ") + $0.name.padding(to: 10) + $0.detail + "\n" }.joined())
+        }
+        return allOK ? ExitCode.ok : ExitCode.failure
+    }
+}
