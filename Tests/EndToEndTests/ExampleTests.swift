@@ -1,0 +1,58 @@
+import Foundation
+import Glibc
+import Testing
+
+/// examples/kiosk, run as a device would run it.
+@Suite struct ExampleTests {
+    static let examples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("examples/kiosk")
+
+    func launch(_ sandbox: Sandbox) throws -> ProcessResult {
+        try sandbox.run(
+            "/bin/sh", [Self.examples.appendingPathComponent("kiosk-launch").path],
+            environment: [
+                "RCAGENT": Binaries.url("rcagent").path, "RCAGENT_CONFIG": sandbox.configPath,
+                "KIOSK_BROWSER": "echo browser",
+            ])
+    }
+
+    @Test func theKioskStartsOnTheRemoteURLAndObeysTheKillSwitch() throws {
+        let sandbox = try Sandbox(defaults: #"{"kiosk_url": "https://example.com/default", "kiosk_enabled": "yes"}"#)
+        #expect(try launch(sandbox).stdout == "browser --kiosk https://example.com/default\n", "works before any fetch")
+        try sandbox.publish(Sandbox.document(version: 1, keys: 0, extra: ["kiosk_url": "https://example.com/remote"]))
+        let daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        #expect(try launch(sandbox).stdout == "browser --kiosk https://example.com/remote\n")
+        try sandbox.publish(
+            Sandbox.document(
+                version: 2, keys: 0, extra: ["kiosk_url": "https://example.com/remote", "kiosk_enabled": "off"]))
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        let disabled = try launch(sandbox)
+        #expect(disabled.status == 0)
+        #expect(disabled.stdout.contains("disabled by remote config"))
+        daemon.stop()
+    }
+
+    @Test func theHookRestartsTheKioskOnlyWhenItsSettingsChange() throws {
+        let sandbox = try Sandbox(defaults: #"{"kiosk_url": "https://example.com/default"}"#)
+        let hooks = sandbox.root.appendingPathComponent("hooks")
+        try FileManager.default.createDirectory(at: hooks, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            at: Self.examples.appendingPathComponent("hooks.d/50-restart-kiosk"),
+            to: hooks.appendingPathComponent("50-restart-kiosk"))
+        try sandbox.writeConfig(extra: "[Agent]\nHooksDirectory=\(hooks.path)")
+        let restarts = sandbox.root.appendingPathComponent("restarts").path
+        try sandbox.publish(Sandbox.document(version: 1, keys: 1))
+        let daemon = try DaemonProcess(sandbox, environment: ["KIOSK_RESTART": "sh -c 'echo restarted >> \(restarts)'"])
+        try daemon.waitUntilReady()
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        // Other keys changed: no restart. Then the URL changes: one restart.
+        try sandbox.publish(Sandbox.document(version: 2, keys: 1, extra: ["kiosk_url": "https://example.com/new"]))
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        #expect(
+            eventually { ((try? String(contentsOfFile: restarts, encoding: .utf8)) ?? "") == "restarted\n" },
+            "\(daemon.log)")
+        #expect(daemon.log.contains("hook 50-restart-kiosk: kiosk settings changed; restarting the kiosk"))
+        daemon.stop()
+    }
+}
