@@ -4,7 +4,7 @@ ROOT       := $(CURDIR)
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BUILD_DEPS := libsqlite3-dev libsystemd-dev libcurl4-openssl-dev libssl-dev libmosquitto-dev pkg-config g++
 TEST_DEPS  := $(BUILD_DEPS) sqlite3 python3 openssl mosquitto mosquitto-clients
-BENCH_DEPS := $(BUILD_DEPS) sqlite3 hyperfine jq python3 mosquitto mosquitto-clients
+BENCH_DEPS := $(BUILD_DEPS) sqlite3 hyperfine jq python3 mosquitto mosquitto-clients redis-server redis-tools
 DEB_DEPS   := $(BUILD_DEPS) dpkg-dev lintian systemd binutils
 # Release builds link the Swift runtime and libstdc++ statically: a directory holding only
 # libstdc++.a makes the toolchain's `-lstdc++` pick the archive. That removes libstdc++.so's
@@ -65,6 +65,7 @@ bench: deps-bench release
 	bench/get.sh $(RELEASE_BIN)
 	bench/ping.py $(RELEASE_BIN)
 	bench/fanout.py $(RELEASE_BIN) 50
+	bench/idle.sh $(RELEASE_BIN) 60
 
 # rcagent_VERSION_ARCH.deb in the checkout: static Swift stdlib, no toolchain needed on the device.
 deb: deps-deb release
