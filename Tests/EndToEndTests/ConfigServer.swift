@@ -22,15 +22,7 @@ final class ConfigServer {
         let out = Pipe()
         process.standardOutput = out
         try process.run()
-        // The server prints its port once it listens.
-        var line = Data()
-        while let byte = try out.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data([0x0a]) {
-            line.append(byte)
-        }
-        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
-            throw DaemonError("the config server did not start")
-        }
-        self.port = port
+        port = try fixturePort(of: process, printedOn: out, name: "the config server")
     }
 
     deinit {
@@ -109,4 +101,19 @@ struct TestPKI {
                 "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
             ])
     }
+}
+
+/// Reads the port a test fixture server prints on its first line once it listens; a fixture that
+/// exits or prints something else is killed and reported as `name` not starting.
+func fixturePort(of process: Process, printedOn out: Pipe, name: String) throws -> Int {
+    var line = Data()
+    while let byte = try out.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data([0x0a]) {
+        line.append(byte)
+    }
+    guard let port = Int(String(decoding: line, as: UTF8.self)) else {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        throw DaemonError("\(name) did not start")
+    }
+    return port
 }

@@ -34,17 +34,7 @@ final class FirebaseServer {
         let out = Pipe()
         process.standardOutput = out
         try process.run()
-        // The server prints its port once it listens.
-        var line = Data()
-        while let byte = try out.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data([0x0a]) {
-            line.append(byte)
-        }
-        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw DaemonError("the fake Firebase server did not start")
-        }
-        self.port = port
+        port = try fixturePort(of: process, printedOn: out, name: "the fake Firebase server")
     }
 
     deinit {
