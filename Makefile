@@ -6,6 +6,7 @@ BUILD_DEPS := libsqlite3-dev libsystemd-dev libcurl4-openssl-dev libssl-dev libm
 TEST_DEPS  := $(BUILD_DEPS) sqlite3 python3 openssl mosquitto mosquitto-clients
 BENCH_DEPS := $(BUILD_DEPS) sqlite3 hyperfine jq python3 mosquitto mosquitto-clients redis-server redis-tools
 DEB_DEPS   := $(BUILD_DEPS) dpkg-dev lintian systemd binutils
+RELIABILITY_DEPS := $(TEST_DEPS) faketime
 # Release builds link the Swift runtime and libstdc++ statically: a directory holding only
 # libstdc++.a makes the toolchain's `-lstdc++` pick the archive. That removes libstdc++.so's
 # load-time symbol binding, about a third of the instructions `rcagent get` executes.
@@ -13,7 +14,7 @@ STATIC_CXX := $(ROOT)/.build/static-libstdc++
 RELEASE    := $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -gnone -Xlinker -L$(STATIC_CXX)
 RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path)
 
-.PHONY: all build release test lint format run bench deb deb-check clean deps-build deps-test deps-bench deps-deb
+.PHONY: all build release test test-reliability fuzz lint format run bench deb deb-check clean deps-build deps-test deps-bench deps-deb deps-reliability
 
 all: build
 
@@ -30,6 +31,7 @@ deps-build: ; $(call ensure_packages,$(BUILD_DEPS))
 deps-test:  ; $(call ensure_packages,$(TEST_DEPS))
 deps-bench: ; $(call ensure_packages,$(BENCH_DEPS))
 deps-deb:   ; $(call ensure_packages,$(DEB_DEPS))
+deps-reliability: ; $(call ensure_packages,$(RELIABILITY_DEPS))
 
 build: deps-build
 	$(SWIFT) build
@@ -38,9 +40,15 @@ release: deps-build
 	@mkdir -p $(STATIC_CXX) && ln -sf "$$(g++ -print-file-name=libstdc++.a)" $(STATIC_CXX)/libstdc++.a
 	$(RELEASE)
 
+# The reliability suites (Tests/EndToEndTests/Reliability, suites named Reliability*) run on their
+# own: `make test-reliability`, which CI runs after `make test`.
 test: deps-test lint
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --skip Reliability
+
+test-reliability: deps-reliability
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --filter Reliability
 
 # The toolchain's formatter with the checked-in .swift-format; `make format` rewrites in place.
 lint:
