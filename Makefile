@@ -1,5 +1,8 @@
 # rcagent: build, run, test, bench. Every target installs the Debian packages it needs.
 SWIFT      ?= swift
+# Extra SwiftPM flags for every build, e.g. SWIFTPM_FLAGS="--scratch-path .build-mine" for a
+# second build directory beside the default one.
+SWIFTPM_FLAGS ?=
 ROOT       := $(CURDIR)
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BUILD_DEPS := libsqlite3-dev libsystemd-dev libcurl4-openssl-dev libssl-dev libmosquitto-dev pkg-config g++
@@ -11,8 +14,8 @@ RELIABILITY_DEPS := $(TEST_DEPS) faketime
 # libstdc++.a makes the toolchain's `-lstdc++` pick the archive. That removes libstdc++.so's
 # load-time symbol binding, about a third of the instructions `rcagent get` executes.
 STATIC_CXX := $(ROOT)/.build/static-libstdc++
-RELEASE    := $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -gnone -Xlinker -L$(STATIC_CXX)
-RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path)
+RELEASE    := $(SWIFT) build $(SWIFTPM_FLAGS) -c release --static-swift-stdlib -Xswiftc -gnone -Xlinker -L$(STATIC_CXX)
+RELEASE_BIN = $(shell $(SWIFT) build $(SWIFTPM_FLAGS) -c release --show-bin-path)
 
 .PHONY: all build release test test-reliability fuzz lint format run bench deb deb-check clean deps-build deps-test deps-bench deps-deb deps-reliability
 
@@ -34,7 +37,7 @@ deps-deb:   ; $(call ensure_packages,$(DEB_DEPS))
 deps-reliability: ; $(call ensure_packages,$(RELIABILITY_DEPS))
 
 build: deps-build
-	$(SWIFT) build
+	$(SWIFT) build $(SWIFTPM_FLAGS)
 
 release: deps-build
 	@mkdir -p $(STATIC_CXX) && ln -sf "$$(g++ -print-file-name=libstdc++.a)" $(STATIC_CXX)/libstdc++.a
@@ -43,12 +46,12 @@ release: deps-build
 # The reliability suites (Tests/EndToEndTests/Reliability, suites named Reliability*) run on their
 # own: `make test-reliability`, which CI runs after `make test`.
 test: deps-test lint
-	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --skip Reliability
+	$(SWIFT) build $(SWIFTPM_FLAGS) --build-tests
+	$(SWIFT) test $(SWIFTPM_FLAGS) --skip-build --skip Reliability
 
 test-reliability: deps-reliability
-	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --filter Reliability
+	$(SWIFT) build $(SWIFTPM_FLAGS) --build-tests
+	$(SWIFT) test $(SWIFTPM_FLAGS) --skip-build --filter Reliability
 
 # The toolchain's formatter with the checked-in .swift-format; `make format` rewrites in place.
 lint:
