@@ -7,7 +7,7 @@ ROOT       := $(CURDIR)
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BUILD_DEPS := libsqlite3-dev libsystemd-dev libcurl4-openssl-dev libssl-dev libmosquitto-dev pkg-config g++
 TEST_DEPS  := $(BUILD_DEPS) sqlite3 python3 openssl mosquitto mosquitto-clients
-BENCH_DEPS := $(BUILD_DEPS) sqlite3 hyperfine jq python3 mosquitto mosquitto-clients redis-server redis-tools
+BENCH_DEPS := $(BUILD_DEPS) sqlite3 hyperfine jq python3 mosquitto mosquitto-clients redis-server redis-tools linux-perf strace dpkg-dev binutils
 DEB_DEPS   := $(BUILD_DEPS) dpkg-dev lintian systemd binutils
 RELIABILITY_DEPS := $(TEST_DEPS) faketime
 # Release builds link the Swift runtime and libstdc++ statically: a directory holding only
@@ -72,11 +72,10 @@ run: release
 	@echo "  (edit run/remote.json to change values; Ctrl-C stops the daemon)"
 	exec $(RELEASE_BIN)/rcagentd --config $(ROOT)/run/agent.conf
 
+# Every bench/ script against the release build, one table at the end and bench/results.json
+# (BENCHMARKS.md explains the figures). `bench/run.py BIN_DIR idle` runs one script.
 bench: deps-bench release
-	bench/get.sh $(RELEASE_BIN)
-	bench/ping.py $(RELEASE_BIN)
-	bench/fanout.py $(RELEASE_BIN) 50
-	bench/idle.sh $(RELEASE_BIN) 60
+	bench/run.py $(RELEASE_BIN)
 
 # rcagent_VERSION_ARCH.deb in the checkout: static Swift stdlib, no toolchain needed on the device.
 deb: deps-deb release

@@ -56,6 +56,7 @@ def wait_all(expected, limit=60):
 
 
 processes = []
+figures = []
 try:
     server_dir = os.path.join(work, "server")
     os.makedirs(server_dir)
@@ -99,11 +100,19 @@ try:
         fetched = requests() - before
         print(f"{agents} agents, Jitter={jitter}: all serve the new value {elapsed * 1000:.0f} ms after the ping; "
               f"{fetched} fetch requests reached the config server")
+        figures.append({"id": f"fanout.jitter_{jitter}.seconds", "figure": f"fan-out, {agents} agents, Jitter={jitter}: all updated",
+                        "value": round(elapsed, 2), "unit": "s", "target": None,
+                        "note": "upper bound: includes one polling sweep of rcagent get over every agent"})
+        figures.append({"id": f"fanout.jitter_{jitter}.requests", "figure": f"fan-out, {agents} agents, Jitter={jitter}: fetch requests",
+                        "value": fetched, "unit": "", "target": None})
         for p in daemons:
             p.terminate()
         for p in daemons:
             p.wait()
             processes.remove(p)
+    if os.environ.get("RCBENCH_OUT"):
+        with open(os.path.join(os.environ["RCBENCH_OUT"], "fanout.json"), "w") as f:
+            json.dump(figures, f)
 finally:
     for p in processes:
         p.kill()

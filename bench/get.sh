@@ -55,3 +55,19 @@ jq -r '
   (.results[] | "\(.command | . + "                " | .[0:16]) \(.mean * 1000 * 1000 | round / 1000) ms"),
   "ratio rcagent/sqlite3: \($a / $b * 1000 | round / 1000) (SPEC §9 target <= 1.5)"
 ' "$work/get.json"
+
+# For bench/run.py: the ratio against sqlite3 (the SPEC §9 figure), and every command's mean with
+# the peers' statistics and rcagent's ratio to each.
+[ -n "${RCBENCH_OUT:-}" ] && jq '
+  def ms: . * 1000000 | round / 1000;
+  .results[0].mean as $a |
+  (.results | map({key: .command, value: {mean_ms: (.mean | ms), stddev_ms: (.stddev | ms), median_ms: (.median | ms),
+    min_ms: (.min | ms), max_ms: (.max | ms), runs: (.times | length), rcagent_ratio: ($a / .mean * 1000 | round / 1000)}})
+    | from_entries) as $peers |
+  [{id: "get.ratio_sqlite3", figure: "rcagent get / sqlite3 select (3,000 keys, one hyperfine run)",
+    value: ($a / .results[1].mean * 1000 | round / 1000), unit: "x", target: {op: "<=", value: 1.5}, peers: $peers,
+    note: "hyperfine -N, 20 warm-up and 300 measured runs; the database checkpointed first"}]
+  + [.results[] | {id: ("get.mean." + (.command | gsub("[^a-z0-9]+"; "_"))), figure: ("  " + .command + ", mean"),
+    value: (.mean | ms), unit: "ms", target: null, peers: {rcagent_ratio: ($a / .mean * 1000 | round / 1000)}}]
+' "$work/get.json" > "$RCBENCH_OUT/get.json"
+exit 0

@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""SPEC §9: the daemon idle. A daemon on a `file` source, fetched once, then left alone for
+SECONDS (60): its proportional set size at the end (smaps_rollup, target <= 8 MiB) with a
+per-mapping breakdown (smaps), the CPU time it used (utime+stime), and its wakeups over the window,
+counted per thread as voluntary+nonvoluntary context switches (/proc/PID/task/*/status) and, when
+`perf stat` can count the sched:sched_switch tracepoint here, by perf as well. SPEC §9 allows only
+timer and watchdog wakeups: after the window strace watches the daemon for 10 s more and shows
+what each woken thread returned from, and the timer periods it re-armed.
+
+Usage: bench/idle.py BIN_DIR [SECONDS]
+"""
+import collections, json, os, re, shutil, subprocess, sys, tempfile, time
+
+bin_dir = os.path.abspath(sys.argv[1])
+seconds = int(sys.argv[2]) if len(sys.argv) > 2 else 60
+work = tempfile.mkdtemp(prefix="rcidle-")
+conf = os.path.join(work, "agent.conf")
+with open(conf, "w") as f:
+    f.write(f"[Agent]\nStateDirectory={work}/state\nSocket={work}/agent.sock\nSocketGroup=\n"
+            f"Defaults={work}/defaults.json\n[Source]\nType=file\nPath={work}/remote.json\n")
+with open(f"{work}/defaults.json", "w") as f:
+    f.write('{"kiosk_url": "https://example.com"}')
+with open(f"{work}/remote.json", "w") as f:
+    f.write('{"state": "UPDATE", "templateVersion": "1", "entries": {"kiosk_url": "https://example.com/remote"}}')
+env = dict(os.environ, RCAGENT_CONFIG=conf)
+
+
+def threads(pid):
+    """tid -> (name, context switches, where it sleeps)."""
+    result = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                status = f.read()
+            name = re.search(r"^Name:\s*(.*)$", status, re.M).group(1)
+            switches = sum(int(n) for n in re.findall(r"^(?:non)?voluntary_ctxt_switches:\s*(\d+)", status, re.M))
+            with open(f"/proc/{pid}/task/{tid}/wchan") as f:
+                wchan = f.read().strip()
+            result[int(tid)] = (name, switches, wchan)
+        except (OSError, AttributeError):
+            pass  # the thread ended while we looked
+    return result
+
+
+def cpu_ms(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 // os.sysconf("SC_CLK_TCK")
+
+
+def rollup(pid):
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+):\s+(\d+) kB", f.read(), re.M)}
+
+
+def mappings(pid, binary):
+    """Pss, Rss and Private_Dirty in KiB per mapped file (the daemon's binary as `rcagentd`), and
+    the anonymous memory as one row (heap, thread stacks, malloc arenas, .bss)."""
+    rows = collections.defaultdict(collections.Counter)
+    name = None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+                parts = line.split(None, 5)
+                path = parts[5].strip() if len(parts) > 5 else ""
+                if path == binary:
+                    name = "rcagentd (the binary)"
+                elif path.startswith("/"):
+                    name = os.path.basename(path)
+                else:
+                    name = "anonymous (heap, stacks, arenas, .bss)"
+                rows[name]["mappings"] += 1
+                continue
+            key, _, value = line.partition(":")
+            if key in ("Pss", "Rss", "Private_Dirty", "Anonymous"):
+                rows[name][key] += int(value.split()[0])
+    return rows
+
+
+def perf_works():
+    try:
+        return subprocess.run(["perf", "stat", "-e", "sched:sched_switch", "true"], capture_output=True,
+                              timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def strace_summary(pid, window):
+    """What each thread returned from during `window` seconds, and the timerfd periods re-armed."""
+    if not shutil.which("strace"):
+        return None
+    log = os.path.join(work, "strace.txt")
+    subprocess.run(["timeout", str(window), "strace", "-f", "-tt", "-o", log, "-p", str(pid)], capture_output=True)
+    returns = collections.defaultdict(collections.Counter)
+    arms = collections.defaultdict(list)
+    with open(log) as f:
+        for line in f:
+            m = re.match(r"^(\d+)\s+[\d:.]+\s+(?:<\.\.\. )?(\w+)", line)
+            if not m:
+                continue
+            tid, call = int(m.group(1)), m.group(2)
+            if call in ("restart_syscall", "exit") or "resumed" not in line and "unfinished" in line:
+                continue
+            if call == "timerfd_settime":
+                v = re.search(r"it_value=\{tv_sec=(\d+), tv_nsec=(\d+)\}", line)
+                if v:
+                    arms[tid].append(int(v.group(1)) + int(v.group(2)) / 1e9)
+            returns[tid][call] += 1
+    periods = {tid: sorted({round(b - a, 3) for a, b in zip(times, times[1:])}) for tid, times in arms.items()}
+    return returns, periods
+
+
+daemon = subprocess.Popen([f"{bin_dir}/rcagentd", "--config", conf], stderr=subprocess.DEVNULL)
+pid = daemon.pid
+figures = []
+try:
+    deadline = time.time() + 20
+    while subprocess.run([f"{bin_dir}/rcagent", "fetch", "--wait"], env=env, capture_output=True).returncode != 0:
+        if time.time() > deadline:
+            raise SystemExit("the daemon never answered a fetch")
+        time.sleep(0.1)
+    time.sleep(2)
+
+    before, cpu_before, t0 = threads(pid), cpu_ms(pid), time.monotonic()
+    perf = None
+    if perf_works():
+        out = subprocess.run(["perf", "stat", "-x,", "--per-thread", "-e", "sched:sched_switch", "-p", str(pid),
+                              "--", "sleep", str(seconds)], capture_output=True, text=True).stderr
+        perf = {}
+        for line in out.splitlines():
+            cells = line.split(",")
+            if len(cells) > 3 and cells[3] == "sched:sched_switch":
+                perf[cells[0]] = int(cells[1]) if cells[1].isdigit() else 0
+    else:
+        time.sleep(seconds)
+    after, cpu_after, elapsed = threads(pid), cpu_ms(pid), time.monotonic() - t0
+    memory = rollup(pid)
+    rows = mappings(pid, os.path.realpath(f"{bin_dir}/rcagentd"))
+    traced = strace_summary(pid, 10)
+    # The daemon gives back start-up's pages 30 s after it starts; a later fetch maps back what it
+    # runs. What one forced fetch (the socket, a file read, a JSON parse, a SQLite commit) leaves:
+    subprocess.run([f"{bin_dir}/rcagent", "fetch", "--force", "--wait"], env=env, capture_output=True)
+    time.sleep(2)
+    after_fetch = rollup(pid)
+
+    per_thread = []
+    for tid in sorted(set(before) | set(after)):
+        name, start, wchan = before.get(tid, after.get(tid))
+        end = after[tid][1] if tid in after else None
+        per_thread.append({"tid": tid, "name": name, "sleeps_in": after.get(tid, (0, 0, wchan))[2],
+                           "wakeups": None if end is None else end - start,
+                           "alive": "whole window" if tid in before and tid in after
+                           else "ended during the window" if tid in before else "started during the window"})
+    wakeups = sum(t["wakeups"] or 0 for t in per_thread)
+    per_minute = wakeups * 60 / elapsed
+    pss = memory["Pss"]
+    print(f"rcagentd idle for {seconds}s: PSS {pss / 1024:.1f} MiB (RSS {memory['Rss'] / 1024:.1f} MiB, "
+          f"anonymous {memory.get('Pss_Anon', 0) / 1024:.1f} MiB), CPU {cpu_after - cpu_before} ms, "
+          f"{wakeups} wakeups ({per_minute:.0f}/min) (SPEC §9 target PSS <= 8 MiB, only timer/watchdog wakeups)")
+    print(f"  threads at the end: {len(after)}")
+    for t in per_thread:
+        print(f"    {t['tid']:>7} {t['name']:<16} {str(t['wakeups']):>5} wakeups  sleeps in {t['sleeps_in']:<28} {t['alive']}")
+    if perf is not None:
+        print(f"  perf stat sched:sched_switch over the window: {sum(perf.values())} "
+              f"({', '.join(f'{k} {v}' for k, v in sorted(perf.items()) if v)})")
+    timer_only = None
+    if traced:
+        returns, periods = traced
+        print("  strace, 10 s after the window (attaching wakes every thread once): what each returned from")
+        for tid, calls in sorted(returns.items()):
+            name = after.get(tid, before.get(tid, ("?",)))[0]
+            period = f"; re-armed its timerfd every {', '.join(f'{p:g}' for p in periods[tid])} s" if periods.get(tid) else ""
+            print(f"    {tid:>7} {name:<16} {dict(calls)}{period}")
+        # Judged on the window itself: a thread that woke is a timer's if strace saw it re-arm a
+        # timerfd with a period that explains its count, and a pool thread that ended during the
+        # window woke once, when its timed wait for work ran out.
+        timer_only = True
+        for t in per_thread:
+            if t["alive"] == "ended during the window":
+                t["cause"] = "an idle dispatch pool thread retiring (its timed wait ran out)"
+            elif t["wakeups"]:
+                shortest = min(periods.get(t["tid"]) or [0])
+                if shortest > 0 and t["wakeups"] <= elapsed / shortest * 1.1 + 2:
+                    t["cause"] = f"a timer every {shortest:g} s"
+                else:
+                    t["cause"] = "not a timer"
+                    timer_only = False
+        for t in per_thread:
+            if t.get("cause"):
+                print(f"    {t['tid']:>7} {t['name']:<16} {t['cause']}")
+        print(f"  only timers: {'yes' if timer_only else 'no'}")
+
+    print(f"  PSS 2 s after one more (forced) fetch: {after_fetch['Pss'] / 1024:.1f} MiB")
+    print("  PSS by mapping at the end of the window (KiB, largest first):")
+    total_rss = sum(r["Rss"] for r in rows.values())
+    top = sorted(rows.items(), key=lambda kv: -kv[1]["Pss"])
+    for name, r in top[:14]:
+        print(f"    {r['Pss']:>6} Pss {r['Rss']:>6} Rss {r['Private_Dirty']:>5} dirty  {name}")
+    rest = top[14:]
+    print(f"    {sum(r['Pss'] for _, r in rest):>6} Pss {sum(r['Rss'] for _, r in rest):>6} Rss        "
+          f"  {len(rest)} more libraries")
+
+    breakdown = {name: {"pss_kib": r["Pss"], "rss_kib": r["Rss"], "private_dirty_kib": r["Private_Dirty"]}
+                 for name, r in top}
+    libraries = [r for name, r in top if not name.startswith(("rcagentd", "anonymous"))]
+    figures = [
+        {"id": "idle.pss", "figure": f"daemon idle PSS (smaps_rollup, after {seconds} s idle)",
+         "value": round(pss / 1024, 1), "unit": "MiB", "target": {"op": "<=", "value": 8},
+         "peers": {"rss_mib": round(memory["Rss"] / 1024, 1), "pss_anon_mib": round(memory.get("Pss_Anon", 0) / 1024, 2),
+                   "pss_file_mib": round(memory.get("Pss_File", 0) / 1024, 2),
+                   "binary_pss_mib": round(rows["rcagentd (the binary)"]["Pss"] / 1024, 2),
+                   "shared_libraries_pss_mib": round(sum(r["Pss"] for r in libraries) / 1024, 2),
+                   "shared_libraries_rss_mib": round(sum(r["Rss"] for r in libraries) / 1024, 2),
+                   "shared_libraries": len(libraries), "threads": len(after), "by_mapping": breakdown},
+         "note": "shared libraries' PSS depends on what else maps them on the machine"},
+        {"id": "idle.pss_after_fetch", "figure": "  daemon PSS 2 s after one more (forced) fetch",
+         "value": round(after_fetch["Pss"] / 1024, 1), "unit": "MiB", "target": {"op": "<=", "value": 8},
+         "peers": {"rss_mib": round(after_fetch["Rss"] / 1024, 1)},
+         "note": "start-up's pages are given back once, 30 s after start; a fetch maps back the code it runs"},
+        {"id": "idle.cpu", "figure": f"daemon idle CPU over {seconds} s", "value": cpu_after - cpu_before, "unit": "ms",
+         "target": None},
+        {"id": "idle.wakeups", "figure": f"daemon idle wakeups per minute ({len(after)} threads)",
+         "value": round(per_minute, 1), "unit": "/min", "target": None,
+         "target_text": "timers/watchdog only",
+         "verdict": "-" if timer_only is None else "met" if timer_only else "missed",
+         "peers": {"threads": per_thread, "perf_sched_switch": perf,
+                   "strace": {str(k): dict(v) for k, v in traced[0].items()} if traced else None,
+                   "timer_periods_s": {str(k): v for k, v in traced[1].items()} if traced else None}},
+    ]
+    if os.environ.get("RCBENCH_OUT"):
+        with open(os.path.join(os.environ["RCBENCH_OUT"], "idle.json"), "w") as f:
+            json.dump(figures, f)
+finally:
+    daemon.terminate()
+    daemon.wait()
+    shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Binary and package sizes: the three release binaries as built (static Swift stdlib, no debug
+# info) and stripped the way packaging/build-deb.sh strips them, and the .deb. The package is
+# built from BIN_DIR into a temporary directory with packaging/build-deb.sh (a few seconds; the
+# checkout's own rcagent_*.deb is left alone), unless RCBENCH_DEB names an existing .deb to read.
+# Usage: bench/sizes.sh BIN_DIR
+set -euo pipefail
+bin=${1:?usage: bench/sizes.sh BIN_DIR}
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+figures=()
+for program in rcagent rcagentd rcadmin; do
+    built=$(stat -c %s "$bin/$program")
+    cp "$bin/$program" "$work/$program"
+    strip --strip-unneeded --remove-section=.comment --remove-section=.note "$work/$program"
+    stripped=$(stat -c %s "$work/$program")
+    echo "$program: $built bytes as built, $stripped stripped as packaged"
+    figures+=("{\"id\": \"size.$program\", \"figure\": \"$program binary, stripped as packaged\", \"value\": $(awk "BEGIN { printf \"%.2f\", $stripped / 1000000 }"),
+      \"unit\": \"MB\", \"target\": null, \"peers\": {\"stripped_bytes\": $stripped, \"built_bytes\": $built}}")
+done
+if [ -n "${RCBENCH_DEB:-}" ]; then
+    deb=$RCBENCH_DEB
+    how="read from $deb"
+else
+    deb=$("$root/packaging/build-deb.sh" "$bin" "$work/deb")
+    how="built by bench/sizes.sh from $bin with packaging/build-deb.sh"
+fi
+deb_bytes=$(stat -c %s "$deb")
+installed_kib=$(dpkg-deb -f "$deb" Installed-Size)
+echo "$(basename "$deb"): $deb_bytes bytes, Installed-Size $installed_kib KiB ($how)"
+figures+=("{\"id\": \"size.deb\", \"figure\": \"$(basename "$deb")\", \"value\": $(awk "BEGIN { printf \"%.2f\", $deb_bytes / 1000000 }"),
+  \"unit\": \"MB\", \"target\": null, \"peers\": {\"bytes\": $deb_bytes, \"installed_kib\": $installed_kib}, \"note\": \"$how\"}")
+if [ -n "${RCBENCH_OUT:-}" ]; then
+    (IFS=,; echo "[${figures[*]}]") | jq . > "$RCBENCH_OUT/sizes.json"
+fi
