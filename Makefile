@@ -53,6 +53,33 @@ test-reliability: deps-reliability
 	$(SWIFT) build $(SWIFTPM_FLAGS) --build-tests
 	$(SWIFT) test $(SWIFTPM_FLAGS) --skip-build --filter Reliability
 
+# Parser fuzzing with libFuzzer: `make fuzz` runs every target of Sources/RCFuzzing for FUZZ_SECONDS
+# each, `make fuzz FUZZ_TARGET=json FUZZ_SECONDS=600` one. Its own build directory (the fuzzer
+# instruments every module); new inputs and crashes go to FUZZ_OUT/<target>/{corpus,crashes}.
+# Replay a crash with the normal build: `swift run rcfuzz TARGET FILE`. (Swift's backtracer is off
+# so that libFuzzer, not it, handles a trap and writes the input out.)
+FUZZ_TARGET  ?=
+FUZZ_SECONDS ?= 30
+FUZZ_OUT     ?= .build-fuzz/findings
+FUZZ_BUILD   := $(SWIFT) build --scratch-path .build-fuzz -c release --product rcfuzz \
+	-Xswiftc -sanitize=fuzzer -Xswiftc -DRCFUZZ_LIBFUZZER \
+	-Xlinker --undefined=LLVMFuzzerRunDriver -Xlinker --export-dynamic-symbol=LLVMFuzzerRunDriver
+
+fuzz: deps-build
+	$(FUZZ_BUILD)
+	@bin="$$($(SWIFT) build --scratch-path .build-fuzz -c release --show-bin-path)/rcfuzz"; \
+	targets="$(FUZZ_TARGET)"; [ -n "$$targets" ] || targets="$$($$bin --list)"; failed=""; \
+	for t in $$targets; do \
+		out="$(FUZZ_OUT)/$$t"; mkdir -p "$$out/corpus" "$$out/crashes"; \
+		echo "== $$t: $(FUZZ_SECONDS) s"; \
+		RCFUZZ_TARGET=$$t SWIFT_BACKTRACE=enable=no "$$bin" -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+			-dict=Tests/Fuzz/rcagent.dict -print_final_stats=1 -artifact_prefix="$$out/crashes/" \
+			"$$out/corpus" "Tests/Fuzz/corpus/$$t" >"$$out/log" 2>&1 || failed="$$failed $$t"; \
+		grep -E "^stat::(number_of_executed_units|average_exec_per_sec|new_units_added)|^==[0-9]+== ERROR|Fatal error|^artifact_prefix|Test unit written" "$$out/log" | sed 's/^/   /'; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: findings in:$$failed (see $(FUZZ_OUT)/<target>/log)"; exit 1; fi; \
+	echo "fuzz: no findings"
+
 # The toolchain's formatter with the checked-in .swift-format; `make format` rewrites in place.
 lint:
 	$(SWIFT) format lint --recursive Sources Tests Package.swift

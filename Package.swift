@@ -35,10 +35,15 @@ let package = Package(
         .executableTarget(name: "rcagentd", dependencies: ["RCAgent"]),
         .executableTarget(name: "rcadmin", dependencies: ["RCAdmin"]),
 
+        // Parser fuzz targets (`make fuzz`; the corpus run is a Reliability suite of EndToEndTests).
+        .target(name: "RCFuzzing", dependencies: ["RCCore", "RCTemplate", "RCAgent"]),
+        .executableTarget(name: "rcfuzz", dependencies: ["RCFuzzing"]),
+
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "RCCoreTests", dependencies: ["RCCore", "TestSupport"]),
         .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "TestSupport"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["rcagent", "rcagentd", "rcadmin", "RCStore", "RCCore"]),
+        .testTarget(
+            name: "EndToEndTests", dependencies: ["rcagent", "rcagentd", "rcadmin", "RCStore", "RCCore", "RCFuzzing"]),
     ]
 )

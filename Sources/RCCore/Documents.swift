@@ -44,7 +44,18 @@ public enum RemoteDocument: Sendable, Equatable {
     /// template (`parameters`). Template conditions are not evaluated yet: each parameter's
     /// `defaultValue` applies, and `useInAppDefault` leaves the key to the local defaults.
     public static func parse(_ bytes: [UInt8], name: String) throws(DocumentError) -> RemoteDocument {
-        if let document = WireDocument.decode(bytes) { return document }
+        if let document = parseFast(bytes) { return document }
+        return try parseGeneral(bytes, name: name)
+    }
+
+    /// The typed fast path alone: the document, or `nil` when the general path must decide.
+    /// Exposed for the parser fuzz targets, which check that both paths agree.
+    package static func parseFast(_ bytes: [UInt8]) -> RemoteDocument? {
+        WireDocument.decode(bytes)
+    }
+
+    /// The general path alone (a ``JSONValue`` tree), which decides every document and words its errors.
+    package static func parseGeneral(_ bytes: [UInt8], name: String) throws(DocumentError) -> RemoteDocument {
         let json: JSONValue
         do { json = try JSONValue.parse(bytes) } catch {
             throw DocumentError(document: name, reason: error.description)
@@ -187,7 +198,11 @@ private struct WireDocument: Decodable {
     }
 
     static func decode(_ bytes: [UInt8]) -> RemoteDocument? {
-        guard let wire = try? JSONDecoder().decode(WireDocument.self, from: Data(bytes)) else { return nil }
+        let data = Data(bytes)
+        // The decoder skips members it does not decode unchecked: check the whole text first.
+        guard (try? JSONValue.validate(data)) != nil,
+            let wire = try? JSONDecoder().decode(WireDocument.self, from: data)
+        else { return nil }
         func isVersion(_ v: String?) -> Bool {
             v.map { !$0.isEmpty && $0.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } } ?? true
         }

@@ -19,6 +19,14 @@ public enum DpkgStatus {
         } catch {
             throw UpdateCheckError("\(error)")
         }
+        return try installedVersion(of: package, statusText: bytes)
+    }
+
+    /// The version of `package` in the text of a dpkg status file (the parser behind
+    /// ``installedVersion(of:statusFile:)``, exposed for the parser fuzz targets).
+    package static func installedVersion(of package: String, statusText bytes: [UInt8]) throws(UpdateCheckError)
+        -> String
+    {
         var found = false
         for stanza in String(decoding: bytes, as: UTF8.self).split(separator: "\n\n") {
             var fields: [Substring: Substring] = [:]

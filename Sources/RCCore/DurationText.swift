@@ -47,9 +47,10 @@ public enum DurationText {
 public enum SizeText {
     public static func parse(_ text: String) -> Int? {
         let trimmed = text.trimmingSpaces()
-        let multipliers: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+        // Keyed by String: some characters upper-case to several ("ß" to "SS"), which no Character holds.
+        let multipliers: [String: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
         let (digits, multiplier) =
-            if let last = trimmed.last, let m = multipliers[Character(last.uppercased())] {
+            if let last = trimmed.last, let m = multipliers[last.uppercased()] {
                 (trimmed.dropLast(), m)
             } else {
                 (trimmed, 1)

@@ -27,10 +27,12 @@ public enum JSONValue: Sendable, Equatable {
         }
     }
 
-    /// Parses JSON text. Errors describe what is wrong and, where the decoder knows, where.
+    /// Parses JSON text. Errors describe what is wrong and where (line, column and byte offset).
     public static func parse(_ bytes: some Collection<UInt8>) throws(JSONParseError) -> JSONValue {
+        let data = Data(bytes)
+        try validate(data)
         do {
-            return try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+            return try JSONDecoder().decode(JSONValue.self, from: data)
         } catch let error as DecodingError {
             throw JSONParseError(reason: Self.describe(error))
         } catch {
@@ -40,6 +42,14 @@ public enum JSONValue: Sendable, Equatable {
 
     public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
         try parse(Array(text.utf8))
+    }
+
+    /// Checks the syntax (RFC 8259) of `data`, which the decoder does not do fully (see ``JSONSyntax``).
+    static func validate(_ data: Data) throws(JSONParseError) {
+        let result = data.withUnsafeBytes { raw in
+            Result { () throws(JSONParseError) in try JSONSyntax.validate(raw.assumingMemoryBound(to: UInt8.self)) }
+        }
+        try result.get()
     }
 
     private static func describe(_ error: DecodingError) -> String {

@@ -57,6 +57,10 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
             let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
             (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
+        // timegm would roll an impossible date (February 30) into the next month: refuse it.
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let daysInMonth: [Int32] = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+        guard day <= daysInMonth[Int(month) - 1] else { return nil }
         var index = 19
         var millis: Int64 = 0
         if bytes[index] == UInt8(ascii: ".") {

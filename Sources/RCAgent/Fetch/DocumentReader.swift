@@ -4,13 +4,14 @@ import RCTemplate
 /// Reads what the file and http sources deliver (SPEC §3): a fetch response, or a template whose
 /// server-template conditions are evaluated here with the device id and `[Signals]` as context.
 /// Conditions this agent cannot evaluate are false, and each is reported once.
-final class DocumentReader: Sendable {
+/// Package access: the parser fuzz targets read documents through it.
+package final class DocumentReader: Sendable {
     private let context: EvaluationContext
     private let log: Logger
     private let reported = NSLockLite()
     nonisolated(unsafe) private var alreadyReported: Set<String> = []
 
-    init(deviceId: String, signals: [(name: String, value: String)], log: Logger) {
+    package init(deviceId: String, signals: [(name: String, value: String)], log: Logger) {
         context = EvaluationContext(deviceId: deviceId, signals: Dictionary(signals.map { ($0.name, $0.value) }) { $1 })
         self.log = log
     }
@@ -25,7 +26,7 @@ final class DocumentReader: Sendable {
         return FileSource.etag(of: Array(text.utf8))
     }
 
-    func read(_ bytes: [UInt8], name: String) throws(DocumentError) -> RemoteDocument {
+    package func read(_ bytes: [UInt8], name: String) throws(DocumentError) -> RemoteDocument {
         // Only a document that mentions conditions may need the evaluator; the rest take the fast path.
         guard Self.mentionsConditions(bytes) else { return try RemoteDocument.parse(bytes, name: name) }
         let shape = try RemoteDocument.parse(bytes, name: name)
@@ -44,8 +45,10 @@ final class DocumentReader: Sendable {
         return .update(values: evaluation.values, templateVersion: evaluation.templateVersion)
     }
 
+    /// Whether the document may have a `conditions` member: the name written out, or any `\u` escape,
+    /// which could spell it (`"condition\u0073"`) and must not make the agent skip the conditions.
     private static func mentionsConditions(_ bytes: [UInt8]) -> Bool {
-        contains(bytes, Array("\"conditions\"".utf8))
+        contains(bytes, Array("\"conditions\"".utf8)) || contains(bytes, Array("\\u".utf8))
     }
 
     private static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {

@@ -54,18 +54,25 @@ public struct HTTPSource: ConfigSource {
         }
     }
 
-    /// `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
-    static func retryAfter(_ value: String, now: Timestamp) -> Duration? {
+    /// The longest pause a `Retry-After` can impose. The throttle persists across restarts, so a wrong
+    /// header (a date years ahead) must not silence the device for longer than this.
+    package static let maximumRetryAfter: Duration = .seconds(24 * 3600)
+
+    /// `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 §10.2.3). Package access: the
+    /// parser fuzz targets call it.
+    package static func retryAfter(_ value: String, now: Timestamp) -> Duration? {
         let trimmed = value.trimmingSpaces()
-        if let seconds = Int64(trimmed), seconds >= 0 { return .seconds(seconds) }
+        if let seconds = Int64(trimmed), seconds >= 0 { return min(.seconds(seconds), maximumRetryAfter) }
         // IMF-fixdate, the only form senders may generate: "Sun, 06 Nov 1994 08:49:37 GMT".
         let fields = trimmed.split(separator: " ")
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         guard fields.count == 6, fields[5] == "GMT", let month = months.firstIndex(of: String(fields[2])),
-            let day = Int32(fields[1]), let year = Int32(fields[3])
+            let day = Int32(fields[1]), let year = Int32(fields[3]), (1...31).contains(day),
+            (1900...9999).contains(year)
         else { return nil }
         let clock = fields[4].split(separator: ":").compactMap { Int32($0) }
-        guard clock.count == 3 else { return nil }
+        guard clock.count == 3, (0...23).contains(clock[0]), (0...59).contains(clock[1]), (0...60).contains(clock[2])
+        else { return nil }
         var parts = tm()
         parts.tm_year = year - 1900
         parts.tm_mon = Int32(month)
@@ -74,7 +81,7 @@ public struct HTTPSource: ConfigSource {
         parts.tm_min = clock[1]
         parts.tm_sec = clock[2]
         let at = Timestamp(milliseconds: Int64(timegm(&parts)) * 1_000)
-        return at > now ? at - now : .zero
+        return at > now ? min(at - now, maximumRetryAfter) : .zero
     }
 
     /// The start of an error body, for the log and status (servers often say why there).

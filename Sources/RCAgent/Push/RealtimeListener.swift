@@ -80,7 +80,7 @@ final class RealtimeListener: Sendable {
     private final class StreamSession: @unchecked Sendable {
         let listener: RealtimeListener
         private let lock = NSLockLite()
-        private var buffer: [UInt8] = []
+        private var framer = RealtimeStreamFramer()
         private var disabled = false
         private var retryInterval: Duration?
         private var receiver: StreamReceiver?
@@ -153,46 +153,9 @@ final class RealtimeListener: Sendable {
         private var isDisabled: Bool { lock.withLock { disabled } }
         private var retry: Duration? { lock.withLock { retryInterval } }
 
-        /// Splits the stream into top-level JSON objects (brace depth outside strings) and handles each.
+        /// Splits the stream into top-level JSON objects and handles each.
         private func receive(_ bytes: [UInt8]) {
-            let messages: [[UInt8]] = lock.withLock {
-                buffer.append(contentsOf: bytes)
-                var found: [[UInt8]] = []
-                var depth = 0
-                var inString = false
-                var escaped = false
-                var start: Int?
-                var consumed = 0
-                for (index, byte) in buffer.enumerated() {
-                    if inString {
-                        if escaped {
-                            escaped = false
-                        } else if byte == UInt8(ascii: "\\") {
-                            escaped = true
-                        } else if byte == UInt8(ascii: "\"") {
-                            inString = false
-                        }
-                        continue
-                    }
-                    switch byte {
-                    case UInt8(ascii: "\""): if depth > 0 { inString = true }
-                    case UInt8(ascii: "{"):
-                        if depth == 0 { start = index }
-                        depth += 1
-                    case UInt8(ascii: "}") where depth > 0:
-                        depth -= 1
-                        if depth == 0, let begin = start {
-                            found.append(Array(buffer[begin...index]))
-                            consumed = index + 1
-                            start = nil
-                        }
-                    default: break
-                    }
-                }
-                buffer.removeFirst(start == nil && depth == 0 ? buffer.count : consumed)
-                if buffer.count > 1 << 20 { buffer = [] }  // never grow without bound on garbage
-                return found
-            }
+            let messages = lock.withLock { framer.append(bytes) }
             for message in messages { handle(message) }
         }
 

@@ -4,7 +4,7 @@ import RCCore
 /// Firebase Installations (FIS): the device's installation, registered once, and the short-lived
 /// auth token every Remote Config call carries. The refresh token lives in a 0600 file beside the
 /// database (`installation.json`), written atomically.
-actor InstallationClient {
+package actor InstallationClient {
     struct Credentials: Equatable {
         var fid: String
         var refreshToken: String
@@ -24,6 +24,8 @@ actor InstallationClient {
     static let sdkVersion = "l:\(BuildInfo.version)"
     /// A token counts as expired an hour before it really does (the SDKs' buffer).
     static let expiryBuffer: Duration = .seconds(3600)
+    /// The longest an auth token is taken to live, whatever the server says (the SDKs' tokens last 7 days).
+    package static let maximumTokenLifetime: Duration = .seconds(30 * 24 * 3600)
 
     init(endpoints: FirebaseEndpoints, appId: String, deviceId: String, stateDirectory: String, base: HTTPRequest) {
         self.endpoints = endpoints
@@ -137,15 +139,17 @@ actor InstallationClient {
         }
     }
 
-    /// `{"token": "...", "expiresIn": "604800s"}`.
-    private static func token(from body: [UInt8]) throws(SourceError) -> (String, Timestamp) {
+    /// `{"token": "...", "expiresIn": "604800s"}` (package access: the parser fuzz targets call it).
+    package static func token(from body: [UInt8], now: Timestamp = .now()) throws(SourceError) -> (String, Timestamp) {
         guard let json = try? JSONValue.parse(body), let token = json["token"]?.stringValue,
             let expires = json["expiresIn"]?.stringValue, expires.hasSuffix("s"),
-            let seconds = Double(expires.dropLast())
+            let seconds = Double(expires.dropLast()), seconds.isFinite, seconds >= 0
         else {
             throw SourceError(.badDocument, "Firebase Installations: unreadable auth token response")
         }
-        return (token, .now() + .milliseconds(Int64(seconds * 1_000)))
+        // Capped before the conversion: a huge expiresIn would overflow Int64 and trap.
+        let lifetime = min(seconds, Double(maximumTokenLifetime.components.seconds))
+        return (token, now + .milliseconds(Int64(lifetime * 1_000)))
     }
 
     private static func failure(_ what: String, _ response: HTTPResponse) -> SourceError {

@@ -1,0 +1,40 @@
+import RCCore
+
+/// Addresses from the config file: http(s) URLs (`URL=`, `Endpoint=`) and MQTT brokers (`MQTT=`).
+enum AddressTargets {
+    static let all = [addresses]
+
+    static let addresses = FuzzTarget(
+        "addresses",
+        "URL and MQTT broker text: an http(s) origin is a prefix with a non-empty host and replaces "
+            + "another URL's origin cleanly; a broker address has a non-empty host and a port in 1...65535",
+        checkAddresses)
+
+    private static func checkAddresses(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
+        let value = text(bytes)
+        var accepted = false
+        if let origin = URLText.origin(of: value) {
+            accepted = true
+            let scheme = origin.hasPrefix("https://") ? "https://" : "http://"
+            let host = origin.dropFirst(scheme.count)
+            try check.require(value.hasPrefix(origin), "origin \(origin) is not a prefix of \(value)")
+            try check.require(
+                origin.hasPrefix("http://") || origin.hasPrefix("https://"), "origin \(origin) has another scheme")
+            try check.require(
+                !host.isEmpty && !host.utf8.contains { "/?#".utf8.contains($0) }, "origin \(origin) has host \(host)")
+            try check.require(URLText.replacingOrigin(of: value, with: value) == value, "replacing with itself")
+            let replaced = URLText.replacingOrigin(of: "http://origin.test:8080/v1/path?q=1", with: value)
+            try check.require(replaced == origin + "/v1/path?q=1", "endpoint \(value) gives \(replaced)")
+        }
+        if let broker = MQTTAddress.parse(value) {
+            accepted = true
+            try check.require(
+                broker.tls == value.hasPrefix("mqtts://"), "tls \(broker.tls) for \(value.debugDescription)")
+            try check.require(
+                !broker.host.isEmpty && !broker.host.utf8.contains(UInt8(ascii: "/")),
+                "broker host \(broker.host.debugDescription)")
+            try check.require((1...65535).contains(broker.port), "broker port \(broker.port)")
+        }
+        return accepted ? .accepted : .rejected
+    }
+}

@@ -1,0 +1,172 @@
+import RCCore
+
+/// The JSON documents and messages (SPEC §3, §6): the JSON reader itself and what is built on it.
+enum JSONTargets {
+    static let all = [json, defaults, remoteDocument, pushMessage, controlRequest]
+
+    /// `JSONValue.parse`, under every document the agent reads.
+    static let json = FuzzTarget(
+        "json",
+        "JSON text: errors say \"invalid JSON: <reason>\"; a parsed value re-serialises to compact text that "
+            + "parses to an equal value and serialises identically", checkJson)
+
+    private static func checkJson(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
+        let value: JSONValue
+        do { value = try JSONValue.parse(bytes) } catch {
+            try check.requireNamed(error, prefix: "invalid JSON: ")
+            try check.require(contains(error.reason, " at line "), "error \"\(error)\" does not say where")
+            return .rejected
+        }
+        try requireRoundTrip(value, check)
+        return .accepted
+    }
+
+    /// The defaults file.
+    static let defaults = FuzzTarget(
+        "defaults",
+        "defaults.json: errors name the document; accepted values are exactly the object's members as "
+            + "Remote Config stores them", checkDefaults)
+
+    private static func checkDefaults(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
+        let values: [String: String]
+        do { values = try DefaultsDocument.parse(bytes, name: "defaults.json") } catch {
+            try check.requireNamed(error, prefix: "defaults.json: ")
+            return .rejected
+        }
+        let members = (try? JSONValue.parse(bytes))?.objectMembers
+        try check.require(members != nil, "accepted a document that is not a JSON object")
+        for (key, value) in members ?? [] {
+            try check.require(values[key] == value.configText, "key \(key.debugDescription) reads wrong")
+        }
+        try check.require(values.count == Set((members ?? []).map(\.key)).count, "extra or missing keys")
+        return .accepted
+    }
+
+    /// `RemoteDocument.parse`: the typed fast path and the general `JSONValue` path.
+    static let remoteDocument = FuzzTarget(
+        "remote-document",
+        "fetch response or template: the typed fast path and the general path agree (accept/reject and "
+            + "values); errors name the document; template versions are decimal", checkRemoteDocument)
+
+    private static func checkRemoteDocument(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome
+    {
+        let name = "remote.json"
+        let fast = RemoteDocument.parseFast(bytes)
+        let general = Result { () throws(DocumentError) in try RemoteDocument.parseGeneral(bytes, name: name) }
+        let full = Result { () throws(DocumentError) in try RemoteDocument.parse(bytes, name: name) }
+        if let fast {
+            try check.require(
+                (try? general.get()) == fast,
+                "fast path read \(fast), general path \(String(describing: general))")
+        }
+        let document: RemoteDocument
+        do { document = try full.get() } catch {
+            try check.requireNamed(error, prefix: name + ": ")
+            if case let .failure(generalError) = general {
+                try check.require(generalError == error, "parse and the general path disagree")
+            }
+            return .rejected
+        }
+        try check.require(document == (fast ?? (try? general.get())), "parse is neither path's answer")
+        if case let .update(_, version?) = document {
+            try check.require(
+                !version.isEmpty && version.utf8.allSatisfy { $0 >= 48 && $0 <= 57 }, "template version \(version)")
+        }
+        return .accepted
+    }
+
+    /// FCM-style messages (socket `message` op, MQTT payloads, `rcagent notify`).
+    static let pushMessage = FuzzTarget(
+        "push-message",
+        "FCM-style message JSON: errors say \"bad message: <reason>\"; a parsed message's data re-encoded as "
+            + "{\"data\"} and as a {\"message\"} envelope parses back equal; stale and version follow the data",
+        checkPushMessage)
+
+    private static func checkPushMessage(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
+        guard let json = try? JSONValue.parse(bytes) else { return .rejected }
+        let message: PushMessage
+        do { message = try PushMessage.parse(json) } catch {
+            try check.requireNamed(error, prefix: "bad message: ")
+            return .rejected
+        }
+        try check.require(message.marksStale == (message.data["CONFIG_STATE"] != nil), "marksStale")
+        if let version = message.data["templateVersion"] ?? message.data["latestTemplateVersionNumber"] {
+            try check.require(message.templateVersion == Int64(version), "template version \(version) lost")
+        }
+        let data = JSONValue.object(message.data.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })
+        var body: [(key: String, value: JSONValue)] = [("data", data)]
+        if message.hasLiveActivity { body.append(("apns", .object([]))) }
+        for encoded in [JSONValue.object(body), .object([("message", .object(body))])] {
+            let again = try? PushMessage.parse(encoded)
+            try check.require(again == message, "\(encoded.compactText) reads back as \(String(describing: again))")
+        }
+        return .accepted
+    }
+
+    static let knownOps: Set<String> = ["ping", "status", "fetch", "activate", "mark-stale", "message", "watch"]
+
+    /// Control socket lines, framed as the daemon frames them (newline-delimited, blank lines skipped,
+    /// a line over the limit ends the connection).
+    static let controlRequest = FuzzTarget(
+        "control-request",
+        "control socket lines: a request that parses has a known op and re-encodes to an equal request; a "
+            + "refused line gets a request error code, a message and a well-formed error response", checkControlRequest)
+
+    private static func checkControlRequest(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome
+    {
+        var accepted = false
+        for line in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+            if line.count > ControlRequest.maximumLineLength { break }
+            if line.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 13 }) { continue }
+            let request: ControlRequest
+            do { request = try ControlRequest.parse(Array(line)) } catch {
+                let codes: [ControlError.Code] = [.badJSON, .badRequest, .badMessage, .unknownOp]
+                try check.require(codes.contains(error.code), "unexpected error code \(error.code)")
+                try check.require(!error.message.isEmpty, "empty error message")
+                let response = try? JSONValue.parse(error.response.compactText)
+                try check.require(
+                    response?["ok"] == .bool(false) && response?["error"]?["code"] == .string(error.code.rawValue)
+                        && response?["error"]?["message"] == .string(error.message),
+                    "error response \(error.response.compactText) does not read back")
+                continue
+            }
+            accepted = true
+            let op = (try? JSONValue.parse(Array(line)))?["op"]?.stringValue
+            try check.require(op.map(knownOps.contains) == true, "accepted an unknown op \(String(describing: op))")
+            try check.require(request.json["op"]?.stringValue == op, "the request re-encodes another op")
+            let again = try? ControlRequest.parse(Array(request.json.compactText.utf8))
+            try check.require(again == request, "\(request.json.compactText) reads back differently")
+        }
+        return accepted ? .accepted : .rejected
+    }
+
+    /// Compact text parses back to the same value, and after that one round the text is stable.
+    /// Numbers compare by value: JSON has one number type, and a double with an integral value (2^54,
+    /// written "1.8014398509481984e+16") reads back as an integer.
+    static func requireRoundTrip(_ value: JSONValue, _ check: Checker) throws(PropertyViolation) {
+        let text = value.compactText
+        let again: JSONValue
+        do { again = try JSONValue.parse(text) } catch {
+            throw PropertyViolation(
+                target: check.target, message: "compact text \(text.debugDescription) does not parse: \(error)",
+                location: "\(#fileID):\(#line)")
+        }
+        try check.require(sameValue(again, value), "compact text \(text.debugDescription) parses to another value")
+        let stable = again.compactText
+        try check.require(
+            (try? JSONValue.parse(stable))?.compactText == stable,
+            "compact text \(stable.debugDescription) is not stable")
+    }
+
+    static func sameValue(_ a: JSONValue, _ b: JSONValue) -> Bool {
+        switch (a, b) {
+        // At double precision: "1.2783922337203684e+18", the shortest text of a double, reads back as
+        // the integer 1278392233720368400, which is not that double's exact value but rounds to it.
+        case let (.integer(i), .double(d)), let (.double(d), .integer(i)): Double(i) == d
+        case let (.array(x), .array(y)): x.count == y.count && zip(x, y).allSatisfy { sameValue($0, $1) }
+        case let (.object(x), .object(y)):
+            x.count == y.count && zip(x, y).allSatisfy { $0.key == $1.key && sameValue($0.value, $1.value) }
+        default: a == b
+        }
+    }
+}
