@@ -66,6 +66,7 @@ actor Agent {
     func stop() {
         stopping = true
         timerTask?.cancel()
+        storeRetryTask?.cancel()
         wakeup?.resume()
         wakeup = nil
         for fd in watchers { shutdown(fd, Int32(SHUT_RDWR)) }
@@ -87,7 +88,7 @@ actor Agent {
         if source is UnconfiguredSource { return .failed(UnconfiguredSource.message) }
         let now = Timestamp.now()
         let status: StoreStatus
-        do { status = try store.status() } catch { return storeFailure("read the fetch state", error) }
+        do { status = try fetchState(now: now) } catch { return storeFailure("read the fetch state", error) }
         let forced = triggers.contains { $0.isForced }
         let ignoreThrottle = triggers.contains { $0.ignoresThrottle }
         if !forced && !policy.isDue(status, now: now) {
@@ -126,37 +127,88 @@ actor Agent {
         } catch {
             return recordFailure(error, status: status)
         }
-        let fetched = clock.now
-        let finished = Timestamp.now()
+        return record(result, at: .now(), fetchTime: clock.now - started)
+    }
+
+    /// Stores what a source returned. When the store refuses it (a full or read-only disk), the
+    /// result is kept and the write retried every few seconds, so the config lands as soon as the
+    /// disk takes it again, without asking the source twice; readers keep the last good values.
+    private func record(_ result: SourceResult, at finished: Timestamp, fetchTime: Duration) -> FetchOutcome {
         do {
-            switch result {
-            case .notModified, .document(.noChange, _):
-                try store.recordFetch(.noChange, at: finished, activate: false)
-                publishEvents()
-                return .noChange
-            case let .document(.update(values, version), etag):
-                let before = config.activation == .immediate ? effectiveValuesIfHooks() : nil
-                let activation = try store.recordFetch(
-                    .update(values: values, templateVersion: version, etag: etag), at: finished,
-                    activate: config.activation == .immediate)
-                if let activation, let before { runHooks(for: activation, before: before) }
-                publishEvents()
-                let timing =
-                    "fetched in \(Self.milliseconds(fetched - started)), stored in \(Self.milliseconds(clock.now - fetched))"
-                if let activation {
-                    log.info(
-                        "Activated template \(version ?? "-") from \(source.name) (\(timing)): \(Self.describe(activation.changedKeys))"
-                    )
-                } else {
-                    log.info(
-                        "Fetched template \(version ?? "-") from \(source.name) (\(timing)); activation is \(config.activation.rawValue)"
-                    )
-                }
-                return .updated(changedKeys: activation?.changedKeys, templateVersion: version)
-            }
+            let outcome = try store(result, at: finished, fetchTime: fetchTime)
+            if unstored != nil { log.notice("The state database takes writes again") }
+            unstored = nil
+            return outcome
         } catch {
-            return storeFailure("store the fetched config", error)
+            if unstored == nil {
+                log.error("Failed to store the fetched config: \(error); retrying every \(Self.storeRetry)")
+            }
+            unstored = (result, finished, fetchTime)
+            scheduleStoreRetry()
+            return .failed("cannot store the fetched config: \(error)")
         }
+    }
+
+    /// A fetch result the store refused, kept for ``retryUnstored()``.
+    private var unstored: (result: SourceResult, at: Timestamp, fetchTime: Duration)?
+    private var storeRetryTask: Task<Void, Never>?
+    static let storeRetry = Duration.seconds(5)
+
+    private func scheduleStoreRetry() {
+        guard storeRetryTask == nil, !stopping else { return }
+        storeRetryTask = Task { [weak self] in
+            try? await Task.sleep(for: Self.storeRetry)
+            await self?.retryUnstored()
+        }
+    }
+
+    private func retryUnstored() {
+        storeRetryTask = nil
+        guard let unstored, !stopping else { return }
+        if case .failed = record(unstored.result, at: unstored.at, fetchTime: unstored.fetchTime) { return }
+        scheduleTimer()
+        updateStatusLine()
+    }
+
+    private func store(_ result: SourceResult, at finished: Timestamp, fetchTime: Duration) throws -> FetchOutcome {
+        let storing = ContinuousClock.now
+        switch result {
+        case .notModified, .document(.noChange, _):
+            try store.recordFetch(.noChange, at: finished, activate: false)
+            publishEvents()
+            return .noChange
+        case let .document(.update(values, version), etag):
+            let before = config.activation == .immediate ? effectiveValuesIfHooks() : nil
+            let activation = try store.recordFetch(
+                .update(values: values, templateVersion: version, etag: etag), at: finished,
+                activate: config.activation == .immediate)
+            if let activation, let before { runHooks(for: activation, before: before) }
+            publishEvents()
+            let timing =
+                "fetched in \(Self.milliseconds(fetchTime)), stored in \(Self.milliseconds(ContinuousClock.now - storing))"
+            if let activation {
+                log.info(
+                    "Activated template \(version ?? "-") from \(source.name) (\(timing)): \(Self.describe(activation.changedKeys))"
+                )
+            } else {
+                log.info(
+                    "Fetched template \(version ?? "-") from \(source.name) (\(timing)); activation is \(config.activation.rawValue)"
+                )
+            }
+            return .updated(changedKeys: activation?.changedKeys, templateVersion: version)
+        }
+    }
+
+    /// The store's fetch state, first rebased to `now` if the wall clock stepped back behind it.
+    private func fetchState(now: Timestamp) throws -> StoreStatus {
+        let status = try store.status()
+        guard let step = policy.clockStepBack(status, now: now) else { return status }
+        log.warning(
+            "The wall clock went back \(DurationText.format(step)) behind the last fetch; fetch times are rebased to it"
+        )
+        try store.rebaseFetchTimes(back: step, at: now)
+        publishEvents()
+        return try store.status()
     }
 
     private func recordFailure(_ error: SourceError, status: StoreStatus) -> FetchOutcome {
@@ -191,8 +243,8 @@ actor Agent {
     private func scheduleTimer() {
         timerTask?.cancel()
         // Without a source there is nothing to fetch by itself (no wake-ups while unprovisioned).
-        guard !stopping, !(source is UnconfiguredSource), let status = try? store.status() else { return }
         let now = Timestamp.now()
+        guard !stopping, !(source is UnconfiguredSource), let status = try? fetchState(now: now) else { return }
         let next = policy.nextFetch(status, now: now)
         // Never less than a second: whatever the stored times say, the loop cannot spin.
         let delay = max(next - now, .seconds(1))
@@ -235,7 +287,16 @@ actor Agent {
     func markStale(reason: String, wait: Bool = false, jitter: Duration = .zero) async throws
         -> (newlySet: Bool, outcome: FetchOutcome?)
     {
-        let newlySet = try store.markStale(reason: reason, at: .now())
+        let newlySet: Bool
+        do {
+            newlySet = try store.markStale(reason: reason, at: .now())
+        } catch {
+            // The flag cannot be stored (a full or read-only disk): the sender hears so, and the
+            // fetch happens all the same, its result kept until the disk takes it.
+            log.error("Failed to store the stale flag (\(reason)): \(error); fetching anyway")
+            request(.push)
+            throw error
+        }
         publishEvents()
         if newlySet { log.notice("Config marked stale: \(reason)") }
         if jitter > .zero && !wait {
@@ -333,8 +394,9 @@ actor Agent {
     func heartbeat() {}
 
     var nextFetch: Timestamp? {
-        guard !(source is UnconfiguredSource), let status = try? store.status() else { return nil }
-        return policy.nextFetch(status, now: .now())
+        let now = Timestamp.now()
+        guard !(source is UnconfiguredSource), let status = try? fetchState(now: now) else { return nil }
+        return policy.nextFetch(status, now: now)
     }
 
     // MARK: - Events

@@ -36,6 +36,17 @@ public struct FetchPolicy: Sendable {
         return success + max(minimumInterval, periodicFloor)
     }
 
+    /// How far the wall clock has stepped back behind the fetch times the store holds, if it has
+    /// (an RTC that lost power, NTP correcting a clock that ran ahead). Left alone, a step back of
+    /// a day would hold every interval, backoff and throttle for a day more. A second of slack
+    /// keeps ordinary clock adjustments out.
+    public func clockStepBack(_ status: StoreStatus, now: Timestamp) -> Duration? {
+        guard let latest = [status.lastAttempt, status.lastSuccess].compactMap({ $0 }).max(),
+            latest - now > .seconds(1)
+        else { return nil }
+        return latest - now
+    }
+
     /// The wait after the `step`-th consecutive failure (1-based), with ±50% jitter.
     public func backoff(step: Int, random: Double = Double.random(in: 0..<1)) -> Duration {
         let exponent = min(max(step - 1, 0), 20)

@@ -29,6 +29,15 @@ final class Database {
             sqlite3_close_v2(db)
             throw SQLiteError(code: rc, message: "\(message): \(path)", sql: nil)
         }
+        // SQLite falls back to read-only without a word when it cannot write (a read-only file
+        // system, a file the daemon's user cannot write); a writer must know at once.
+        if mode == .readWrite && sqlite3_db_readonly(db, "main") == 1 {
+            sqlite3_close_v2(db)
+            throw SQLiteError(
+                code: SQLITE_READONLY,
+                message: "\(path) is read-only (a read-only file system or missing write permission)",
+                sql: nil)
+        }
         handle = db
         sqlite3_extended_result_codes(db, 1)
         // Another connection (the CLI's mark-stale, a checkpoint) may hold the write lock briefly.

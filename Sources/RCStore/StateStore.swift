@@ -150,12 +150,23 @@ public final class StateStore {
         try Self.wrap { () throws(SQLiteError) in
             try db.query(
                 "SELECT id, at, kind, detail FROM events WHERE id > ? ORDER BY id LIMIT ?",
-                [.integer(id), .integer(Int64(limit))]
-            ) { row in
-                StoredEvent(
-                    id: row.integer(0) ?? 0, at: Timestamp(milliseconds: row.integer(1) ?? 0), kind: row.text(2) ?? "",
-                    detail: (try? JSONValue.parse(row.text(3) ?? "{}")) ?? .object([]))
-            }
+                [.integer(id), .integer(Int64(limit))], row: Self.event)
+        }
+    }
+
+    private static func event(_ row: Row) -> StoredEvent {
+        StoredEvent(
+            id: row.integer(0) ?? 0, at: Timestamp(milliseconds: row.integer(1) ?? 0), kind: row.text(2) ?? "",
+            detail: (try? JSONValue.parse(row.text(3) ?? "{}")) ?? .object([]))
+    }
+
+    /// The newest event of `kind` the bounded log still holds.
+    public func lastEvent(_ kind: String) throws(StoreError) -> StoredEvent? {
+        try Self.wrap { () throws(SQLiteError) in
+            try db.query(
+                "SELECT id, at, kind, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT 1", [.text(kind)],
+                row: Self.event
+            ).first
         }
     }
 
@@ -195,6 +206,20 @@ public final class StateStore {
                     "stale-set", at: now, detail: .object([("reason", reason.map(JSONValue.string) ?? .null)]))
             }
             return !wasSet
+        }
+    }
+
+    /// Moves every stored fetch time `step` earlier, for a wall clock that stepped back behind
+    /// them: waits and intervals then run from the device's new now, as long as they were meant to.
+    public func rebaseFetchTimes(back step: Duration, at now: Timestamp) throws(StoreError) {
+        try write {
+            try db.run(
+                """
+                UPDATE fetch_state SET last_attempt_at = last_attempt_at - ?1, last_success_at = last_success_at - ?1,
+                    throttle_until = throttle_until - ?1, next_fetch_at = next_fetch_at - ?1
+                """, [.integer(step.milliseconds)])
+            try appendEvent(
+                "clock-stepped-back", at: now, detail: .object([("milliseconds", .integer(step.milliseconds))]))
         }
     }
 

@@ -14,16 +14,24 @@ decide how to answer, and appends its path and headers as a JSON line to DIR/req
   {"kind": "truncated", "body": "..."} Content-Length of the whole body, half of it sent, then close
   {"kind": "big", "bytes": N}         N bytes streamed with chunked encoding (no length up front)
   {"kind": "big-declared", "bytes": N} N bytes with Content-Length
+  {"kind": "cycle", "modes": [M, ...]} the Nth request answers as mode M[N % len] (a flapping server)
 """
 import http.server, json, os, socket, ssl, struct, sys, threading, time
 
 directory = sys.argv[1]
 lock = threading.Lock()
+served = 0
 
 
 def mode():
+    global served
     with open(os.path.join(directory, "mode.json")) as f:
-        return json.load(f)
+        m = json.load(f)
+    if m["kind"] == "cycle":
+        with lock:
+            m = m["modes"][served % len(m["modes"])]
+            served += 1
+    return m
 
 
 class Handler(http.server.BaseHTTPRequestHandler):

@@ -11,8 +11,12 @@ enum StatusCommand {
         let config = try invocation.config()
         let reader = try invocation.values()
         var status: StoreStatus?
+        var recovery: StoredEvent?
         if let store = reader.store {
-            do { status = try store.status() } catch { throw .failure("cannot read \(store.path): \(error)") }
+            do {
+                status = try store.status()
+                recovery = try store.lastEvent("database-recovered")
+            } catch { throw .failure("cannot read \(store.path): \(error)") }
         }
         // The daemon's own view (pid, whether it is fetching, its next fetch) when it runs.
         var daemon: JSONValue?
@@ -28,19 +32,25 @@ enum StatusCommand {
         let now = Timestamp.now()
         if invocation.json {
             Output.out(
-                json(status, config: config, daemon: daemon, storeProblem: reader.storeProblem).compactText + "\n")
+                json(status, recovery: recovery, config: config, daemon: daemon, storeProblem: reader.storeProblem)
+                    .compactText + "\n")
         } else {
-            Output.out(text(status, config: config, daemon: daemon, storeProblem: reader.storeProblem, now: now))
+            Output.out(
+                text(
+                    status, recovery: recovery, config: config, daemon: daemon, storeProblem: reader.storeProblem,
+                    now: now))
         }
         return ExitCode.ok
     }
 
-    static func json(_ status: StoreStatus?, config: AgentConfig, daemon: JSONValue?, storeProblem: String?)
-        -> JSONValue
-    {
+    static func json(
+        _ status: StoreStatus?, recovery: StoredEvent?, config: AgentConfig, daemon: JSONValue?, storeProblem: String?
+    ) -> JSONValue {
         func time(_ t: Timestamp?) -> JSONValue { t.map { .string($0.iso8601) } ?? .null }
         func string(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
         let stale = status?.stale ?? .clear
+        let recovered: JSONValue =
+            recovery.map { .object([("at", time($0.at)), ("movedTo", $0.detail["movedTo"] ?? .null)]) } ?? .null
         return .object([
             (
                 "daemon",
@@ -57,6 +67,7 @@ enum StatusCommand {
                 "database",
                 .object([
                     ("path", .string(config.databasePath)), ("problem", storeProblem.map(JSONValue.string) ?? .null),
+                    ("recovered", recovered),
                 ])
             ),
             (
@@ -93,7 +104,8 @@ enum StatusCommand {
     }
 
     static func text(
-        _ status: StoreStatus?, config: AgentConfig, daemon: JSONValue?, storeProblem: String?, now: Timestamp
+        _ status: StoreStatus?, recovery: StoredEvent?, config: AgentConfig, daemon: JSONValue?, storeProblem: String?,
+        now: Timestamp
     ) -> String {
         func time(_ t: Timestamp?) -> String { t.map { "\($0.iso8601) (\(age(now - $0)))" } ?? "never" }
         let running = daemon.map { d in
@@ -109,6 +121,10 @@ enum StatusCommand {
             return lines.joined(separator: "\n") + "\n"
         }
         lines.append("device id:    \(status.deviceId ?? "-")")
+        if let recovery {
+            let movedTo = recovery.detail["movedTo"]?.stringValue ?? "-"
+            lines.append("recovered:    \(time(recovery.at)): the database was corrupt and was moved to \(movedTo)")
+        }
         lines.append(
             "stale:        "
                 + (status.stale.isSet
