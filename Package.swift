@@ -41,7 +41,7 @@ let package = Package(
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "RCCoreTests", dependencies: ["RCCore", "TestSupport"]),
-        .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "TestSupport"]),
+        .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "RCFuzzing", "TestSupport"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
         .testTarget(
             name: "EndToEndTests", dependencies: ["rcagent", "rcagentd", "rcadmin", "RCStore", "RCCore", "RCFuzzing"]),

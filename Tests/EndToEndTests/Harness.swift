@@ -68,24 +68,30 @@ final class Sandbox {
     }
 
     func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> ProcessResult {
-        let process = Process()
-        process.executableURL = executable.hasPrefix("/") ? URL(fileURLWithPath: executable) : Binaries.url(executable)
-        process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "RCAGENT_CONFIG")
         env.merge(environment) { $1 }
-        process.environment = env
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        // Read both pipes before waiting so a large output cannot block the child.
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return ProcessResult(
-            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData, as: UTF8.self))
+        return try runProcess(
+            executable.hasPrefix("/") ? executable : Binaries.url(executable).path, arguments, environment: env)
     }
+}
+
+/// Runs a program to its end with exactly `environment`, its output collected.
+func runProcess(_ path: String, _ arguments: [String], environment: [String: String]? = nil) throws -> ProcessResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    // Read both pipes before waiting so a large output cannot block the child.
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    let errData = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return ProcessResult(
+        status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+        stderr: String(decoding: errData, as: UTF8.self))
 }

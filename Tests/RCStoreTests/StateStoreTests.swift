@@ -1,5 +1,6 @@
 import FoundationEssentials
 import RCCore
+import RCFuzzing
 import TestSupport
 import Testing
 
@@ -107,7 +108,7 @@ import Testing
 
     @Test func garbageFileIsReportedAsCorruption() throws {
         try TemporaryDirectory.with { (dir) throws in
-            var generator = FixedSeedGenerator(seed: 0x5eed)
+            var generator = SplitMix64(seed: 0x5eed)
             let garbage = (0..<8_192).map { _ in UInt8.random(in: 0...255, using: &generator) }
             let path = try dir.write("state.db", bytes: garbage)
 
@@ -770,18 +771,5 @@ import Testing
                 try StateStore.readDefaults(path: bad)
             }
         }
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so a "random garbage" fixture is the same every run.
-struct FixedSeedGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

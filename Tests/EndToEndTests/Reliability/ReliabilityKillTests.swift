@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RCFuzzing
 import Testing
 
 /// SPEC §9: kill -9 at any moment loses nothing. The daemon is killed at random points of a
@@ -13,8 +14,8 @@ import Testing
 
     @Test func killNineAtRandomPointsOfAFetchActivateLoop() throws {
         let sandbox = try Sandbox()
-        var random = ReplayableRandom(seed: UInt64(UInt32.random(in: 0...UInt32.max)))
-        let seed = random.state
+        let seed = UInt64(UInt32.random(in: 0...UInt32.max))
+        var random = SplitMix64(seed: seed)
         var highestActive = 0
         var outcomes: [String: Int] = [:]
         for round in 1...Self.iterations {
@@ -66,20 +67,5 @@ import Testing
         // The kills must land on both sides of the fetch, or the loop tested nothing.
         #expect(outcomes["fetched", default: 0] > 0 && outcomes["still-stale", default: 0] > 0, "\(outcomes)")
         #expect(highestActive > 0)
-    }
-}
-
-/// A small deterministic generator, so a failing round can be replayed from its printed seed.
-struct ReplayableRandom: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

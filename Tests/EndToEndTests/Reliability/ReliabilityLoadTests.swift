@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RCFuzzing
 import Testing
 
 /// A flapping config source and a crowd of socket clients: the agent never activates anything but
@@ -70,7 +71,7 @@ import Testing
 
         let remote = sandbox.remotePath
         let writer = Thread {
-            var random = ReplayableRandom(seed: 99)
+            var random = SplitMix64(seed: 99)
             for version in 2...120 {
                 switch random.next() % 4 {
                 case 0: _ = unlink(remote)

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RCFuzzing
 import Testing
 
 /// The state directory going wrong under a running agent: a full disk, a read-only file system,
@@ -99,7 +100,7 @@ import Testing
         let handle = try #require(FileHandle(forUpdatingAtPath: path))
         switch damage {
         case "garbage-pages":
-            var random = ReplayableRandom(seed: 42)
+            var random = SplitMix64(seed: 42)
             try handle.seek(toOffset: UInt64(size / 3))
             handle.write(Data((0..<(size / 3)).map { _ in UInt8(truncatingIfNeeded: random.next()) }))
         case "truncated":
@@ -158,7 +159,7 @@ import Testing
                 atPath: sandbox.databasePath + suffix, toPath: pristine + "/state.db" + suffix)
         }
 
-        var random = ReplayableRandom(seed: 7)
+        var random = SplitMix64(seed: 7)
         let cuts = Set(
             [0, 1, 31, 32, 33, walSize / 2, walSize - 1, walSize]
                 + (0..<12).map { _ in Int(random.next() % UInt64(walSize)) }

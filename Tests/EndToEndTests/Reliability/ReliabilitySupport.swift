@@ -46,24 +46,6 @@ struct StateSnapshot {
     }
 }
 
-func runProcess(_ path: String, _ arguments: [String], environment: [String: String] = [:]) throws -> ProcessResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    let errData = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return ProcessResult(
-        status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-        stderr: String(decoding: errData, as: UTF8.self))
-}
-
 /// A small tmpfs mounted for one test (the state directory on a disk that can fill up or turn
 /// read-only), unmounted at deinit. Needs root, as CI and the development machine have.
 final class TmpfsMount {
