@@ -3,12 +3,13 @@ import Glibc
 import RCFuzzing
 import Testing
 
-/// SPEC §9: kill -9 at any moment loses nothing. The daemon is killed at random points of a
-/// fetch/activate loop, and after each kill the database must be intact, each snapshot one whole
-/// document, the active version never older than before, and an acknowledged stale flag still set
-/// unless the fetch it asked for succeeded.
+/// SPEC §9: kill -9 at any moment loses nothing. Each round starts the daemon stale on a source it
+/// cannot read, then runs a loop that publishes whole documents and fetches (and, every third round,
+/// activates) each in turn, and kills the daemon at a random moment of that loop. After each kill the
+/// database must be intact, each snapshot one whole document, the versions never older than before,
+/// and the acknowledged stale flag still set unless a fetch succeeded after it.
 @Suite struct ReliabilityKillTests {
-    static let iterations = 120
+    static let rounds = 120
     static let keys = 400
     static let stalePing = #"{"op":"message","message":{"data":{"CONFIG_STATE":"STALE"}}}"#
 
@@ -16,30 +17,26 @@ import Testing
         let sandbox = try Sandbox()
         let seed = UInt64(UInt32.random(in: 0...UInt32.max))
         var random = SplitMix64(seed: seed)
+        var published = 0
         var highestActive = 0
-        var outcomes: [String: Int] = [:]
-        for round in 1...Self.iterations {
-            // Every third round activates by hand, every fourth publishes a document that cannot
-            // be read (the fetch fails, so the stale flag must survive).
+        var highestFetched = 0
+        var killedStale = 0
+        for round in 1...Self.rounds {
             let manual = round % 3 == 0
-            let broken = round % 4 == 1
             try sandbox.writeConfig(extra: manual ? "[Agent]\nActivation=manual" : "")
-            try sandbox.publish(
-                broken
-                    ? #"{"state": "UPDATE", "entries": {"key_0": "# : Sandbox.document(version: round, keys: Self.keys))
-
+            try sandbox.publish(#"{"state": "UPDATE", "entries": {"key_0": "#)
             let daemon = try DaemonProcess(sandbox)
             try daemon.waitUntilReady()
-            let client = try SocketClient(path: sandbox.socketPath)
-            let acknowledged = client.request(Self.stalePing)?["ok"] as? Bool == true
-            // The broken rounds' failures put the agent in backoff, which a push waits out; a
-            // manual fetch does not, so every round really fetches.
-            client.write(#"{"op":"fetch","force":true}"# + "\n")
-            if manual { client.write(#"{"op":"activate"}"# + "\n") }
-            usleep(UInt32(random.next() % 120_000))
-            daemon.killHard()
+            let acknowledgedAt = Int64(Date().timeIntervalSince1970 * 1_000)
+            let acknowledged = try SocketClient(path: sandbox.socketPath).request(Self.stalePing)?["ok"] as? Bool
+            #expect(acknowledged == true, "round \(round): the stale ping was not acknowledged; log:\n\(daemon.log)")
 
-            let context = "round \(round) (seed \(seed), manual \(manual), broken \(broken))"
+            let loop = FetchActivateLoop(sandbox, firstVersion: published + 1, keys: Self.keys, activate: manual)
+            usleep(UInt32(random.next() % 250_000))
+            daemon.killHard()
+            published = loop.finish()
+
+            let context = "round \(round) (seed \(seed), manual activation \(manual))"
             let state = try StateSnapshot(path: sandbox.databasePath)
             #expect(state.integrity == "ok", "\(context)")
             #expect(
@@ -50,22 +47,63 @@ import Testing
                 StateSnapshot.isWhole(state.fetched, version: state.fetchedVersion, keys: Self.keys),
                 "\(context): fetched snapshot \(state.fetchedVersion ?? "-") has \(state.fetched.count) keys")
             let active = Int(state.activeVersion ?? "0") ?? 0
+            let fetched = Int(state.fetchedVersion ?? "0") ?? 0
             #expect(active >= highestActive, "\(context): active went back from \(highestActive) to \(active)")
+            #expect(fetched >= highestFetched, "\(context): fetched went back from \(highestFetched) to \(fetched)")
             highestActive = max(highestActive, active)
-            #expect(acknowledged, "\(context): the stale ping was not acknowledged; log:\n\(daemon.log)")
-            if acknowledged && broken {
-                #expect(state.staleSet, "\(context): an acknowledged stale flag was lost")
-            } else if acknowledged {
-                #expect(
-                    state.staleSet || state.fetchedVersion == "\(round)",
-                    "\(context): the stale flag was cleared without fetching this round's document")
-            }
-            let outcome = state.fetchedVersion == "\(round)" ? "fetched" : state.staleSet ? "still-stale" : "other"
-            outcomes[outcome, default: 0] += 1
+            highestFetched = max(highestFetched, fetched)
+            #expect(
+                state.staleSet || (state.lastSuccess ?? 0) >= acknowledgedAt,
+                "\(context): the stale flag was cleared without a successful fetch after it was set")
+            if state.staleSet { killedStale += 1 }
         }
-        print("kill -9 rounds (seed \(seed)): \(outcomes.sorted { $0.key < $1.key })")
-        // The kills must land on both sides of the fetch, or the loop tested nothing.
-        #expect(outcomes["fetched", default: 0] > 0 && outcomes["still-stale", default: 0] > 0, "\(outcomes)")
-        #expect(highestActive > 0)
+        print(
+            "kill -9: \(Self.rounds) rounds (seed \(seed)), \(published) documents published, \(killedStale) kills before the round's first fetch"
+        )
+        // The kills must land both before and after fetches, or the loop tested nothing.
+        #expect(killedStale > 0 && killedStale < Self.rounds, "\(killedStale) of \(Self.rounds)")
+        #expect(highestFetched > Self.rounds, "several documents are fetched per round: \(highestFetched)")
+    }
+}
+
+/// Publishes whole documents (written aside, renamed into place) and fetches each with a forced
+/// fetch on the control socket, activating it by hand when asked, until the daemon goes away.
+final class FetchActivateLoop: @unchecked Sendable {
+    private let done = NSCondition()
+    private var finished = false
+    private var last: Int
+
+    init(_ sandbox: Sandbox, firstVersion: Int, keys: Int, activate: Bool) {
+        last = firstVersion - 1
+        let remote = sandbox.remotePath
+        let socket = sandbox.socketPath
+        Thread { [self] in
+            run(remote: remote, socket: socket, firstVersion: firstVersion, keys: keys, activate: activate)
+            done.withLock {
+                finished = true
+                done.broadcast()
+            }
+        }.start()
+    }
+
+    private func run(remote: String, socket: String, firstVersion: Int, keys: Int, activate: Bool) {
+        guard let client = try? SocketClient(path: socket) else { return }
+        for version in firstVersion... {
+            let document = Sandbox.document(version: version, keys: keys)
+            guard (try? document.write(toFile: remote + ".new", atomically: false, encoding: .utf8)) != nil,
+                rename(remote + ".new", remote) == 0
+            else { return }
+            done.withLock { last = version }
+            guard client.request(#"{"op":"fetch","force":true,"wait":true}"#) != nil else { return }
+            if activate, client.request(#"{"op":"activate"}"#) == nil { return }
+        }
+    }
+
+    /// Waits for the loop to notice the daemon is gone; returns the last version it published.
+    func finish() -> Int {
+        done.withLock {
+            while !finished { done.wait() }
+            return last
+        }
     }
 }
