@@ -57,6 +57,7 @@ actor Agent {
             let outcome = await fetchRound(batch.map(\.trigger))
             for item in batch { item.reply?(outcome) }
             scheduleTimer()
+            scheduleSettle()
             updateStatusLine()
         }
         for item in pending { item.reply?(.cancelled) }
@@ -67,6 +68,7 @@ actor Agent {
         stopping = true
         timerTask?.cancel()
         storeRetryTask?.cancel()
+        settleTask?.cancel()
         wakeup?.resume()
         wakeup = nil
         for fd in watchers { shutdown(fd, Int32(SHUT_RDWR)) }
@@ -253,6 +255,24 @@ actor Agent {
             guard !Task.isCancelled else { return }
             await self?.request(.timer)
         }
+    }
+
+    /// Gives back the pages a round mapped once the agent has been quiet for ``settleDelay``.
+    private var settleTask: Task<Void, Never>?
+    static let settleDelay = Duration.seconds(10)
+
+    private func scheduleSettle() {
+        settleTask?.cancel()
+        settleTask = Task { [weak self] in
+            try? await Task.sleep(for: Self.settleDelay)
+            guard !Task.isCancelled else { return }
+            await self?.settle()
+        }
+    }
+
+    private func settle() {
+        guard !fetching, pending.isEmpty, !stopping else { return }
+        IdlePages.release()
     }
 
     // MARK: - Commands

@@ -105,12 +105,6 @@ public enum Daemon {
             let listener = RealtimeListener(source: firebase, agent: agent, log: log)
             realtime = Task { await listener.run() }
         }
-        // Start-up and the first fetch are done well within this; their pages are then given back.
-        let settle = Task {
-            try? await Task.sleep(for: .seconds(30))
-            while !Task.isCancelled, await agent.fetching { try? await Task.sleep(for: .seconds(5)) }
-            if !Task.isCancelled { StartupPages.release() }
-        }
         let watchdog = notifier.watchdogInterval.map { interval in
             Task {
                 while !Task.isCancelled {
@@ -133,7 +127,6 @@ public enum Daemon {
         notifier.stopping()
         server.stop()
         watcher?.stop()
-        settle.cancel()
         watchdog?.cancel()
         realtime?.cancel()
         mqtt?.stop()
@@ -154,50 +147,6 @@ public enum Daemon {
         case .firebase:
             return FirebaseSource(config: config, deviceId: deviceId, environment: Environment.current())
         }
-    }
-}
-
-/// Gives back the pages only start-up needed (SPEC §9: idle PSS ≤ 8 MiB). Start-up runs code from
-/// all over a 14 MB static binary and the shared libraries' initialisers, and the kernel maps
-/// whole 64 KiB windows around each page it runs, so about two thirds of an idle daemon's PSS are
-/// code and read-only data it will not touch again until the next fetch. This drops the daemon's
-/// mappings of file pages it can only read and never wrote: they stay in the page cache, and the
-/// next fetch maps back the ones it runs (minor faults, well under a millisecond). Pages the
-/// process wrote (relocated data, anything copied on write) are never touched.
-enum StartupPages {
-    @discardableResult
-    static func release() -> Int {
-        guard let smaps = try? FileBytes.read("/proc/self/smaps") else { return 0 }
-        var released = 0
-        var candidate: (start: UInt, end: UInt)?
-        for line in smaps.split(separator: UInt8(ascii: "\n")) {
-            guard let first = line.first else { continue }
-            if first >= UInt8(ascii: "A") && first <= UInt8(ascii: "Z") {
-                // "Anonymous: 0 kB": no page of this mapping was copied on write.
-                guard let range = candidate, line.starts(with: Array("Anonymous:".utf8)) else { continue }
-                candidate = nil
-                let kib = line.dropFirst("Anonymous:".count).filter { $0 >= 48 && $0 <= 57 }
-                guard kib.elementsEqual([UInt8(ascii: "0")]) else { continue }
-                if madvise(
-                    UnsafeMutableRawPointer(bitPattern: range.start), Int(range.end - range.start), MADV_DONTNEED)
-                    == 0
-                {
-                    released += Int(range.end - range.start)
-                }
-                continue
-            }
-            // "start-end perms offset device inode path": a file mapped without write permission.
-            candidate = nil
-            let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 5, omittingEmptySubsequences: true)
-            guard fields.count == 6, fields[1].count == 4, fields[1][fields[1].startIndex + 1] == UInt8(ascii: "-"),
-                fields[5].first(where: { $0 != UInt8(ascii: " ") }) == UInt8(ascii: "/")
-            else { continue }
-            let bounds = fields[0].split(separator: UInt8(ascii: "-")).compactMap {
-                UInt(String(decoding: $0, as: UTF8.self), radix: 16)
-            }
-            if bounds.count == 2, bounds[0] < bounds[1] { candidate = (bounds[0], bounds[1]) }
-        }
-        return released
     }
 }
 
