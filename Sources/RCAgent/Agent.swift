@@ -69,6 +69,7 @@ actor Agent {
         timerTask?.cancel()
         storeRetryTask?.cancel()
         settleTask?.cancel()
+        networkTask?.cancel()
         wakeup?.resume()
         wakeup = nil
         for fd in watchers { shutdown(fd, Int32(SHUT_RDWR)) }
@@ -257,6 +258,28 @@ actor Agent {
         }
     }
 
+    /// The network may have come up (``NetworkMonitor``): once it has been quiet for a second, the
+    /// agent fetches if the cache is stale or the last fetch failed (SPEC §6).
+    func networkChanged() {
+        networkTask?.cancel()
+        networkTask = Task { [weak self] in
+            try? await Task.sleep(for: .seconds(1))
+            guard !Task.isCancelled else { return }
+            await self?.fetchAfterNetworkChange()
+        }
+    }
+
+    private var networkTask: Task<Void, Never>?
+
+    private func fetchAfterNetworkChange() {
+        guard !stopping, let status = try? store.status(), status.stale.isSet || status.lastStatus == .failure else {
+            return
+        }
+        log.info(
+            "The network changed; fetching (\(status.stale.isSet ? "the cache is stale" : "the last fetch failed"))")
+        request(.networkUp)
+    }
+
     /// Gives back the pages a round mapped once the agent has been quiet for ``settleDelay``.
     private var settleTask: Task<Void, Never>?
     static let settleDelay = Duration.seconds(10)
@@ -278,14 +301,17 @@ actor Agent {
     // MARK: - Commands
 
     /// Activates the fetched snapshot (manual and on-start policies). `nil` when nothing was pending.
-    func activate() throws -> Activation? {
+    /// `fetchedBeforeStart`: the daemon's own activation at start (`Activation=on-start`).
+    func activate(fetchedBeforeStart: Bool = false) throws -> Activation? {
         let before = effectiveValuesIfHooks()
         let activation = try store.activate(at: .now())
         if let activation, let before { runHooks(for: activation, before: before) }
         publishEvents()
         if let activation {
+            let when = fetchedBeforeStart ? " fetched before this start" : ""
             log.info(
-                "Activated template \(activation.templateVersion ?? "-"): \(Self.describe(activation.changedKeys))")
+                "Activated template \(activation.templateVersion ?? "-")\(when): \(Self.describe(activation.changedKeys))"
+            )
             updateStatusLine()
         }
         return activation

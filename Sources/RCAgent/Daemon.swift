@@ -72,13 +72,10 @@ public enum Daemon {
         let store = try StateRecovery.open(config: config, log: log)
         let source = makeSource(config, deviceId: try store.status().deviceId ?? DeviceID.generate(), log: log)
         StateRecovery.loadDefaults(into: store, config: config, log: log)
-        if config.activation == .onStart, let activation = try store.activate(at: .now()) {
-            log.info(
-                "Activated template \(activation.templateVersion ?? "-") fetched before this start: \(Agent.describe(activation.changedKeys))"
-            )
-        }
-        let status = try store.status()
         let agent = try Agent(config: config, store: store, source: source, log: log, notifier: notifier)
+        // Before anything is served; through the agent, so the hooks hear of it.
+        if config.activation == .onStart { _ = try await agent.activate(fetchedBeforeStart: true) }
+        let status = try await agent.status()
         // Everything that can fail at start fails before the socket is bound and READY=1 is sent.
         let mqtt = try config.mqtt.map { _ in
             try MQTTChannel(config: config, deviceId: status.deviceId ?? "", agent: agent, log: log)
@@ -100,6 +97,15 @@ public enum Daemon {
 
         let fetchLoop = Task { await agent.runFetchLoop() }
         mqtt?.start()
+        // The network coming up matters to sources that use it.
+        var network: NetworkMonitor?
+        if !(source is FileSource || source is UnconfiguredSource) {
+            network = NetworkMonitor { Task { await agent.networkChanged() } }
+            do { try network?.start() } catch {
+                log.warning("Not watching the network (\(error)): only timers and pushes start fetches")
+                network = nil
+            }
+        }
         var realtime: Task<Void, Never>?
         if let firebase = source as? FirebaseSource, config.realtime != .no {
             let listener = RealtimeListener(source: firebase, agent: agent, log: log)
@@ -127,6 +133,7 @@ public enum Daemon {
         notifier.stopping()
         server.stop()
         watcher?.stop()
+        network?.stop()
         watchdog?.cancel()
         realtime?.cancel()
         mqtt?.stop()

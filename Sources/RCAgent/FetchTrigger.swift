@@ -16,10 +16,12 @@ enum FetchTrigger: Sendable {
     case realtime(attempt: Int)
     /// A push channel (MQTT) reconnected: a ping may have been missed while it was down.
     case pushReconnect
+    /// The network may have come up while the cache was stale or the last fetch had failed.
+    case networkUp
 
     var isForced: Bool {
         switch self {
-        case .sourceChanged, .realtime, .pushReconnect: true
+        case .sourceChanged, .realtime, .pushReconnect, .networkUp: true
         case let .manual(force, _): force
         default: false
         }
@@ -29,11 +31,12 @@ enum FetchTrigger: Sendable {
         if case .manual(_, true) = self { true } else { false }
     }
 
-    /// An automatic retry (timer, push) waits out the backoff; a person or a local file change does not.
+    /// An automatic retry (timer, push) waits out the backoff; a person, a local file change or the
+    /// network coming up (the likely end of what made the fetches fail) does not.
     var waitsOutBackoff: Bool {
         switch self {
         case .timer, .push, .startup, .realtime, .pushReconnect: true
-        case .manual, .sourceChanged: false
+        case .manual, .sourceChanged, .networkUp: false
         }
     }
 }

@@ -1,8 +1,26 @@
 import RCCore
 
-/// Addresses from the config file: http(s) URLs (`URL=`, `Endpoint=`) and MQTT brokers (`MQTT=`).
+/// Addresses from the config file: http(s) URLs (`URL=`, `Endpoint=`) and MQTT brokers (`MQTT=`);
+/// and the kernel's rtnetlink messages that tell the daemon the network may be up.
 enum AddressTargets {
-    static let all = [addresses]
+    static let all = [addresses, netlink]
+
+    static let netlink = FuzzTarget(
+        "netlink",
+        "rtnetlink message batches: a batch that says the network may be up says so whatever follows it, "
+            + "and a batch without a link, address or route message never does",
+        checkNetlink)
+
+    private static func checkNetlink(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
+        let up = NetlinkEvents.networkMayBeUp(bytes)
+        if up {
+            try check.require(
+                NetlinkEvents.networkMayBeUp(bytes + [0xFF, 0, 0, 0, 20, 0]), "trailing bytes changed the verdict")
+        }
+        let types = Set(stride(from: 4, to: bytes.count - 1, by: 4).map { bytes[$0] })
+        try check.require(!up || !types.isDisjoint(with: [16, 20, 24]), "up without a link, address or route message")
+        return up ? .accepted : .rejected
+    }
 
     static let addresses = FuzzTarget(
         "addresses",

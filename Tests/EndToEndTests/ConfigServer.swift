@@ -12,13 +12,17 @@ final class ConfigServer {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fixtures/config_server.py").path
 
-    init(in sandbox: Sandbox, tls: (certificate: String, key: String)? = nil) throws {
+    /// `networkNamespace`: serve inside that network namespace (`ip netns exec`).
+    init(in sandbox: Sandbox, tls: (certificate: String, key: String)? = nil, networkNamespace: String? = nil) throws {
         directory = sandbox.root.appendingPathComponent("server-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         scheme = tls == nil ? "http" : "https"
         try "".write(to: directory.appendingPathComponent("requests.log"), atomically: true, encoding: .utf8)
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [Self.script, directory.path] + (tls.map { ["--tls", $0.certificate, $0.key] } ?? [])
+        let command =
+            ["/usr/bin/python3", Self.script, directory.path] + (tls.map { ["--tls", $0.certificate, $0.key] } ?? [])
+        let wrapped = networkNamespace.map { ["/usr/sbin/ip", "netns", "exec", $0] + command } ?? command
+        process.executableURL = URL(fileURLWithPath: wrapped[0])
+        process.arguments = Array(wrapped.dropFirst())
         let out = Pipe()
         process.standardOutput = out
         try process.run()

@@ -77,13 +77,19 @@ final class DaemonProcess {
     let notify: NotifySocket
     let logPath: String
 
-    init(_ sandbox: Sandbox, arguments: [String]? = nil, environment: [String: String] = [:]) throws {
+    /// `networkNamespace`: run inside that network namespace (`ip netns exec`).
+    init(
+        _ sandbox: Sandbox, arguments: [String]? = nil, environment: [String: String] = [:],
+        networkNamespace: String? = nil
+    ) throws {
         notify = try NotifySocket(
             path: sandbox.root.appendingPathComponent("notify-\(UUID().uuidString.prefix(6))").path)
         logPath = sandbox.root.appendingPathComponent("daemon-\(UUID().uuidString.prefix(6)).log").path
         FileManager.default.createFile(atPath: logPath, contents: nil)
-        process.executableURL = Binaries.url("rcagentd")
-        process.arguments = arguments ?? ["--config", sandbox.configPath]
+        let command = [Binaries.url("rcagentd").path] + (arguments ?? ["--config", sandbox.configPath])
+        let wrapped = networkNamespace.map { ["/usr/sbin/ip", "netns", "exec", $0] + command } ?? command
+        process.executableURL = URL(fileURLWithPath: wrapped[0])
+        process.arguments = Array(wrapped.dropFirst())
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "RCAGENT_CONFIG")
         env["NOTIFY_SOCKET"] = notify.path

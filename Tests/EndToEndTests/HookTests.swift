@@ -81,4 +81,25 @@ import Testing
         #expect(eventually { lines(record).contains("activated 2") }, "\(daemon.log)")
         daemon.stop()
     }
+
+    @Test func theActivationAtStartRunsTheHooks() throws {
+        let (sandbox, hooks) = try sandbox()
+        try sandbox.writeConfig(extra: "[Agent]\nHooksDirectory=\(hooks.path)\nActivation=on-start")
+        let record = sandbox.root.appendingPathComponent("record").path
+        try hook(
+            "50-record", in: hooks,
+            "echo \"$RCAGENT_EVENT $RCAGENT_TEMPLATE_VERSION $RCAGENT_CHANGED_KEYS\" >> \(record)")
+        try sandbox.publish(Sandbox.document(version: 1, keys: 1))
+        var daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        #expect(try sandbox.cli("get", "key_0").status == 1, "fetched, waiting for the next start")
+        #expect(daemon.stop() == 0)
+        #expect(lines(record).isEmpty)
+
+        daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("get", "key_0").stdout == "v1\n")
+        #expect(eventually { lines(record) == ["activated 1 key_0"] }, "\(lines(record)) \(daemon.log)")
+        #expect(daemon.log.contains("Activated template 1 fetched before this start: 1 key(s) changed: key_0"))
+        #expect(daemon.stop() == 0)
+    }
 }

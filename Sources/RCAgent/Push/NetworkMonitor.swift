@@ -1,0 +1,66 @@
+@preconcurrency import Dispatch
+import Glibc
+import RCCore
+
+/// Tells the agent when the network may have come up (SPEC §6: a network-online transition
+/// refetches when stale): an rtnetlink socket joined to the link, address and route groups, read
+/// through a dispatch source, so an idle network costs no wakeup.
+final class NetworkMonitor: @unchecked Sendable {
+    private let onChange: @Sendable () -> Void
+    private let queue = DispatchQueue(label: "rcagent.network")
+    private var source: (any DispatchSourceRead)?
+    private var fd: Int32 = -1
+
+    init(onChange: @escaping @Sendable () -> Void) {
+        self.onChange = onChange
+    }
+
+    /// Starts listening; throws when the kernel refuses the socket (the daemon then runs without).
+    func start() throws {
+        fd = socket(
+            AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { throw SystemError("netlink socket") }
+        // struct sockaddr_nl: family, pad, pid (0: the kernel picks), groups.
+        var address = [UInt8](repeating: 0, count: 12)
+        address[0] = UInt8(AF_NETLINK)
+        withUnsafeBytes(of: NetlinkEvents.groups.littleEndian) { address.replaceSubrange(8..<12, with: $0) }
+        let bound = address.withUnsafeBytes {
+            bind(fd, $0.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t($0.count))
+        }
+        guard bound == 0 else {
+            let error = SystemError("bind netlink")
+            close(fd)
+            fd = -1
+            throw error
+        }
+        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        source.setEventHandler { [self] in drain() }
+        source.resume()
+        self.source = source
+    }
+
+    func stop() {
+        queue.sync {
+            source?.cancel()
+            source = nil
+            if fd >= 0 { close(fd) }
+            fd = -1
+        }
+    }
+
+    private func drain() {
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        var mayBeUp = false
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            // ENOBUFS: the kernel dropped messages it could not queue; something did change.
+            if n < 0 && errno == ENOBUFS {
+                mayBeUp = true
+                continue
+            }
+            if n <= 0 { break }
+            if NetlinkEvents.networkMayBeUp(Array(buffer[0..<n])) { mayBeUp = true }
+        }
+        if mayBeUp { onChange() }
+    }
+}
