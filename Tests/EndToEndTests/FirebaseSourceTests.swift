@@ -123,6 +123,34 @@ func eventually(_ timeout: Double = 15, _ condition: () throws -> Bool) rethrows
         daemon.stop()
     }
 
+    @Test func anInstallationIdTakenByAnotherIsReplaced() throws {
+        let (sandbox, server) = try sandbox()
+        #expect(try sandbox.cli("mark-stale", "--reason", "first start").status == 0, "creates the database")
+        let deviceId = try deviceId(sandbox)
+        try server.setMode(["takenFids": [deviceId], "template": ["version": 3, "entries": ["a": "3"]]])
+        let daemon = try sandbox.startDaemon()
+        let fetch = try sandbox.cli("fetch", "--force", "--wait")
+        #expect(fetch.status == 0, "\(fetch.stderr)\n\(daemon.log)")
+        #expect(try sandbox.cli("get", "a").stdout == "3\n")
+
+        let creates = server.requests(api: "create").compactMap { ($0["body"] as? [String: Any])?["fid"] as? String }
+        #expect(creates.count == 2 && creates.first == deviceId, "\(creates)")
+        let replacement = try #require(creates.last)
+        #expect(replacement != deviceId && replacement.count == 22)
+        let fetched = server.requests(api: "fetch").last?["body"] as? [String: Any]
+        #expect(fetched?["appInstanceId"] as? String == replacement)
+        let credentials = try String(contentsOfFile: sandbox.statePath + "/installation.json", encoding: .utf8)
+        #expect(credentials.contains(replacement))
+        #expect(try self.deviceId(sandbox) == deviceId, "the device id itself stays")
+
+        // Registered once: a restart reuses the new installation.
+        daemon.stop()
+        let restarted = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        #expect(server.requests(api: "create").count == 2)
+        restarted.stop()
+    }
+
     @Test func realtimePushFetchesTheNewTemplate() throws {
         let (sandbox, server) = try sandbox(realtime: "yes")
         try server.publish(version: 1, entries: ["a": "1"])

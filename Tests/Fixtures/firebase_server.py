@@ -35,6 +35,8 @@ DIR/mode.json (optional; re-read on every request; write it atomically, e.g. by 
   "assignFid": "c..."            create answers with this FID instead of the client's one (the
                                  protocol says the client must use the server's FID).
   "installationsStatus": S       force HTTP status S (e.g. 409, 429, 500) for create
+  "takenFids": ["c...", ...]     create answers 409 ALREADY_EXISTS for these FIDs (another
+                                 installation has them)
   "tokenStatus": S               force S for token (e.g. 401, 404: the client must re-create)
   "fetchStatus": S               force S for fetch (e.g. 429, 500, 503)
   "retryAfter": "120"            with fetchStatus: also send Retry-After with this value
@@ -302,6 +304,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.check_app_id(m, app_id)
         self.string_field(body, "sdkVersion")
         forced(m, "installationsStatus", "create")
+        if fid in m.get("takenFids", []):
+            raise Reject(409, "installation %s already exists" % fid)
         fid = m.get("assignFid") or fid
         refresh = "3_" + secrets.token_urlsafe(32)
         expires_in = self.expires_in(m)

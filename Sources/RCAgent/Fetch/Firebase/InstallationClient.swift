@@ -14,7 +14,8 @@ package actor InstallationClient {
 
     private let endpoints: FirebaseEndpoints
     private let appId: String
-    private let fid: String
+    /// The id to register: the device id, until Firebase says another installation has it.
+    private var fid: String
     private let path: String
     private let base: HTTPRequest
     private var credentials: Credentials?
@@ -95,13 +96,13 @@ package actor InstallationClient {
     }
 
     private func register() async throws(SourceError) {
-        var request = jsonRequest(endpoints.createInstallation)
-        request.body = Array(
-            JSONValue.object([
-                ("fid", .string(fid)), ("authVersion", .string("FIS_v2")), ("appId", .string(appId)),
-                ("sdkVersion", .string(Self.sdkVersion)),
-            ]).compactText.utf8)
-        let response = try await send(request, what: "create the installation")
+        var response = try await create()
+        if response.status == 409 {
+            // Another installation has this id (ALREADY_EXISTS): the SDKs make a new one and register
+            // that; the new id is kept in the credentials file, the device id stays as it is.
+            fid = DeviceID.generate()
+            response = try await create()
+        }
         guard response.status == 200 else { throw Self.failure("create the installation", response) }
         let json: JSONValue
         do { json = try JSONValue.parse(response.body) } catch {
@@ -115,6 +116,16 @@ package actor InstallationClient {
         let credentials = Credentials(
             fid: json["fid"]?.stringValue ?? fid, refreshToken: refreshToken, authToken: token, expiresAt: expiresAt)
         try save(credentials)
+    }
+
+    private func create() async throws(SourceError) -> HTTPResponse {
+        var request = jsonRequest(endpoints.createInstallation)
+        request.body = Array(
+            JSONValue.object([
+                ("fid", .string(fid)), ("authVersion", .string("FIS_v2")), ("appId", .string(appId)),
+                ("sdkVersion", .string(Self.sdkVersion)),
+            ]).compactText.utf8)
+        return try await send(request, what: "create the installation")
     }
 
     private func jsonRequest(_ url: String) -> HTTPRequest {
