@@ -19,10 +19,11 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CLinux"),
 
         .target(name: "RCCore"),
         .target(name: "RCStore", dependencies: ["RCCore", "CSQLite"]),
-        .target(name: "RCAgent", dependencies: ["RCCore", "RCStore", "RCTemplate", "CSystemd", "CCurl", "CMosquitto"]),
+        .target(name: "RCAgent", dependencies: ["RCCore", "RCStore", "RCTemplate", "CSystemd", "CCurl", "CMosquitto", "CLinux"]),
         .target(name: "RCClient", dependencies: ["RCCore", "RCStore"]),
         .target(name: "RCTemplate", dependencies: ["RCCore", "CCrypto"]),
         .target(name: "RCAdmin", dependencies: ["RCCore", "CMosquitto"]),

@@ -69,7 +69,7 @@ actor Agent {
         timerTask?.cancel()
         storeRetryTask?.cancel()
         settleTask?.cancel()
-        networkTask?.cancel()
+        changeTask?.cancel()
         wakeup?.resume()
         wakeup = nil
         for fd in watchers { shutdown(fd, Int32(SHUT_RDWR)) }
@@ -258,26 +258,35 @@ actor Agent {
         }
     }
 
-    /// The network may have come up (``NetworkMonitor``): once it has been quiet for a second, the
-    /// agent fetches if the cache is stale or the last fetch failed (SPEC §6).
-    func networkChanged() {
-        networkTask?.cancel()
-        networkTask = Task { [weak self] in
+    /// What changed around the agent: the network may have come up (``NetworkMonitor``), or the wall
+    /// clock was set, by hand, by NTP or by a resume from suspend (``ClockWatch``).
+    enum SystemChange: String, Sendable {
+        case network = "The network changed"
+        case clock = "The wall clock was set (or the system resumed)"
+    }
+
+    /// Once nothing more has changed for a second, the timer is set again (its wall-clock deadlines
+    /// may have moved), and the agent fetches if the cache is stale or the last fetch failed (SPEC §6).
+    func systemChanged(_ change: SystemChange) {
+        changeTask?.cancel()
+        changeTask = Task { [weak self] in
             try? await Task.sleep(for: .seconds(1))
             guard !Task.isCancelled else { return }
-            await self?.fetchAfterNetworkChange()
+            await self?.afterSystemChange(change)
         }
     }
 
-    private var networkTask: Task<Void, Never>?
+    private var changeTask: Task<Void, Never>?
 
-    private func fetchAfterNetworkChange() {
-        guard !stopping, let status = try? store.status(), status.stale.isSet || status.lastStatus == .failure else {
+    private func afterSystemChange(_ change: SystemChange) {
+        guard !stopping, !(source is UnconfiguredSource), let status = try? fetchState(now: .now()) else { return }
+        guard status.stale.isSet || status.lastStatus == .failure else {
+            if !fetching { scheduleTimer() }
             return
         }
         log.info(
-            "The network changed; fetching (\(status.stale.isSet ? "the cache is stale" : "the last fetch failed"))")
-        request(.networkUp)
+            "\(change.rawValue); fetching (\(status.stale.isSet ? "the cache is stale" : "the last fetch failed"))")
+        request(.systemChange)
     }
 
     /// Gives back the pages a round mapped once the agent has been quiet for ``settleDelay``.

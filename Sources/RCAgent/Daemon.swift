@@ -97,14 +97,19 @@ public enum Daemon {
 
         let fetchLoop = Task { await agent.runFetchLoop() }
         mqtt?.start()
-        // The network coming up matters to sources that use it.
+        // The network coming up matters to sources that use it; a clock set (or a resume) to all.
         var network: NetworkMonitor?
         if !(source is FileSource || source is UnconfiguredSource) {
-            network = NetworkMonitor { Task { await agent.networkChanged() } }
+            network = NetworkMonitor { Task { await agent.systemChanged(.network) } }
             do { try network?.start() } catch {
                 log.warning("Not watching the network (\(error)): only timers and pushes start fetches")
                 network = nil
             }
+        }
+        var clock: ClockWatch? = ClockWatch { Task { await agent.systemChanged(.clock) } }
+        do { try clock?.start() } catch {
+            log.warning("Not watching the wall clock (\(error)): a clock step or resume waits for the timer")
+            clock = nil
         }
         var realtime: Task<Void, Never>?
         if let firebase = source as? FirebaseSource, config.realtime != .no {
@@ -134,6 +139,7 @@ public enum Daemon {
         server.stop()
         watcher?.stop()
         network?.stop()
+        clock?.stop()
         watchdog?.cancel()
         realtime?.cancel()
         mqtt?.stop()

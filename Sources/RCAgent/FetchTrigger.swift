@@ -16,12 +16,13 @@ enum FetchTrigger: Sendable {
     case realtime(attempt: Int)
     /// A push channel (MQTT) reconnected: a ping may have been missed while it was down.
     case pushReconnect
-    /// The network may have come up while the cache was stale or the last fetch had failed.
-    case networkUp
+    /// The network may have come up, or the wall clock was set (a resume from suspend does), while
+    /// the cache was stale or the last fetch had failed.
+    case systemChange
 
     var isForced: Bool {
         switch self {
-        case .sourceChanged, .realtime, .pushReconnect, .networkUp: true
+        case .sourceChanged, .realtime, .pushReconnect, .systemChange: true
         case let .manual(force, _): force
         default: false
         }
@@ -31,12 +32,12 @@ enum FetchTrigger: Sendable {
         if case .manual(_, true) = self { true } else { false }
     }
 
-    /// An automatic retry (timer, push) waits out the backoff; a person, a local file change or the
-    /// network coming up (the likely end of what made the fetches fail) does not.
+    /// An automatic retry (timer, push) waits out the backoff; a person, a local file change, the
+    /// network coming up or a resume (the likely end of what made the fetches fail) does not.
     var waitsOutBackoff: Bool {
         switch self {
         case .timer, .push, .startup, .realtime, .pushReconnect: true
-        case .manual, .sourceChanged, .networkUp: false
+        case .manual, .sourceChanged, .systemChange: false
         }
     }
 }
