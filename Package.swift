@@ -23,7 +23,9 @@ let package = Package(
 
         .target(name: "RCCore"),
         .target(name: "RCStore", dependencies: ["RCCore", "CSQLite"]),
-        .target(name: "RCAgent", dependencies: ["RCCore", "RCStore", "RCTemplate", "CSystemd", "CCurl", "CMosquitto", "CLinux"]),
+        .target(
+            name: "RCAgent",
+            dependencies: ["RCCore", "RCStore", "RCTemplate", "CSystemd", "CCurl", "CMosquitto", "CLinux"]),
         .target(name: "RCClient", dependencies: ["RCCore", "RCStore"]),
         .target(name: "RCTemplate", dependencies: ["RCCore", "CCrypto"]),
         .target(name: "RCAdmin", dependencies: ["RCCore", "CMosquitto"]),
