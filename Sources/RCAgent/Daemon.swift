@@ -83,7 +83,7 @@ public enum Daemon {
         let server = try ControlServer(config: config, agent: agent, log: log)
         server.start()
 
-        let signals = SignalStream([SIGTERM, SIGINT, SIGHUP])
+        let signals = try SignalStream([SIGTERM, SIGINT, SIGHUP])
         var watcher: FileWatcher?
         if let file = source as? FileSource {
             watcher = FileWatcher(path: file.path) { Task { await agent.request(.sourceChanged) } }
@@ -100,16 +100,13 @@ public enum Daemon {
         // The network coming up matters to sources that use it; a clock set (or a resume) to all.
         var network: NetworkMonitor?
         if !(source is FileSource || source is UnconfiguredSource) {
-            network = NetworkMonitor { Task { await agent.systemChanged(.network) } }
-            do { try network?.start() } catch {
+            do { network = try NetworkMonitor { Task { await agent.systemChanged(.network) } } } catch {
                 log.warning("Not watching the network (\(error)): only timers and pushes start fetches")
-                network = nil
             }
         }
-        var clock: ClockWatch? = ClockWatch { Task { await agent.systemChanged(.clock) } }
-        do { try clock?.start() } catch {
+        var clock: ClockWatch?
+        do { clock = try ClockWatch { Task { await agent.systemChanged(.clock) } } } catch {
             log.warning("Not watching the wall clock (\(error)): a clock step or resume waits for the timer")
-            clock = nil
         }
         var realtime: Task<Void, Never>?
         if let firebase = source as? FirebaseSource, config.realtime != .no {
@@ -159,26 +156,6 @@ public enum Daemon {
             return HTTPSource(config: config, reader: reader)
         case .firebase:
             return FirebaseSource(config: config, deviceId: deviceId, environment: Environment.current())
-        }
-    }
-}
-
-/// Termination and reload signals as an async sequence. The signals are ignored for default
-/// handling and delivered through dispatch sources instead.
-final class SignalStream: Sendable {
-    let stream: AsyncStream<Int32>
-    private let sources: [any DispatchSourceSignal]
-
-    init(_ signals: [Int32]) {
-        let (stream, continuation) = AsyncStream<Int32>.makeStream()
-        self.stream = stream
-        let queue = DispatchQueue(label: "rcagent.signals")
-        sources = signals.map { number in
-            Glibc.signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { continuation.yield(number) }
-            source.resume()
-            return source
         }
     }
 }

@@ -1,23 +1,14 @@
-@preconcurrency import Dispatch
 import Glibc
 import RCCore
 
 /// Tells the agent when the network may have come up (SPEC §6: a network-online transition
-/// refetches when stale): an rtnetlink socket joined to the link, address and route groups, read
-/// through a dispatch source, so an idle network costs no wakeup.
-final class NetworkMonitor: @unchecked Sendable {
-    private let onChange: @Sendable () -> Void
-    private let queue = DispatchQueue(label: "rcagent.network")
-    private var source: (any DispatchSourceRead)?
-    private var fd: Int32 = -1
+/// refetches when stale): an rtnetlink socket joined to the link, address and route groups.
+final class NetworkMonitor: Sendable {
+    private let watch: DescriptorWatch
 
-    init(onChange: @escaping @Sendable () -> Void) {
-        self.onChange = onChange
-    }
-
-    /// Starts listening; throws when the kernel refuses the socket (the daemon then runs without).
-    func start() throws {
-        fd = socket(
+    /// Throws when the kernel refuses the socket (the daemon then runs without).
+    init(onChange: @escaping @Sendable () -> Void) throws {
+        let fd = socket(
             AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { throw SystemError("netlink socket") }
         // struct sockaddr_nl: family, pad, pid (0: the kernel picks), groups.
@@ -30,25 +21,17 @@ final class NetworkMonitor: @unchecked Sendable {
         guard bound == 0 else {
             let error = SystemError("bind netlink")
             close(fd)
-            fd = -1
             throw error
         }
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        source.setEventHandler { [self] in drain() }
-        source.resume()
-        self.source = source
-    }
-
-    func stop() {
-        queue.sync {
-            source?.cancel()
-            source = nil
-            if fd >= 0 { close(fd) }
-            fd = -1
+        watch = DescriptorWatch(fd: fd, label: "rcagent.network") { fd in
+            if Self.drain(fd) { onChange() }
         }
     }
 
-    private func drain() {
+    func stop() { watch.stop() }
+
+    /// Reads every queued batch; whether any says the network may be up.
+    private static func drain(_ fd: Int32) -> Bool {
         var buffer = [UInt8](repeating: 0, count: 16_384)
         var mayBeUp = false
         while true {
@@ -58,9 +41,8 @@ final class NetworkMonitor: @unchecked Sendable {
                 mayBeUp = true
                 continue
             }
-            if n <= 0 { break }
+            if n <= 0 { return mayBeUp }
             if NetlinkEvents.networkMayBeUp(Array(buffer[0..<n])) { mayBeUp = true }
         }
-        if mayBeUp { onChange() }
     }
 }
