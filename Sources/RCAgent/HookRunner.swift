@@ -126,12 +126,17 @@ final class HookRunner: @unchecked Sendable {
             "RCAGENT_EVENT": event.kind.rawValue, "RCAGENT_CHANGED_KEYS": keys,
             "RCAGENT_TEMPLATE_VERSION": event.templateVersion ?? "",
         ]) { $1 }.map { "\($0.key)=\($0.value)" }
-        // A process group of its own, so a timeout kills whatever the hook started too.
+        // A process group of its own, so a timeout kills whatever the hook started too; SIGPIPE back
+        // to its default (the daemon ignores it), as a shell script expects.
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF))
         posix_spawnattr_setpgroup(&attributes, 0)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGPIPE)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
         var pid: pid_t = 0
         let rc = withCStrings([path], environment) { argv, envp in
             posix_spawn(&pid, path, &actions, &attributes, argv, envp)
