@@ -139,8 +139,10 @@ actor Agent {
     private func record(_ result: SourceResult, at finished: Timestamp, fetchTime: Duration) -> FetchOutcome {
         do {
             let outcome = try store(result, at: finished, fetchTime: fetchTime)
-            if unstored != nil { log.notice("The state database takes writes again") }
+            if unstored != nil || unstoredStale != nil { log.notice("The state database takes writes again") }
+            // A stored fetch answers every stale ping before it.
             unstored = nil
+            unstoredStale = nil
             return outcome
         } catch {
             if unstored == nil {
@@ -154,6 +156,8 @@ actor Agent {
 
     /// A fetch result the store refused, kept for ``retryUnstored()``.
     private var unstored: (result: SourceResult, at: Timestamp, fetchTime: Duration)?
+    /// A stale flag the store refused, written by ``retryUnstored()`` unless a fetch is stored first.
+    private var unstoredStale: (reason: String, at: Timestamp)?
     private var storeRetryTask: Task<Void, Never>?
     static let storeRetry = Duration.seconds(5)
 
@@ -167,8 +171,18 @@ actor Agent {
 
     private func retryUnstored() {
         storeRetryTask = nil
-        guard let unstored, !stopping else { return }
-        if case .failed = record(unstored.result, at: unstored.at, fetchTime: unstored.fetchTime) { return }
+        guard !stopping else { return }
+        if let unstored {
+            if case .failed = record(unstored.result, at: unstored.at, fetchTime: unstored.fetchTime) { return }
+        } else if let stale = unstoredStale {
+            guard (try? store.markStale(reason: stale.reason, at: stale.at)) != nil else {
+                scheduleStoreRetry()
+                return
+            }
+            log.notice("The state database takes writes again: stored the stale flag (\(stale.reason))")
+            unstoredStale = nil
+            publishEvents()
+        }
         scheduleTimer()
         updateStatusLine()
     }
@@ -346,9 +360,12 @@ actor Agent {
         do {
             newlySet = try store.markStale(reason: reason, at: .now())
         } catch {
-            // The flag cannot be stored (a full or read-only disk): the sender hears so, and the
-            // fetch happens all the same, its result kept until the disk takes it.
+            // The flag cannot be stored (a full or read-only disk): the sender hears so, the fetch
+            // happens all the same, and the flag is written when the disk takes it, unless a
+            // fetch is stored first.
             log.error("Failed to store the stale flag (\(reason)): \(error); fetching anyway")
+            if unstoredStale == nil { unstoredStale = (reason, .now()) }
+            scheduleStoreRetry()
             request(.push)
             throw error
         }

@@ -54,6 +54,27 @@ extension Reliability {
         /// The state directory read-only at start (an overlay that failed to mount read-write). Such a
         /// mount cannot be made under a running daemon that has the database open for writing (the
         /// kernel refuses with EBUSY), so the daemon meets it at start.
+        @Test func aStaleFlagTheFullDiskRefusedIsWrittenWhenSpaceReturns() throws {
+            let sandbox = try Sandbox()
+            let disk = try TmpfsMount(at: sandbox.statePath, kilobytes: 1_024)
+            try sandbox.publish(Sandbox.document(version: 1))
+            let daemon = try sandbox.startDaemon()
+            #expect(try sandbox.cli("fetch", "--wait").status == 0)
+            try sandbox.publish("not a document: every fetch fails")
+            #expect(try eventually { try sandbox.cli("status").stdout.contains("last fetch:   failure") })
+
+            let filler = disk.fill()
+            let ping = try SocketClient(path: sandbox.socketPath).request(
+                #"{"op":"message","message":{"data":{"CONFIG_STATE":"STALE"}}}"#)
+            let refused = ping?["ok"] as? Bool == false
+            #expect(refused, "the full disk refused the flag: else this tests nothing; \(ping ?? [:])")
+            try FileManager.default.removeItem(atPath: filler)
+            #expect(
+                try eventually(15) { try StateSnapshot(path: sandbox.databasePath).staleSet },
+                "the flag is stored once the disk takes writes; log:\n\(daemon.log)")
+            #expect(daemon.stop() == 0)
+        }
+
         @Test func readOnlyStateDirectoryKeepsServingAndRecovers() throws {
             let sandbox = try Sandbox()
             let disk = try TmpfsMount(at: sandbox.statePath, kilobytes: 4_096)
