@@ -5,8 +5,8 @@ import Glibc
 /// Tests script it by writing its mode file and read what it saw from its request log.
 final class ConfigServer {
     let directory: URL
-    let process = Process()
-    let port: Int
+    private let server: FixtureProcess
+    var port: Int { server.port }
     let scheme: String
 
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -18,21 +18,9 @@ final class ConfigServer {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         scheme = tls == nil ? "http" : "https"
         try "".write(to: directory.appendingPathComponent("requests.log"), atomically: true, encoding: .utf8)
-        let command =
-            ["/usr/bin/python3", Self.script, directory.path] + (tls.map { ["--tls", $0.certificate, $0.key] } ?? [])
-        let wrapped = networkNamespace.map { ["/usr/sbin/ip", "netns", "exec", $0] + command } ?? command
-        process.executableURL = URL(fileURLWithPath: wrapped[0])
-        process.arguments = Array(wrapped.dropFirst())
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        port = try fixturePort(of: process, printedOn: out, name: "the config server")
-    }
-
-    deinit {
-        // SIGKILL: a SIGTERM ignored by the test runner would be ignored by the child too.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        server = try FixtureProcess(
+            ["/usr/bin/python3", Self.script, directory.path] + (tls.map { ["--tls", $0.certificate, $0.key] } ?? []),
+            networkNamespace: networkNamespace, name: "the config server")
     }
 
     var url: String { "\(scheme)://127.0.0.1:\(port)/config.json" }
@@ -107,17 +95,40 @@ struct TestPKI {
     }
 }
 
-/// Reads the port a test fixture server prints on its first line once it listens; a fixture that
-/// exits or prints something else is killed and reported as `name` not starting.
-func fixturePort(of process: Process, printedOn out: Pipe, name: String) throws -> Int {
-    var line = Data()
-    while let byte = try out.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data([0x0a]) {
-        line.append(byte)
+/// A test fixture server (a Python script under Tests/Fixtures) as a real process: started with
+/// `command`, inside `networkNamespace` when given, its port read from the first line it prints
+/// once it listens, and killed with SIGKILL at deinit (a SIGTERM ignored by the test runner would
+/// be ignored by the child too).
+final class FixtureProcess {
+    private let process = Process()
+    let port: Int
+
+    init(_ command: [String], networkNamespace: String? = nil, name: String) throws {
+        let wrapped = inNetworkNamespace(networkNamespace, command)
+        process.executableURL = URL(fileURLWithPath: wrapped[0])
+        process.arguments = Array(wrapped.dropFirst())
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        var line = Data()
+        while let byte = try out.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data([0x0a]) {
+            line.append(byte)
+        }
+        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw DaemonError("\(name) did not start")
+        }
+        self.port = port
     }
-    guard let port = Int(String(decoding: line, as: UTF8.self)) else {
+
+    deinit {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
-        throw DaemonError("\(name) did not start")
     }
-    return port
+}
+
+/// `command` run inside a network namespace (`ip netns exec`), or as it is without one.
+func inNetworkNamespace(_ namespace: String?, _ command: [String]) -> [String] {
+    namespace.map { ["/usr/sbin/ip", "netns", "exec", $0] + command } ?? command
 }

@@ -87,7 +87,7 @@ final class DaemonProcess {
         logPath = sandbox.root.appendingPathComponent("daemon-\(UUID().uuidString.prefix(6)).log").path
         FileManager.default.createFile(atPath: logPath, contents: nil)
         let command = [Binaries.url("rcagentd").path] + (arguments ?? ["--config", sandbox.configPath])
-        let wrapped = networkNamespace.map { ["/usr/sbin/ip", "netns", "exec", $0] + command } ?? command
+        let wrapped = inNetworkNamespace(networkNamespace, command)
         process.executableURL = URL(fileURLWithPath: wrapped[0])
         process.arguments = Array(wrapped.dropFirst())
         var env = ProcessInfo.processInfo.environment

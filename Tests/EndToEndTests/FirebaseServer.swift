@@ -10,8 +10,8 @@ final class FirebaseServer {
     let directory: URL
     /// Held so the server's directory (inside the sandbox) outlives the server.
     let sandbox: Sandbox
-    let process = Process()
-    let port: Int
+    private let server: FixtureProcess
+    var port: Int { server.port }
 
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fixtures/firebase_server.py").path
@@ -29,18 +29,8 @@ final class FirebaseServer {
         for file in ["requests.log", "realtime.jsonl", "streams.log"] {
             try "".write(to: directory.appendingPathComponent(file), atomically: true, encoding: .utf8)
         }
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [Self.script, directory.path]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        port = try fixturePort(of: process, printedOn: out, name: "the fake Firebase server")
-    }
-
-    deinit {
-        // SIGKILL: a SIGTERM ignored by the test runner would be ignored by the child too.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        server = try FixtureProcess(
+            ["/usr/bin/python3", Self.script, directory.path], name: "the fake Firebase server")
     }
 
     /// What `Endpoint=` must be set to: scheme, host and port of all three Google APIs.

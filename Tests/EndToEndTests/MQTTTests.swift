@@ -84,6 +84,15 @@ final class MosquittoBroker {
 
 /// The MQTT push channel against a real broker (SPEC §6): the fleet counterpart of the FCM topic.
 @Suite struct MQTTTests {
+    /// Serves template 1, starts the daemon and waits until it is connected to the broker and serves it.
+    func startConnected(_ sandbox: Sandbox, _ server: ConfigServer) throws -> DaemonProcess {
+        try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
+        let daemon = try sandbox.startDaemon()
+        #expect(eventually { daemon.log.contains("MQTT connected") }, "\(daemon.log)")
+        #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v1\n" })
+        return daemon
+    }
+
     func setUp(jitter: String = "0") throws -> (Sandbox, ConfigServer, MosquittoBroker) {
         let sandbox = try Sandbox()
         let server = try ConfigServer(in: sandbox)
@@ -104,10 +113,7 @@ final class MosquittoBroker {
 
     @Test func aPingFetchesTheNewConfig() throws {
         let (sandbox, server, broker) = try setUp()
-        try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
-        let daemon = try sandbox.startDaemon()
-        #expect(eventually { daemon.log.contains("MQTT connected") }, "\(daemon.log)")
-        #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v1\n" })
+        let daemon = try startConnected(sandbox, server)
         // The push state is updated right after the connect is logged.
         #expect(
             try eventually {
@@ -149,10 +155,7 @@ final class MosquittoBroker {
 
     @Test func aBrokerRestartReconnectsAndRefetches() throws {
         let (sandbox, server, broker) = try setUp()
-        try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
-        let daemon = try sandbox.startDaemon()
-        #expect(eventually { daemon.log.contains("MQTT connected") })
-        #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v1\n" })
+        let daemon = try startConnected(sandbox, server)
         // Published while the broker is down: no ping can announce it, only the refetch after the reconnect.
         broker.stop()
         #expect(eventually { daemon.log.contains("MQTT connection to 127.0.0.1:\(broker.port) lost") }, "\(daemon.log)")
@@ -164,10 +167,7 @@ final class MosquittoBroker {
 
     @Test func rcadminPublishesTheStalePing() throws {
         let (sandbox, server, broker) = try setUp()
-        try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
-        let daemon = try sandbox.startDaemon()
-        #expect(eventually { daemon.log.contains("MQTT connected") })
-        #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v1\n" })
+        let daemon = try startConnected(sandbox, server)
         try server.serve(Sandbox.document(version: 2), etag: "\"v2\"")
         let published = try sandbox.run(
             "rcadmin", ["notify-stale", "--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--template-version", "2"])
