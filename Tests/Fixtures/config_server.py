@@ -18,6 +18,8 @@ decide how to answer, and appends its path and headers as a JSON line to DIR/req
 """
 import http.server, json, os, socket, ssl, struct, sys, threading, time
 
+from fixture_http import QuietHandler, append_json_line
+
 directory = sys.argv[1]
 lock = threading.Lock()
 served = 0
@@ -34,23 +36,10 @@ def mode():
     return m
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def finish(self):
-        try:
-            super().finish()
-        except OSError:
-            pass  # the reset mode closed the socket under the handler
-
-    def log_message(self, *args):
-        pass
-
+class Handler(QuietHandler):
     def do_GET(self):
-        with lock:
-            with open(os.path.join(directory, "requests.log"), "a") as f:
-                headers = {name.lower(): value for name, value in self.headers.items()}
-                f.write(json.dumps({"path": self.path, "headers": headers}) + "\n")
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        append_json_line(os.path.join(directory, "requests.log"), {"path": self.path, "headers": headers})
         m = mode()
         kind = m["kind"]
         if kind == "document":

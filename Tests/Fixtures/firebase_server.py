@@ -70,6 +70,8 @@ DIR/streams.log: {"stream": id, "event": "end", "reason": "client closed"|"dropp
    "time": t} when a realtime stream ends.
 """
 import gzip, http.server, json, os, re, secrets, select, socket, sys, threading, time
+
+from fixture_http import QuietHandler, append_json_line
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 directory = sys.argv[1]
@@ -112,9 +114,7 @@ def read_mode():
 
 
 def append_line(name, record):
-    with lock:
-        with open(path_in_dir(name), "a") as f:
-            f.write(json.dumps(record) + "\n")
+    append_json_line(path_in_dir(name), record)
 
 
 def realtime_size():
@@ -153,18 +153,7 @@ def forced(m, key, api, extra_headers=None):
     raise Reject(int(status), message, forced=True, headers=extra_headers)
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def finish(self):
-        try:
-            super().finish()
-        except OSError:
-            pass  # a dropped stream closed the socket under the handler
-
-    def log_message(self, *args):
-        pass
-
+class Handler(QuietHandler):
     def do_POST(self):
         self.serve("POST")
 
@@ -344,13 +333,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         expires_in = self.expires_in(m)
         return 200, {"token": self.issue_token(fid, expires_in), "expiresIn": "%ds" % expires_in}, {}
 
-    def api_fetch(self, m, match, query, body):
+    def check_remote_config_call(self, m, match, query):
+        """What the fetch and realtime calls both need: JSON headers, the API key, the project and
+        the firebase namespace in the path. Returns the project."""
         project, namespace = match.group(1), match.group(2)
         self.check_json_headers()
         self.check_api_key(m, "X-Goog-Api-Key", query, query_required=True)
         self.check_project(m, project)
         if namespace != "firebase":
             raise Reject(400, "namespace %r in the path, expected firebase" % namespace)
+        return project
+
+    def api_fetch(self, m, match, query, body):
+        self.check_remote_config_call(m, match, query)
         fetch_type = self.header("X-Firebase-RC-Fetch-Type")
         if not re.match(r"^(BASE/1|REALTIME/[1-9][0-9]*)$", fetch_type):
             raise Reject(400, "header X-Firebase-RC-Fetch-Type must be BASE/1 or REALTIME/<n>, got %r" % fetch_type)
@@ -409,12 +404,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return 200, answer, {"ETag": etag}
 
     def api_realtime(self, m, match, query, body):
-        project, namespace = match.group(1), match.group(2)
-        self.check_json_headers()
-        self.check_api_key(m, "X-Goog-Api-Key", query, query_required=True)
-        self.check_project(m, project)
-        if namespace != "firebase":
-            raise Reject(400, "namespace %r in the path, expected firebase" % namespace)
+        project = self.check_remote_config_call(m, match, query)
         streaming = self.header("X-Accept-Response-Streaming")
         if streaming != "true":
             raise Reject(400, "header X-Accept-Response-Streaming must be true, got %r" % streaming)
