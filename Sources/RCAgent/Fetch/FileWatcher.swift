@@ -9,9 +9,8 @@ final class FileWatcher: @unchecked Sendable {
     private let path: String
     private let onChange: @Sendable () -> Void
     private let queue = DispatchQueue(label: "rcagent.file-watcher")
-    private var source: (any DispatchSourceRead)?
+    private var inotify: DescriptorWatch?
     private var timer: (any DispatchSourceTimer)?
-    private var fd: Int32 = -1
     private var lastSeen: FileIdentity?
 
     init(path: String, onChange: @escaping @Sendable () -> Void) {
@@ -24,17 +23,16 @@ final class FileWatcher: @unchecked Sendable {
         let slash = path.lastIndex(of: "/")!
         let directory = slash == path.startIndex ? "/" : String(path[..<slash])
         let name = String(path[path.index(after: slash)...])
-        fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_ATTRIB)
         if fd >= 0, inotify_add_watch(fd, directory, mask) >= 0 {
-            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-            source.setEventHandler { [self] in drain(name: name) }
-            source.resume()
-            self.source = source
+            let onChange = onChange
+            inotify = DescriptorWatch(fd: fd, label: "rcagent.file-watcher.inotify") { fd in
+                if Self.drain(fd, name: name) { onChange() }
+            }
             return "inotify on \(directory)"
         }
         if fd >= 0 { close(fd) }
-        fd = -1
         lastSeen = FileIdentity(path: path)
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + 2, repeating: 2)
@@ -51,15 +49,12 @@ final class FileWatcher: @unchecked Sendable {
     }
 
     func stop() {
-        queue.sync {
-            source?.cancel()
-            timer?.cancel()
-            if fd >= 0 { close(fd) }
-            fd = -1
-        }
+        inotify?.stop()
+        queue.sync { timer?.cancel() }
     }
 
-    private func drain(name: String) {
+    /// Reads every queued event; whether one names the watched file.
+    private static func drain(_ fd: Int32, name: String) -> Bool {
         var buffer = [UInt8](repeating: 0, count: 8192)
         var changed = false
         while true {
@@ -77,7 +72,7 @@ final class FileWatcher: @unchecked Sendable {
                 offset += MemoryLayout<inotify_event>.size + length
             }
         }
-        if changed { onChange() }
+        return changed
     }
 }
 
