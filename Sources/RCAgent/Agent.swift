@@ -539,8 +539,8 @@ actor Agent {
     // MARK: - Status line
 
     func updateStatusLine() {
-        guard let status = try? store.status() else { return }
         let now = Timestamp.now()
+        guard let status = try? fetchState(now: now) else { return }
         var text: String
         if status.stale.isSet {
             text = "Stale since \(Self.clock(status.stale.since))"
@@ -551,7 +551,9 @@ actor Agent {
             text += "; last fetch failed (\(error))"
         }
         if status.pending { text += "; fetched template \(status.fetched.templateVersion ?? "-") awaits activation" }
-        if let next = nextFetch { text += "; next fetch \(Self.clock(next))" } else { text += "; no source configured" }
+        text +=
+            source is UnconfiguredSource
+            ? "; no source configured" : "; next fetch \(Self.clock(policy.nextFetch(status, now: now)))"
         notifier.status(text)
     }
 
