@@ -144,6 +144,13 @@ actor Agent {
             unstored = nil
             unstoredStale = nil
             return outcome
+        } catch let error as SQLiteError where !error.isStorageFailure {
+            // Not the disk: the database refused this document itself (a constraint). Writing it
+            // again cannot help, so it is a failed fetch like any other bad document.
+            unstored = nil
+            guard let status = try? store.status() else { return .failed("cannot store the fetched config: \(error)") }
+            return recordFailure(
+                SourceError(.badDocument, "the state database refused the document: \(error)"), status: status)
         } catch {
             if unstored == nil {
                 log.error("Failed to store the fetched config: \(error); retrying every \(Self.storeRetry)")

@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// A document that could not be read: which document and what is wrong with it.
 public struct DocumentError: Error, CustomStringConvertible, Sendable, Equatable {
     public let document: String
@@ -26,11 +24,42 @@ public enum DefaultsDocument {
         var values: [String: String] = [:]
         for (key, value) in members {
             guard let text = value.configText else {
-                throw DocumentError(document: name, reason: "key '\(key)': null is not a value")
+                throw DocumentError(
+                    document: name, reason: "key \(JSONValue.string(key).compactText): null is not a value")
             }
+            try RemoteEntry.check(key, text, field: "key \(JSONValue.string(key).compactText)", document: name)
             values[key] = text
         }
         return values
+    }
+}
+
+/// What every key and value of a document must be for the store and every reader after it (the
+/// shell, the environment, hooks) to keep it exactly.
+public enum RemoteEntry {
+    /// Why `text` cannot be a key or value, or `nil`. NUL is refused: SQLite's C API, environment
+    /// variables and shell words all end a string there, so such a key or value would be cut short
+    /// somewhere, or two keys would become one.
+    public static func problem(_ text: String, isKey: Bool) -> String? {
+        text.utf8.contains(0) ? "a \(isKey ? "key" : "value") may not contain NUL (U+0000)" : nil
+    }
+
+    static func check(_ key: String, _ value: String, field: String, document: String) throws(DocumentError) {
+        if let problem = problem(key, isKey: true) ?? problem(value, isKey: false) {
+            throw DocumentError(document: document, reason: "\(field): \(problem)")
+        }
+    }
+
+    /// A key as it appears in an error: as it is when it is a plain name (letters, digits, `_`, `-`),
+    /// JSON-quoted otherwise, so no key can split, forge or blur a message.
+    public static func quoted(_ key: String) -> String {
+        let plain =
+            !key.isEmpty
+            && key.utf8.allSatisfy {
+                ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F
+                    || $0 == 0x2D
+            }
+        return plain ? key : JSONValue.string(key).compactText
     }
 }
 
@@ -44,18 +73,6 @@ public enum RemoteDocument: Sendable, Equatable {
     /// template (`parameters`). Template conditions are not evaluated yet: each parameter's
     /// `defaultValue` applies, and `useInAppDefault` leaves the key to the local defaults.
     public static func parse(_ bytes: [UInt8], name: String) throws(DocumentError) -> RemoteDocument {
-        if let document = parseFast(bytes) { return document }
-        return try parseGeneral(bytes, name: name)
-    }
-
-    /// The typed fast path alone: the document, or `nil` when the general path must decide.
-    /// Exposed for the parser fuzz targets, which check that both paths agree.
-    package static func parseFast(_ bytes: [UInt8]) -> RemoteDocument? {
-        WireDocument.decode(bytes)
-    }
-
-    /// The general path alone (a ``JSONValue`` tree), which decides every document and words its errors.
-    package static func parseGeneral(_ bytes: [UInt8], name: String) throws(DocumentError) -> RemoteDocument {
         let json: JSONValue
         do { json = try JSONValue.parse(bytes) } catch {
             throw DocumentError(document: name, reason: error.description)
@@ -91,9 +108,11 @@ public enum RemoteDocument: Sendable, Equatable {
             }
             var values: [String: String] = [:]
             for (key, value) in members {
+                let field = "entries.\(RemoteEntry.quoted(key))"
                 guard let text = value.configText else {
-                    throw DocumentError(document: name, reason: "entries.\(key): null is not a value")
+                    throw DocumentError(document: name, reason: "\(field): null is not a value")
                 }
+                try RemoteEntry.check(key, text, field: field, document: name)
                 values[key] = text
             }
             return .update(values: values, templateVersion: version)
@@ -110,22 +129,23 @@ public enum RemoteDocument: Sendable, Equatable {
         }
         var values: [String: String] = [:]
         for (key, parameter) in parameters {
+            let field = "parameters.\(RemoteEntry.quoted(key))"
             guard parameter.objectMembers != nil else {
-                throw DocumentError(
-                    document: name, reason: "parameters.\(key) must be an object, got \(parameter.typeName)")
+                throw DocumentError(document: name, reason: "\(field) must be an object, got \(parameter.typeName)")
             }
             guard let defaultValue = parameter["defaultValue"] else { continue }
             if case .bool(true) = defaultValue["useInAppDefault"] { continue }
             guard let value = defaultValue["value"] else {
                 throw DocumentError(
                     document: name,
-                    reason: "parameters.\(key).defaultValue needs \"value\" or \"useInAppDefault\": true")
+                    reason: "\(field).defaultValue needs \"value\" or \"useInAppDefault\": true")
             }
             guard let text = value.stringValue else {
                 throw DocumentError(
                     document: name,
-                    reason: "parameters.\(key).defaultValue.value must be a string, got \(value.typeName)")
+                    reason: "\(field).defaultValue.value must be a string, got \(value.typeName)")
             }
+            try RemoteEntry.check(key, text, field: field, document: name)
             values[key] = text
         }
         let version = try templateVersion(json["version"]?["versionNumber"], field: "version.versionNumber", name: name)
@@ -144,92 +164,5 @@ public enum RemoteDocument: Sendable, Equatable {
             throw DocumentError(
                 document: name, reason: "\"\(field)\" must be a decimal version number, got \(other.compactText)")
         }
-    }
-}
-
-/// The fast path for well-formed documents: typed decoding, about twice as fast as decoding a
-/// ``JSONValue`` tree (a 3,000-parameter template in ~10 ms instead of ~20). It accepts a strict
-/// subset of what the general path accepts and returns `nil` for anything else, so the general
-/// path decides every unusual or bad document and words its errors.
-private struct WireDocument: Decodable {
-    struct Value: Decodable {
-        var value: String?
-        var useInAppDefault: Bool?
-
-        enum CodingKeys: String, CodingKey { case value, useInAppDefault }
-
-        init(from decoder: any Decoder) throws {
-            let c = try decoder.container(keyedBy: CodingKeys.self)
-            value = try c.decodeUnlessNull(String.self, forKey: .value)
-            useInAppDefault = try c.decodeUnlessNull(Bool.self, forKey: .useInAppDefault)
-        }
-    }
-
-    struct Parameter: Decodable {
-        var defaultValue: Value?
-
-        enum CodingKeys: String, CodingKey { case defaultValue }
-
-        init(from decoder: any Decoder) throws {
-            defaultValue = try decoder.container(keyedBy: CodingKeys.self).decodeUnlessNull(
-                Value.self, forKey: .defaultValue)
-        }
-    }
-
-    var parameters: [String: Parameter]?
-    var versionNumber: String?
-    var entries: [String: String]?
-    var state: String?
-    var templateVersion: String?
-
-    enum CodingKeys: String, CodingKey { case parameters, version, entries, state, templateVersion }
-    enum VersionKeys: String, CodingKey { case versionNumber }
-
-    init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        parameters = try c.decodeUnlessNull([String: Parameter].self, forKey: .parameters)
-        if c.contains(.version) {
-            versionNumber = try c.nestedContainer(keyedBy: VersionKeys.self, forKey: .version)
-                .decodeUnlessNull(String.self, forKey: .versionNumber)
-        }
-        entries = try c.decodeUnlessNull([String: String].self, forKey: .entries)
-        state = try c.decodeUnlessNull(String.self, forKey: .state)
-        templateVersion = try c.decodeUnlessNull(String.self, forKey: .templateVersion)
-    }
-
-    static func decode(_ bytes: [UInt8]) -> RemoteDocument? {
-        let data = Data(bytes)
-        // The decoder skips members it does not decode unchecked: check the whole text first.
-        guard (try? JSONValue.validate(data)) != nil,
-            let wire = try? JSONDecoder().decode(WireDocument.self, from: data)
-        else { return nil }
-        func isVersion(_ v: String?) -> Bool {
-            v.map { !$0.isEmpty && $0.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } } ?? true
-        }
-        if let parameters = wire.parameters {
-            guard isVersion(wire.versionNumber) else { return nil }
-            var values: [String: String] = [:]
-            values.reserveCapacity(parameters.count)
-            for (key, parameter) in parameters {
-                guard let defaultValue = parameter.defaultValue, defaultValue.useInAppDefault != true else { continue }
-                guard let value = defaultValue.value else { return nil }
-                values[key] = value
-            }
-            return .update(values: values, templateVersion: wire.versionNumber)
-        }
-        guard wire.entries != nil || wire.state != nil, isVersion(wire.templateVersion) else { return nil }
-        switch wire.state ?? "UPDATE" {
-        case "NO_CHANGE": return .noChange
-        case "NO_TEMPLATE", "EMPTY_CONFIG": return .update(values: [:], templateVersion: wire.templateVersion)
-        case "UPDATE": return .update(values: wire.entries ?? [:], templateVersion: wire.templateVersion)
-        default: return nil
-        }
-    }
-}
-
-extension KeyedDecodingContainer {
-    /// Like `decodeIfPresent`, except that an explicit `null` is an error rather than a missing value.
-    fileprivate func decodeUnlessNull<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-        contains(key) ? try decode(T.self, forKey: key) : nil
     }
 }

@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// A JSON document of any shape: what defaults files, fetched documents, socket lines and
 /// FCM-style messages are decoded into before the domain types read them.
 ///
@@ -27,45 +25,25 @@ public enum JSONValue: Sendable, Equatable {
         }
     }
 
-    /// Parses JSON text. Errors describe what is wrong and where (line, column and byte offset).
+    /// Parses JSON text with ``JSONReader``: linear in its size, nesting at most
+    /// ``maximumDepth`` levels, no duplicate member names. Errors describe what is wrong and where
+    /// (line, column and byte offset).
     public static func parse(_ bytes: some Collection<UInt8>) throws(JSONParseError) -> JSONValue {
-        let data = Data(bytes)
-        try validate(data)
-        do {
-            return try JSONDecoder().decode(JSONValue.self, from: data)
-        } catch let error as DecodingError {
-            throw JSONParseError(reason: Self.describe(error))
-        } catch {
-            throw JSONParseError(reason: "\(error)")
+        let result = bytes.withContiguousStorageIfAvailable { buffer in
+            Result { () throws(JSONParseError) in try JSONReader.parse(buffer) }
         }
+        if let result { return try result.get() }
+        return try parse(Array(bytes))
     }
 
     public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
-        try parse(Array(text.utf8))
+        var text = text
+        return try text.withUTF8 { buffer in Result { () throws(JSONParseError) in try JSONReader.parse(buffer) } }
+            .get()
     }
 
-    /// Checks the syntax (RFC 8259) of `data`, which the decoder does not do fully (see ``JSONSyntax``).
-    static func validate(_ data: Data) throws(JSONParseError) {
-        let result = data.withUnsafeBytes { raw in
-            Result { () throws(JSONParseError) in try JSONSyntax.validate(raw.assumingMemoryBound(to: UInt8.self)) }
-        }
-        try result.get()
-    }
-
-    private static func describe(_ error: DecodingError) -> String {
-        switch error {
-        case let .dataCorrupted(context):
-            // The underlying error carries "around line N, column M" for syntax errors.
-            if let underlying = context.underlyingError {
-                return "\(underlying)".replacing("\n", with: " ")
-            }
-            return context.debugDescription
-        case let .typeMismatch(_, context), let .valueNotFound(_, context), let .keyNotFound(_, context):
-            return context.debugDescription
-        @unknown default:
-            return "\(error)"
-        }
-    }
+    /// The deepest nesting of arrays and objects any parsed document may have.
+    public static var maximumDepth: Int { JSONReader.maximumDepth }
 
     /// The value of `key` when this is an object.
     public subscript(key: String) -> JSONValue? {
@@ -167,41 +145,4 @@ public enum JSONValue: Sendable, Equatable {
 public struct JSONParseError: Error, CustomStringConvertible, Sendable {
     public let reason: String
     public var description: String { "invalid JSON: \(reason)" }
-}
-
-extension JSONValue: Decodable {
-    private struct AnyKey: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
-    // Strings first: they are most of what config documents hold, and every failed attempt
-    // below costs a thrown DecodingError (this order halves the decode time of a large template).
-    public init(from decoder: any Decoder) throws {
-        let single = try decoder.singleValueContainer()
-        if let s = try? single.decode(String.self) {
-            self = .string(s)
-        } else if single.decodeNil() {
-            self = .null
-        } else if let keyed = try? decoder.container(keyedBy: AnyKey.self) {
-            var members: [(key: String, value: JSONValue)] = []
-            for key in keyed.allKeys {
-                members.append((key.stringValue, try keyed.decode(JSONValue.self, forKey: key)))
-            }
-            members.sort { $0.key < $1.key }
-            self = .object(members)
-        } else if var unkeyed = try? decoder.unkeyedContainer() {
-            var items: [JSONValue] = []
-            while !unkeyed.isAtEnd { items.append(try unkeyed.decode(JSONValue.self)) }
-            self = .array(items)
-        } else if let b = try? single.decode(Bool.self) {
-            self = .bool(b)
-        } else if let i = try? single.decode(Int64.self) {
-            self = .integer(i)
-        } else {
-            self = .double(try single.decode(Double.self))
-        }
-    }
 }

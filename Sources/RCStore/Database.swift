@@ -129,9 +129,21 @@ final class Statement {
                 switch value {
                 case .null: sqlite3_bind_null(handle, index)
                 case let .integer(i): sqlite3_bind_int64(handle, index, i)
-                case let .text(s): sqlite3_bind_text(handle, index, s, -1, rc_sqlite_transient())
+                case let .text(s): bindText(s, index)
                 }
             guard rc == SQLITE_OK else { throw database.failure(rc, sql: sql) }
+        }
+    }
+
+    /// Binds text with its length, not as a C string, so text holding a NUL is kept whole, never cut there.
+    private func bindText(_ text: String, _ index: Int32) -> Int32 {
+        var text = text
+        return text.withUTF8 { buffer in
+            // A NULL pointer would bind SQL NULL: the empty string is bound from a literal.
+            guard let base = buffer.baseAddress, !buffer.isEmpty else {
+                return sqlite3_bind_text(handle, index, "", 0, rc_sqlite_transient())
+            }
+            return sqlite3_bind_text(handle, index, base, Int32(buffer.count), rc_sqlite_transient())
         }
     }
 

@@ -68,7 +68,8 @@ public enum TemplateEvaluator {
         var values: [String: String] = [:]
         values.reserveCapacity(parameterMembers.count)
         for (key, parameter) in parameterMembers {
-            let path = "parameters.\(key)"
+            let path = "parameters.\(RemoteEntry.quoted(key))"
+            if let problem = RemoteEntry.problem(key, isKey: true) { throw reader.error("\(path): \(problem)") }
             guard parameter.objectMembers != nil else {
                 throw reader.error("\(path) must be an object, got \(parameter.typeName)")
             }
@@ -124,7 +125,7 @@ public enum TemplateEvaluator {
         var values: [String: ParameterValue] = [:]
         for (condition, value) in members {
             values[condition] = try parameterValue(
-                value, path: "\(path).conditionalValues.\(condition)", reader: reader)
+                value, path: "\(path).conditionalValues.\(RemoteEntry.quoted(condition))", reader: reader)
         }
         return values
     }
@@ -140,6 +141,7 @@ public enum TemplateEvaluator {
         guard let text = value.stringValue else {
             throw reader.error("\(path).value must be a string, got \(value.typeName)")
         }
+        if let problem = RemoteEntry.problem(text, isKey: false) { throw reader.error("\(path).value: \(problem)") }
         return .value(text)
     }
 

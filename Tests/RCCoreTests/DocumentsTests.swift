@@ -55,7 +55,7 @@ import Testing
 
     @Test func nullDefaultIsRejectedNamingTheKey() {
         #expect(
-            throws: DocumentError(document: "/etc/rcagent/defaults.json", reason: "key 'broken': null is not a value")
+            throws: DocumentError(document: "/etc/rcagent/defaults.json", reason: "key \"broken\": null is not a value")
         ) {
             try defaults(#"{"ok": "1", "broken": null}"#)
         }
@@ -249,5 +249,33 @@ import Testing
         let error = #expect(throws: DocumentError.self) { try remote(text, name: "http://rc.example/config") }
         #expect(error?.document == "http://rc.example/config")
         #expect(error?.reason.hasPrefix("invalid JSON: ") == true)
+    }
+
+    /// SQLite's C API, the environment and the shell all end a string at NUL: a key or value holding
+    /// one is refused by name, never stored cut short (two keys equal up to a NUL became one).
+    @Test(arguments: [
+        (
+            #"{"entries": {"a\u0000b": "1", "a": "2"}}"#,
+            #"remote.json: entries."a\u0000b": a key may not contain NUL (U+0000)"#
+        ),
+        (#"{"entries": {"k": "a\u0000b"}}"#, "remote.json: entries.k: a value may not contain NUL (U+0000)"),
+        (
+            #"{"parameters": {"k": {"defaultValue": {"value": "\u0000"}}}}"#,
+            "remote.json: parameters.k: a value may not contain NUL (U+0000)"
+        ),
+    ])
+    func nulIsRefusedNamingTheKey(_ text: String, _ message: String) {
+        // (A JSON value holding "\u0000" is stored as its JSON text, escape and all: nothing to refuse.)
+        let error = #expect(throws: DocumentError.self) {
+            try RemoteDocument.parse(Array(text.utf8), name: "remote.json")
+        }
+        #expect(error?.description == message)
+    }
+
+    @Test func nulInADefaultIsRefusedNamingTheKey() {
+        let error = #expect(throws: DocumentError.self) {
+            try DefaultsDocument.parse(Array(#"{"ok": "1", "bad\n": "x\u0000"}"#.utf8), name: "defaults.json")
+        }
+        #expect(error?.description == #"defaults.json: key "bad\n": a value may not contain NUL (U+0000)"#)
     }
 }

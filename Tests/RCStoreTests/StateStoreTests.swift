@@ -227,7 +227,7 @@ import Testing
         try withStore { (store, _) throws in
             let tricky = [
                 "unicode": "café 😀", "spaces": "  a  b  ", "newline": "a\nb", "json": #"{"a":[1,"x"]}"#,
-                "quote": "it's \"x\"", "": "empty key",
+                "quote": "it's \"x\"", "": "empty key", "nul\u{0}inside": "a\u{0}b", "nul": "other", "a": "",
             ]
             try store.replaceDefaults(tricky)
             for (key, text) in tricky {
@@ -749,7 +749,7 @@ import Testing
             config.stateDirectory = dir.file("state")
             config.defaults = try dir.write("defaults.json", #"{"a": null}"#)
 
-            #expect(throws: DocumentError(document: config.defaults, reason: "key 'a': null is not a value")) {
+            #expect(throws: DocumentError(document: config.defaults, reason: "key \"a\": null is not a value")) {
                 try StateStore.open(config: config)
             }
             // Readers must not find a database without the defaults...

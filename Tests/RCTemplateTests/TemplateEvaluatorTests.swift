@@ -215,4 +215,14 @@ import Testing
             #"{"parameters": {"p": {"conditionalValues": []}}}"#,
             with: "parameters.p.conditionalValues must be an object, got array")
     }
+
+    /// NUL in a key or in any value (chosen or not) is refused by name, as for every other document.
+    @Test func nulIsRefusedNamingTheKey() {
+        fails(
+            #"{"parameters": {"a\u0000b": {"defaultValue": {"value": "x"}}}}"#,
+            with: #"parameters."a\u0000b": a key may not contain NUL (U+0000)"#)
+        fails(
+            #"{"conditions": [], "parameters": {"p": {"defaultValue": {"value": "x"}, "conditionalValues": {"c": {"value": "\u0000"}}}}}"#,
+            with: "parameters.p.conditionalValues.c.value: a value may not contain NUL (U+0000)")
+    }
 }

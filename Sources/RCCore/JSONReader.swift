@@ -1,0 +1,334 @@
+/// The one JSON reader of every input the agent does not control: defaults and fetched documents,
+/// templates, control-socket lines, MQTT and realtime-stream messages, server answers.
+///
+/// It checks RFC 8259 and builds the ``JSONValue`` tree in one pass over the bytes, with its own
+/// stack of open containers instead of recursion, so a hostile document costs time linear in its
+/// size and no stack at all. (The toolchain's JSONDecoder recursed once per nesting level, with a
+/// cost that grew with the square of the depth: 500 levels took seconds, and about 430 overflowed the
+/// stack of a connection thread.) Errors say what is wrong and where: line, column and byte offset.
+///
+/// Nesting is limited to ``maximumDepth`` levels, far below what any stack holds, because the
+/// tree's other operations (writing it out, comparing it, releasing it) do recurse. Duplicate member
+/// names are refused, including names that differ only in their Unicode normalization form (Swift
+/// compares strings by canonical equivalence, so two such keys would otherwise silently become one).
+enum JSONReader {
+    /// Deepest nesting of arrays and objects accepted.
+    static let maximumDepth = 100
+
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(JSONParseError) -> JSONValue {
+        var scanner = Scanner(bytes: bytes)
+        return try scanner.document()
+    }
+
+    /// An array or object being read.
+    private struct Container {
+        let isObject: Bool
+        /// Byte offset of its opening bracket, for errors.
+        let start: Int
+        var items: [JSONValue] = []
+        var members: [(key: String, value: JSONValue)] = []
+        /// The member name read before the value now being read.
+        var key = ""
+
+        mutating func add(_ value: JSONValue) {
+            if isObject { members.append((key, value)) } else { items.append(value) }
+        }
+    }
+
+    private struct Scanner {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var i = 0
+        /// Unescaped bytes of the string being read, reused across strings.
+        var scratch: [UInt8] = []
+
+        init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+        func fail(_ what: String, at offset: Int? = nil) -> JSONParseError {
+            JSONParseError(reason: "\(what) at \(Self.position(of: min(offset ?? i, bytes.count), in: bytes))")
+        }
+
+        static func position(of offset: Int, in bytes: UnsafeBufferPointer<UInt8>) -> String {
+            var line = 1
+            var lineStart = 0
+            for index in 0..<offset where bytes[index] == UInt8(ascii: "\n") {
+                line += 1
+                lineStart = index + 1
+            }
+            return "line \(line), column \(offset - lineStart + 1) (byte \(offset))"
+        }
+
+        var current: UInt8? { i < bytes.count ? bytes[i] : nil }
+
+        mutating func skipSpace() {
+            while i < bytes.count {
+                let c = bytes[i]
+                guard c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 else { return }
+                i += 1
+            }
+        }
+
+        func describe(_ c: UInt8?) -> String {
+            guard let c else { return "end of input" }
+            return c >= 0x20 && c < 0x7F ? "'\(Character(Unicode.Scalar(c)))'" : "byte 0x\(String(c, radix: 16))"
+        }
+
+        /// One value and nothing after it.
+        mutating func document() throws(JSONParseError) -> JSONValue {
+            var open: [Container] = []
+            skipSpace()
+            while true {
+                // A value starts here.
+                var value: JSONValue
+                switch current {
+                case UInt8(ascii: "{")?, UInt8(ascii: "[")?:
+                    let isObject = current == UInt8(ascii: "{")
+                    guard open.count < JSONReader.maximumDepth else {
+                        throw fail("nesting deeper than \(JSONReader.maximumDepth) levels")
+                    }
+                    let start = i
+                    i += 1
+                    skipSpace()
+                    if current == UInt8(ascii: isObject ? "}" : "]") {
+                        i += 1
+                        value = isObject ? .object([]) : .array([])
+                    } else {
+                        var container = Container(isObject: isObject, start: start)
+                        if isObject { container.key = try memberName() }
+                        open.append(container)
+                        continue
+                    }
+                case UInt8(ascii: "\"")?: value = .string(try string())
+                case UInt8(ascii: "t")?:
+                    try literal("true")
+                    value = .bool(true)
+                case UInt8(ascii: "f")?:
+                    try literal("false")
+                    value = .bool(false)
+                case UInt8(ascii: "n")?:
+                    try literal("null")
+                    value = .null
+                case let c? where c == UInt8(ascii: "-") || (c >= 0x30 && c <= 0x39): value = try number()
+                case let c: throw fail("expected a value, found \(describe(c))")
+                }
+                // After a value: add it to its container, closing containers that end here.
+                while true {
+                    skipSpace()
+                    guard !open.isEmpty else {
+                        guard i == bytes.count else { throw fail("unexpected \(describe(current)) after the value") }
+                        return value
+                    }
+                    let top = open.count - 1
+                    open[top].add(value)
+                    let isObject = open[top].isObject
+                    if current == UInt8(ascii: ",") {
+                        i += 1
+                        skipSpace()
+                        if isObject { open[top].key = try memberName() }
+                        break
+                    }
+                    guard current == UInt8(ascii: isObject ? "}" : "]") else {
+                        throw fail("expected ',' or '\(isObject ? "}" : "]")', found \(describe(current))")
+                    }
+                    i += 1
+                    let container = open.removeLast()
+                    value = isObject ? .object(try sorted(container)) : .array(container.items)
+                }
+            }
+        }
+
+        /// The members of an object in key order, refusing a name that appears twice.
+        func sorted(_ container: Container) throws(JSONParseError) -> [(key: String, value: JSONValue)] {
+            var members = container.members
+            members.sort { $0.key < $1.key }
+            for k in members.indices.dropFirst() where members[k].key == members[k - 1].key {
+                let same = Array(members[k].key.utf8) == Array(members[k - 1].key.utf8)
+                throw fail(
+                    "duplicate member name \(JSONValue.string(members[k].key).compactText)"
+                        + (same ? "" : " (twice in different Unicode normalization forms)")
+                        + " in the object", at: container.start)
+            }
+            return members
+        }
+
+        /// `"name" :` inside an object, leaving the scanner at the member's value.
+        mutating func memberName() throws(JSONParseError) -> String {
+            guard current == UInt8(ascii: "\"") else {
+                throw fail("expected a member name, found \(describe(current))")
+            }
+            let name = try string()
+            skipSpace()
+            guard current == UInt8(ascii: ":") else {
+                throw fail("expected ':' after a member name, found \(describe(current))")
+            }
+            i += 1
+            skipSpace()
+            return name
+        }
+
+        mutating func literal(_ word: StaticString) throws(JSONParseError) {
+            let start = i
+            for expected in UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount) {
+                guard current == expected else { throw fail("invalid literal, expected \(word)", at: start) }
+                i += 1
+            }
+        }
+
+        mutating func number() throws(JSONParseError) -> JSONValue {
+            let start = i
+            func digits(_ scanner: inout Scanner) -> Int {
+                let first = scanner.i
+                while let c = scanner.current, c >= 0x30 && c <= 0x39 { scanner.i += 1 }
+                return scanner.i - first
+            }
+            if current == UInt8(ascii: "-") { i += 1 }
+            let integerStart = i
+            let integerDigits = digits(&self)
+            guard integerDigits > 0 else { throw fail("invalid number, expected a digit", at: i) }
+            if integerDigits > 1 && bytes[integerStart] == 0x30 {
+                throw fail("invalid number, leading zero", at: integerStart)
+            }
+            var isInteger = true
+            if current == UInt8(ascii: ".") {
+                isInteger = false
+                i += 1
+                guard digits(&self) > 0 else { throw fail("invalid number, expected a digit after '.'", at: i) }
+            }
+            if current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {
+                isInteger = false
+                i += 1
+                if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { i += 1 }
+                guard digits(&self) > 0 else { throw fail("invalid number, expected an exponent", at: i) }
+            }
+            // Up to 18 digits always fit an Int64: add them up without making a string.
+            if isInteger && integerDigits <= 18 {
+                var magnitude: Int64 = 0
+                for k in integerStart..<i { magnitude = magnitude * 10 + Int64(bytes[k] - 0x30) }
+                return .integer(integerStart > start ? -magnitude : magnitude)
+            }
+            let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
+            if isInteger, let integer = Int64(text) { return .integer(integer) }
+            guard let value = Double(text), value.isFinite else { throw fail("number \(text) out of range", at: start) }
+            return .double(value)
+        }
+
+        /// A string: escapes decoded (surrogates paired), control characters refused, UTF-8 validated.
+        mutating func string() throws(JSONParseError) -> String {
+            let start = i
+            i += 1
+            let contentStart = i
+            // Most strings have no escape: they are taken from the input as they are.
+            var escaped = false
+            scratch.removeAll(keepingCapacity: true)
+            while true {
+                guard i < bytes.count else { throw fail("unterminated string", at: start) }
+                let c = bytes[i]
+                switch c {
+                case UInt8(ascii: "\""):
+                    let text =
+                        escaped
+                        ? String(decoding: scratch, as: UTF8.self)
+                        : String(decoding: UnsafeBufferPointer(rebasing: bytes[contentStart..<i]), as: UTF8.self)
+                    i += 1
+                    return text
+                case UInt8(ascii: "\\"):
+                    if !escaped {
+                        escaped = true
+                        scratch.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[contentStart..<i]))
+                    }
+                    try escape()
+                case 0..<0x20:
+                    throw fail("control character \(describe(c)) in a string")
+                case 0..<0x80:
+                    if escaped { scratch.append(c) }
+                    i += 1
+                default:
+                    let sequenceStart = i
+                    try utf8Sequence()
+                    if escaped { scratch.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[sequenceStart..<i])) }
+                }
+            }
+        }
+
+        /// One escape sequence, its backslash at `i`; appends what it stands for to `scratch`.
+        mutating func escape() throws(JSONParseError) {
+            let backslash = i
+            i += 1
+            let simple: UInt8? =
+                switch current {
+                case UInt8(ascii: "\"")?: 0x22
+                case UInt8(ascii: "\\")?: 0x5C
+                case UInt8(ascii: "/")?: 0x2F
+                case UInt8(ascii: "b")?: 0x08
+                case UInt8(ascii: "f")?: 0x0C
+                case UInt8(ascii: "n")?: 0x0A
+                case UInt8(ascii: "r")?: 0x0D
+                case UInt8(ascii: "t")?: 0x09
+                default: nil
+                }
+            if let simple {
+                scratch.append(simple)
+                i += 1
+                return
+            }
+            guard current == UInt8(ascii: "u") else {
+                throw fail("invalid escape \\\(describe(current))", at: backslash)
+            }
+            var scalar = try hex4()
+            if (0xD800...0xDBFF).contains(scalar) {
+                guard current == UInt8(ascii: "\\"), i + 1 < bytes.count, bytes[i + 1] == UInt8(ascii: "u") else {
+                    throw fail("invalid \\u escape: unpaired surrogate", at: backslash)
+                }
+                i += 1
+                let low = try hex4()
+                guard (0xDC00...0xDFFF).contains(low) else {
+                    throw fail("invalid \\u escape: unpaired surrogate", at: backslash)
+                }
+                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+            } else if (0xDC00...0xDFFF).contains(scalar) {
+                throw fail("invalid \\u escape: unpaired surrogate", at: backslash)
+            }
+            // Not a surrogate, or a pair put together: always a valid scalar.
+            scratch.append(contentsOf: Unicode.UTF8.encode(Unicode.Scalar(scalar)!)!)
+        }
+
+        /// `uXXXX` after the backslash: returns the code unit.
+        mutating func hex4() throws(JSONParseError) -> UInt32 {
+            i += 1  // the "u"
+            var value: UInt32 = 0
+            for _ in 0..<4 {
+                guard let c = current else { throw fail("invalid \\u escape, expected 4 hex digits") }
+                let digit: UInt8
+                switch c {
+                case 0x30...0x39: digit = c - 0x30
+                case 0x41...0x46: digit = c - 0x41 + 10
+                case 0x61...0x66: digit = c - 0x61 + 10
+                default: throw fail("invalid \\u escape, expected 4 hex digits")
+                }
+                value = value << 4 | UInt32(digit)
+                i += 1
+            }
+            return value
+        }
+
+        /// One multi-byte UTF-8 sequence (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF).
+        mutating func utf8Sequence() throws(JSONParseError) {
+            let lead = bytes[i]
+            let (count, low, high): (Int, UInt8, UInt8) =
+                switch lead {
+                case 0xC2...0xDF: (1, 0x80, 0xBF)
+                case 0xE0: (2, 0xA0, 0xBF)
+                case 0xE1...0xEC, 0xEE...0xEF: (2, 0x80, 0xBF)
+                case 0xED: (2, 0x80, 0x9F)
+                case 0xF0: (3, 0x90, 0xBF)
+                case 0xF1...0xF3: (3, 0x80, 0xBF)
+                case 0xF4: (3, 0x80, 0x8F)
+                default: throw fail("invalid UTF-8")
+                }
+            for k in 1...count {
+                let bound = k == 1 ? low...high : 0x80...0xBF
+                guard i + k < bytes.count, bound.contains(bytes[i + k]) else { throw fail("invalid UTF-8") }
+            }
+            i += count + 1
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import Glibc
+import RCCore
+import Testing
+
+/// The one reader of untrusted JSON: nesting limit, duplicate names, escapes, and where errors point.
+@Suite struct JSONReaderTests {
+    private func nested(_ depth: Int, open: String = "[", close: String = "]", inner: String = "") -> String {
+        String(repeating: open, count: depth) + inner + String(repeating: close, count: depth)
+    }
+
+    @Test func nestingUpToTheLimitIsAccepted() throws {
+        let depth = JSONValue.maximumDepth
+        #expect(depth <= 100, "far below any stack: the tree's writer, comparison and release recurse")
+        _ = try JSONValue.parse(nested(depth))
+        _ = try JSONValue.parse(nested(depth, open: #"{"k":"#, close: "}", inner: "1"))
+        // Mixed shapes count the same way.
+        let mixed = String(repeating: #"[{"a":"#, count: depth / 2) + "0" + String(repeating: "}]", count: depth / 2)
+        _ = try JSONValue.parse(mixed)
+    }
+
+    @Test(arguments: [
+        ("[", "]", ""), (#"{"k":"#, "}", "1"), (#"[{"a":"#, "}]", "0"), (#"{"a":["#, "]}", "0"),
+    ])
+    func nestingPastTheLimitIsRefusedWithItsPlace(_ open: String, _ close: String, _ inner: String) {
+        for depth in [JSONValue.maximumDepth + 1, 430, 512, 100_000] {
+            let text = nested(depth, open: open, close: close, inner: inner)
+            let error = #expect(throws: JSONParseError.self) { try JSONValue.parse(text) }
+            #expect(error?.reason.hasPrefix("nesting deeper than \(JSONValue.maximumDepth) levels at line 1") == true)
+        }
+    }
+
+    @Test func duplicateMemberNamesAreRefused() {
+        let error = #expect(throws: JSONParseError.self) { try JSONValue.parse(#"{"x": {"a": 1, "b": 2, "a": 3}}"#) }
+        #expect(error?.reason == #"duplicate member name "a" in the object at line 1, column 7 (byte 6)"#)
+    }
+
+    /// Swift compares strings by canonical equivalence: "é" and "e" + U+0301 would become one key.
+    @Test(arguments: [("\u{E9}", "e\u{301}"), ("\u{212B}", "\u{C5}"), ("\u{1E9B}\u{323}", "\u{17F}\u{323}\u{307}")])
+    func namesEqualUpToNormalizationAreRefused(_ a: String, _ b: String) {
+        #expect(Array(a.utf8) != Array(b.utf8))
+        let error = #expect(throws: JSONParseError.self) { try JSONValue.parse("{\"\(a)\": 1, \"\(b)\": 2}") }
+        #expect(error?.reason.contains("different Unicode normalization forms") == true)
+    }
+
+    @Test func escapesAreDecoded() throws {
+        #expect(
+            try JSONValue.parse(#"["\u00e9\ud83d\ude00", "a\u0000b", "\"\\\/\b\f\n\r\t", "x\u0301"]"#)
+                == .array([.string("é😀"), .string("a\u{0}b"), .string("\"\\/\u{8}\u{c}\n\r\t"), .string("x\u{301}")]))
+        // Escaped and raw text of the same name is the same name.
+        #expect(throws: JSONParseError.self) { try JSONValue.parse(#"{"\u0061": 1, "a": 2}"#) }
+    }
+
+    @Test(arguments: [
+        (#"["\ud800"]"#, #"invalid \u escape: unpaired surrogate at line 1, column 3 (byte 2)"#),
+        (#"["\udc00x"]"#, #"invalid \u escape: unpaired surrogate at line 1, column 3 (byte 2)"#),
+        (#"["\ud800\u0041"]"#, #"invalid \u escape: unpaired surrogate at line 1, column 3 (byte 2)"#),
+        ("[\"a\nb\"]", "control character byte 0xa in a string at line 1, column 4 (byte 3)"),
+        ("{\n  \"a\": tru }", "invalid literal, expected true at line 2, column 8 (byte 9)"),
+        ("[1,]", "expected a value, found ']' at line 1, column 4 (byte 3)"),
+        ("[-]", "invalid number, expected a digit at line 1, column 3 (byte 2)"),
+        ("1e999", "number 1e999 out of range at line 1, column 1 (byte 0)"),
+    ])
+    func errorsSayWhatAndWhere(_ text: String, _ reason: String) {
+        let error = #expect(throws: JSONParseError.self) { try JSONValue.parse(text) }
+        #expect(error?.reason == reason)
+    }
+
+    @Test(arguments: [
+        ("123456789012345678", JSONValue.integer(123_456_789_012_345_678)),
+        ("-123456789012345678", .integer(-123_456_789_012_345_678)),
+        ("9223372036854775808", .double(9_223_372_036_854_775_808)),
+        ("-0", .integer(0)), ("0.0", .double(0)), ("1E+2", .double(100)),
+    ])
+    func numbers(_ text: String, _ expected: JSONValue) throws {
+        #expect(try JSONValue.parse(text) == expected)
+    }
+
+    /// The deepest document accepted is parsed, written, compared and released on a thread with a
+    /// quarter of the stack of the daemon's connection threads (512 KiB), in a debug build.
+    @Test func theDeepestDocumentFitsASmallStack() throws {
+        let depth = JSONValue.maximumDepth
+        let text = String(repeating: #"{"k":["#, count: depth / 2) + "1" + String(repeating: "]}", count: depth / 2)
+        let finished = onThread(stackSize: 128 * 1024) {
+            guard let value = try? JSONValue.parse(text), let again = try? JSONValue.parse(value.compactText) else {
+                return false
+            }
+            return value == again && value.compactText == text
+        }
+        #expect(finished)
+    }
+
+    /// Runs `body` on a new thread with `stackSize` bytes of stack and returns its result.
+    private func onThread(stackSize: Int, _ body: @escaping () -> Bool) -> Bool {
+        final class Box {
+            let body: () -> Bool
+            var result = false
+            init(_ body: @escaping () -> Bool) { self.body = body }
+        }
+        let box = Box(body)
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setstacksize(&attributes, stackSize)
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(box).toOpaque()
+        guard
+            pthread_create(
+                &thread, &attributes,
+                { raw in
+                    let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+                    box.result = box.body()
+                    return nil
+                }, context) == 0
+        else { return false }
+        pthread_join(thread, nil)
+        return box.result
+    }
+}
