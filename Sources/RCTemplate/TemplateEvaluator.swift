@@ -59,11 +59,15 @@ public enum TemplateEvaluator {
 
         let conditions = try namedConditions(json["conditions"], reader: reader)
         let evaluator = ConditionEvaluator(context: context)
-        // Evaluated once each, in priority order; parameters then look up the first true one they use.
-        let trueConditions = conditions.filter { condition in
-            guard case let .structured(tree) = condition.body else { return false }
-            return evaluator.evaluate(tree)
-        }.map(\.name)
+        // Evaluated once each. A parameter then takes, of the true conditions it has values for, the one
+        // first in `conditions` order: a walk over its own values, so the cost stays linear in the
+        // template's size (not conditions × parameters).
+        var priorityOfTrue: [String: Int] = [:]
+        for (index, condition) in conditions.enumerated() {
+            if case let .structured(tree) = condition.body, evaluator.evaluate(tree) {
+                priorityOfTrue[condition.name] = index
+            }
+        }
 
         var values: [String: String] = [:]
         values.reserveCapacity(parameterMembers.count)
@@ -78,7 +82,9 @@ public enum TemplateEvaluator {
             if let value = present(parameter["defaultValue"]) {
                 defaultValue = try parameterValue(value, path: path + ".defaultValue", reader: reader)
             }
-            let chosen = trueConditions.lazy.compactMap { conditional[$0] }.first ?? defaultValue
+            let chosen =
+                conditional.compactMap { name, value in priorityOfTrue[name].map { ($0, value) } }
+                .min { $0.0 < $1.0 }?.1 ?? defaultValue
             if case let .value(text)? = chosen { values[key] = text }
         }
 

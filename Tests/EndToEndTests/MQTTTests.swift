@@ -40,11 +40,12 @@ final class MosquittoBroker {
         process.waitUntilExit()
     }
 
-    /// Publishes with mosquitto_pub at QoS 1.
-    func publish(_ payload: String, topic: String = "PUSH_RC") throws {
+    /// Publishes with mosquitto_pub at QoS 1 (`retain`: kept by the broker for every later subscriber).
+    func publish(_ payload: String, topic: String = "PUSH_RC", retain: Bool = false) throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
-        p.arguments = ["-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-m", payload]
+        p.arguments =
+            ["-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-m", payload] + (retain ? ["-r"] : [])
         try p.run()
         p.waitUntilExit()
         guard p.terminationStatus == 0 else { throw DaemonError("mosquitto_pub failed") }

@@ -6,6 +6,13 @@ package struct RealtimeStreamFramer: Sendable {
     package static let maximumBuffered = 1 << 20
 
     private var buffer: [UInt8] = []
+    // Where the scan stopped in `buffer`, and its state there: each byte is looked at once, however
+    // the transfer splits the stream (rescanning the buffer on every chunk cost the square of an
+    // object's size when it arrived a few bytes at a time).
+    private var scanned = 0
+    private var depth = 0
+    private var inString = false
+    private var escaped = false
 
     package init() {}
 
@@ -16,12 +23,11 @@ package struct RealtimeStreamFramer: Sendable {
     package mutating func append(_ bytes: [UInt8]) -> [[UInt8]] {
         buffer.append(contentsOf: bytes)
         var found: [[UInt8]] = []
-        var depth = 0
-        var inString = false
-        var escaped = false
-        var start: Int?
+        // Objects end before `consumed`; the one being read, if any, starts at 0 after each removal.
         var consumed = 0
-        for (index, byte) in buffer.enumerated() {
+        while scanned < buffer.count {
+            let byte = buffer[scanned]
+            scanned += 1
             if inString {
                 if escaped {
                     escaped = false
@@ -33,22 +39,29 @@ package struct RealtimeStreamFramer: Sendable {
                 continue
             }
             switch byte {
-            case UInt8(ascii: "\""): if depth > 0 { inString = true }
+            case UInt8(ascii: "\"") where depth > 0: inString = true
             case UInt8(ascii: "{"):
-                if depth == 0 { start = index }
+                if depth == 0 { consumed = scanned - 1 }  // bytes between objects are skipped
                 depth += 1
             case UInt8(ascii: "}") where depth > 0:
                 depth -= 1
-                if depth == 0, let begin = start {
-                    found.append(Array(buffer[begin...index]))
-                    consumed = index + 1
-                    start = nil
+                if depth == 0 {
+                    found.append(Array(buffer[consumed..<scanned]))
+                    consumed = scanned
                 }
-            default: break
+            default:
+                if depth == 0 { consumed = scanned }
             }
         }
-        buffer.removeFirst(start == nil && depth == 0 ? buffer.count : consumed)
-        if buffer.count > Self.maximumBuffered { buffer = [] }  // never grow without bound on garbage
+        buffer.removeFirst(consumed)
+        scanned -= consumed
+        if buffer.count > Self.maximumBuffered {  // never grow without bound on garbage
+            buffer = []
+            scanned = 0
+            depth = 0
+            inString = false
+            escaped = false
+        }
         return found
     }
 }

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""What the worst hostile inputs cost the daemon: CPU time (utime + stime from /proc/PID/stat) and
+the wall time to its answer, for each input, against an ordinary request sent in the same run (the
+peer). Every hostile input must leave the daemon running and serving its last good values.
+
+Inputs (the shapes that crashed the daemon or cost it seconds before the one JSON reader):
+  - a control-socket line of 64 KiB of '[' (the most nesting one line can hold);
+  - an 8 KB stale ping nesting 500 levels (cost 5.9 s of daemon CPU before);
+  - a file document of 20 values nested 509 levels, about 20 KB (40 s to fetch before);
+  - a 4 MiB file document of 100,000 distinct keys (the sort and duplicate check at size);
+  - peers: one ordinary ping line, and a 3,000-parameter template fetch.
+
+Usage: bench/hostile.py BIN_DIR [ROUNDS]
+"""
+import json, os, socket, statistics, subprocess, sys, tempfile, time
+
+bin_dir = sys.argv[1]
+rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+work = tempfile.mkdtemp(prefix="rcbench-hostile-")
+remote = os.path.join(work, "remote.json")
+conf = os.path.join(work, "agent.conf")
+sock = os.path.join(work, "agent.sock")
+with open(os.path.join(work, "defaults.json"), "w") as f:
+    f.write("{}")
+with open(conf, "w") as f:
+    f.write(f"""[Agent]
+StateDirectory={work}/state
+Socket={sock}
+SocketGroup=
+Defaults={work}/defaults.json
+[Source]
+Type=file
+Path={remote}
+""")
+env = dict(os.environ, RCAGENT_CONFIG=conf)
+ticks = os.sysconf("SC_CLK_TCK")
+
+
+def publish(text):
+    tmp = remote + ".new"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.rename(tmp, remote)
+
+
+def cpu_ms(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / ticks
+
+
+def request(line):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    s.sendall(line.encode() + b"\n")
+    reply = s.makefile().readline()
+    s.close()
+    return reply
+
+
+def cli(*args):
+    return subprocess.run([f"{bin_dir}/rcagent", *args], env=env, capture_output=True, text=True)
+
+
+def nested(depth, open_="[", close="]", inner="0"):
+    return open_ * depth + inner + close * depth
+
+
+deep_document = json.dumps({"state": "UPDATE", "templateVersion": "9"})[:-1] + ', "entries": {' + ",".join(
+    f'"k{i}": ' + nested(509) for i in range(20)) + "}}"
+wide_document = json.dumps({"state": "UPDATE", "templateVersion": "8",
+                            "entries": {f"key_{i:06d}_{'x' * 16}": f"value {i}" for i in range(100_000)}})
+template = json.dumps({"parameters": {f"param_{k:04d}": {"defaultValue": {"value": f"value {k}"}} for k in range(3000)},
+                       "version": {"versionNumber": "7"}})
+ping_8k = '{"op":"message","message":{"data":{"CONFIG_STATE":"STALE"},"x":' + nested(500, '{"a":', "}") + "}}"
+ping_8k = ping_8k + " " * max(0, 8192 - len(ping_8k))
+
+cases = [
+    ("ordinary ping line (peer)", "socket", '{"op":"message","message":{"data":{"CONFIG_STATE":"STALE"}}}'),
+    ("socket line: 64 KiB of '['", "socket", "[" * (64 * 1024 - 2)),
+    ("socket line: 8 KB ping nesting 500 levels", "socket", ping_8k),
+    ("3,000-parameter template fetch (peer)", "file", template),
+    ("file: 20 values nesting 509 levels (20 KB)", "file", deep_document),
+    ("file: 100,000 keys (4 MiB)", "file", wide_document),
+]
+
+publish(json.dumps({"state": "UPDATE", "templateVersion": "1", "entries": {"bench": "good"}}))
+daemon = subprocess.Popen([f"{bin_dir}/rcagentd", "--config", conf], env=env,
+                          stderr=open(os.environ.get("RCBENCH_LOG", os.devnull), "w"))
+figures = []
+try:
+    deadline = time.time() + 10
+    while cli("get", "bench").stdout.strip() != "good":
+        if time.time() > deadline or daemon.poll() is not None:
+            raise SystemExit("daemon did not start")
+        time.sleep(0.02)
+    for name, channel, payload in cases:
+        cpu, wall = [], []
+        for _ in range(rounds):
+            before = cpu_ms(daemon.pid)
+            t0 = time.perf_counter()
+            if channel == "socket":
+                request(payload)
+            else:
+                publish(payload)
+                cli("fetch", "--force", "--wait")
+            wall.append((time.perf_counter() - t0) * 1000)
+            cpu.append(cpu_ms(daemon.pid) - before)
+            if daemon.poll() is not None:
+                raise SystemExit(f"the daemon died on: {name}")
+        size = len(payload.encode())
+        print(f"{name}: {size:,} bytes, daemon CPU median {statistics.median(cpu):.0f} ms (max {max(cpu):.0f}), "
+              f"answer median {statistics.median(wall):.1f} ms (max {max(wall):.1f})")
+        figures.append({"id": "hostile." + "".join(c if c.isalnum() else "_" for c in name)[:40].strip("_"),
+                        "figure": f"daemon CPU: {name}", "value": round(statistics.median(cpu), 1), "unit": "ms",
+                        "target": None, "peers": {"bytes": size, "answer_ms_median": round(statistics.median(wall), 1),
+                                                  "answer_ms_max": round(max(wall), 1), "cpu_ms_max": round(max(cpu), 1)}})
+    publish(json.dumps({"state": "UPDATE", "templateVersion": "10", "entries": {"bench": "after"}}))
+    cli("fetch", "--force", "--wait")
+    assert cli("get", "bench").stdout.strip() == "after", "the daemon no longer fetches"
+    if os.environ.get("RCBENCH_OUT"):
+        with open(os.path.join(os.environ["RCBENCH_OUT"], "hostile.json"), "w") as f:
+            json.dump(figures, f)
+finally:
+    daemon.terminate()
+    daemon.wait()
+    subprocess.run(["rm", "-rf", work])
