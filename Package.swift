@@ -19,6 +19,7 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CPCRE2", pkgConfig: "libpcre2-8", providers: [.apt(["libpcre2-dev"])]),
         .systemLibrary(name: "CLinux"),
 
         .target(name: "RCCore"),
@@ -27,7 +28,7 @@ let package = Package(
             name: "RCAgent",
             dependencies: ["RCCore", "RCStore", "RCTemplate", "CSystemd", "CCurl", "CMosquitto", "CLinux"]),
         .target(name: "RCClient", dependencies: ["RCCore", "RCStore"]),
-        .target(name: "RCTemplate", dependencies: ["RCCore", "CCrypto"]),
+        .target(name: "RCTemplate", dependencies: ["RCCore", "CCrypto", "CPCRE2"]),
         .target(name: "RCAdmin", dependencies: ["RCCore", "CMosquitto"]),
 
         .executableTarget(

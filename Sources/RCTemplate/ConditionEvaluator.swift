@@ -113,12 +113,11 @@ struct ConditionEvaluator {
     }
 
     /// Whether `pattern` matches anywhere in `actual`. A pattern that does not compile matches nothing
-    /// (the SDK would throw out of the whole evaluation). Swift Regex syntax, not JavaScript's: the
-    /// common subset (classes, anchors, quantifiers, groups, alternation) behaves the same.
+    /// (the SDK would throw out of the whole evaluation), and so does one whose match needs more work
+    /// than ``BoundedRegex``'s limits: a template cannot make the evaluation take exponential time.
     private static func matches(_ actual: String, pattern: String) -> Bool {
-        guard let regex = try? Regex(pattern) else { return false }
-        // Unicode-scalar semantics, closer to JavaScript's than grapheme clusters.
-        return (try? regex.matchingSemantics(.unicodeScalar).firstMatch(in: actual)) != nil
+        guard let regex = BoundedRegex(pattern) else { return false }
+        return (try? regex.matches(actual)) ?? false
     }
 
     /// Compares dot-separated versions segment by segment, missing segments being 0 (1.2.3 == 1.2.3.0).

@@ -57,6 +57,15 @@ struct SignalCase: Sendable, CustomTestStringConvertible {
         SignalCase("STRING_CONTAINS_REGEX", "store-12", ["("], false),
         SignalCase("STRING_CONTAINS_REGEX", "store-12", ["[a-", "store"], true),
         SignalCase("STRING_CONTAINS_REGEX", "store-12", ["store", "("], true),
+        // JavaScript's syntax where it differs from POSIX: lazy quantifiers, lookahead, ASCII-only \d.
+        SignalCase("STRING_CONTAINS_REGEX", "store-12", [#"^s.+?-(?=\d)"#], true),
+        SignalCase("STRING_CONTAINS_REGEX", "store-\u{661}", [#"-\d"#], false),
+        SignalCase("STRING_CONTAINS_REGEX", "caf\u{E9}", ["^caf.$"], true),
+        SignalCase("STRING_CONTAINS_REGEX", "", ["^$"], true),
+        // Catastrophic backtracking (exponential in a backtracking engine) stops at the match limit and
+        // counts as no match; the next target is still tried.
+        SignalCase("STRING_CONTAINS_REGEX", String(repeating: "a", count: 400) + "!", ["^(a+)+$"], false),
+        SignalCase("STRING_CONTAINS_REGEX", String(repeating: "a", count: 400) + "!", [#"^(a|a?)+$"#, "!$"], true),
     ]
 
     @Test(arguments: stringCases) func stringOperators(_ c: SignalCase) throws {
