@@ -41,13 +41,13 @@ final class CurlTransfer {
                 throw HTTPError(kind: .tls, message: "cannot use \(key)=: \(error)")
             }
         }
-        let configuredOrigin = Self.origin(of: request.url)
+        let configuredOrigin = URLText.comparableOrigin(of: request.url)
         let deadline = ContinuousClock.now + request.timeout
         var hop = request
         for redirects in 0...Self.maximumRedirects {
             // The request's own headers (Header= secrets, API keys, tokens) go to the configured
             // origin only: libcurl would send them to any host a redirect names.
-            hop.headers = Self.origin(of: hop.url) == configuredOrigin ? request.headers : []
+            hop.headers = URLText.comparableOrigin(of: hop.url) == configuredOrigin ? request.headers : []
             if request.timeout > .zero {
                 // FetchTimeout= bounds the whole request, redirects included.
                 let left = deadline - ContinuousClock.now
@@ -95,25 +95,6 @@ final class CurlTransfer {
             next.body = nil
         }
         return next
-    }
-
-    /// `scheme://host:port`, lower-cased, the port made explicit and user info dropped: what must be
-    /// equal for two URLs to be the same origin. `nil` for anything but http and https.
-    static func origin(of url: String) -> String? {
-        guard let origin = URLText.origin(of: url) else { return nil }
-        let text = origin.lowercased()
-        let scheme = text.hasPrefix("https://") ? "https" : "http"
-        var authority = text.dropFirst(scheme.count + 3)
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        var host = authority
-        var port = scheme == "https" ? "443" : "80"
-        // The port is after the last colon, unless that colon is inside an IPv6 literal (`[::1]`).
-        if let colon = authority.lastIndex(of: ":"), !authority[colon...].contains("]") {
-            host = authority[..<colon]
-            let given = authority[authority.index(after: colon)...]
-            if !given.isEmpty { port = String(given) }
-        }
-        return "\(scheme)://\(host):\(port)"
     }
 
     /// One request, no redirects followed: the response and, for a redirect, the absolute URL
