@@ -62,7 +62,9 @@ public enum FileBytes {
             }
             if n == 0 { return bytes }
             bytes.append(contentsOf: chunk[0..<n])
-            if bytes.count > limit { throw SystemError("read \(path)", reason: "larger than \(limit) bytes", errno: EFBIG) }
+            if bytes.count > limit {
+                throw SystemError("read \(path)", reason: "larger than \(limit) bytes", errno: EFBIG)
+            }
         }
     }
 
@@ -135,7 +137,8 @@ public enum FileBytes {
             if info.st_mode & S_IFMT == S_IFLNK, info.st_uid != 0, info.st_uid != me {
                 throw SystemError(
                     "open \(path)",
-                    reason: "\(prefix) is a symbolic link owned by uid \(info.st_uid) (only links owned by root or uid \(me) are followed)",
+                    reason:
+                        "\(prefix) is a symbolic link owned by uid \(info.st_uid) (only links owned by root or uid \(me) are followed)",
                     errno: EPERM)
             }
         }

@@ -73,7 +73,9 @@ final class Database {
         while count < header.count {
             let n = header.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
             if n < 0 && errno == EINTR { continue }
-            if n < 0 { throw SQLiteError(code: SQLITE_IOERR, message: SystemError("read \(path)").description, sql: nil) }
+            if n < 0 {
+                throw SQLiteError(code: SQLITE_IOERR, message: SystemError("read \(path)").description, sql: nil)
+            }
             if n == 0 { break }
             count += n
         }

@@ -64,7 +64,9 @@ final class CurlTransfer {
             guard redirects < Self.maximumRedirects else {
                 throw HTTPError(
                     kind: .transport,
-                    message: "too many redirects (more than \(Self.maximumRedirects)), the last from \(hop.url) to \(location)")
+                    message:
+                        "too many redirects (more than \(Self.maximumRedirects)), the last from \(hop.url) to \(location)"
+                )
             }
             hop = try Self.next(after: hop, to: location, status: response.status)
         }
@@ -191,7 +193,9 @@ final class CurlTransfer {
         _ = rc_curl_getinfo_long(h, CURLINFO_RESPONSE_CODE, &status)
         var location: UnsafeMutablePointer<CChar>?
         _ = rc_curl_getinfo_string(h, CURLINFO_REDIRECT_URL, &location)
-        return (HTTPResponse(status: status, headers: state.headers, body: state.body), location.map { String(cString: $0) })
+        return (
+            HTTPResponse(status: status, headers: state.headers, body: state.body), location.map { String(cString: $0) }
+        )
     }
 
     private func error(_ code: CURLcode, state: TransferState, request: HTTPRequest) -> HTTPError {

@@ -43,7 +43,8 @@ import Testing
         let refused = try sandbox.cli("fetch", "--force", "--wait")
         let seconds = Date().timeIntervalSince(started)
         #expect(refused.status == 1)
-        #expect(refused.stderr.contains("open \(sandbox.remotePath): is a FIFO, not a regular file"), "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("open \(sandbox.remotePath): is a FIFO, not a regular file"), "\(refused.stderr)")
         #expect(seconds < 5, "fetch --wait returned after \(seconds) s")
         #expect(try sandbox.cli("get", "key_0").stdout == "v1\n", "the last good values are served")
         #expect(stopPromptly(daemon) == 0, "SIGTERM stops the daemon")

@@ -87,7 +87,9 @@ import Testing
         #expect(server.requests.allSatisfy(carriesSecrets))
 
         // Back to the configured origin from elsewhere: the headers are the configured origin's again.
-        try other.setMode(["kind": "redirect", "status": 302, "location": moved, "then": ["kind": "status", "status": 404]])
+        try other.setMode([
+            "kind": "redirect", "status": 302, "location": moved, "then": ["kind": "status", "status": 404],
+        ])
         try server.setMode([
             "kind": "redirect", "status": 302, "location": other.url,
             "then": ["kind": "document", "body": Sandbox.document(version: 3)],
