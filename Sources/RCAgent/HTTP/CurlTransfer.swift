@@ -26,7 +26,7 @@ final class CurlTransfer {
     /// The most redirects one request follows.
     static let maximumRedirects = 5
 
-    /// Runs the transfer, following redirects itself (see ``next(after:from:status:method:)``).
+    /// Runs the transfer, following redirects itself (see ``next(after:to:status:)``).
     /// With `stream`, the body of a 200 response goes to `stream` as it arrives (and is not kept);
     /// the transfer ends when the server closes it or `stream.isCancelled`.
     func perform(_ request: HTTPRequest, stream: StreamReceiver? = nil) throws(HTTPError) -> HTTPResponse {
