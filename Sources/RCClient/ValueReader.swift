@@ -2,14 +2,18 @@ import RCCore
 import RCStore
 
 /// Reads values the way every CLI command sees them: from the state database when it exists,
-/// else from the defaults file (a device whose daemon never ran still answers).
+/// else from the defaults file (a device whose daemon never ran still answers). A database that
+/// exists but cannot be read (empty, truncated, damaged) is never created or repaired here: a
+/// warning goes to stderr and the values come from the defaults file (SPEC §4.7).
 struct ValueReader {
     let store: StateStore?
+    private let config: AgentConfig
     private let fileDefaults: [String: String]
     /// Set when the database exists but cannot be read: values then come from the defaults file.
     private(set) var storeProblem: String?
 
     init(config: AgentConfig) throws(CLIError) {
+        self.config = config
         var store: StateStore?
         do {
             store = try StateStore.openForReading(path: config.databasePath)
@@ -18,7 +22,7 @@ struct ValueReader {
         } catch {
             store = nil
             storeProblem = error.description
-            Output.err("Warning: cannot read \(config.databasePath) (\(error)); using \(config.defaults)\n")
+            Self.warn(config, error)
         }
         self.store = store
         if store == nil {
@@ -26,6 +30,10 @@ struct ValueReader {
         } else {
             fileDefaults = [:]
         }
+    }
+
+    private static func warn(_ config: AgentConfig, _ error: any Error) {
+        Output.err("Warning: cannot read \(config.databasePath) (\(error)); using \(config.defaults)\n")
     }
 
     static func readDefaults(_ path: String) throws(CLIError) -> [String: String] {
@@ -39,20 +47,31 @@ struct ValueReader {
         }
     }
 
+    /// The defaults file's values after a read of the database failed past the probe (damage in
+    /// pages the probe did not touch): the same fallback as a database that does not open.
+    private func fallback(after error: StoreError) throws(CLIError) -> [String: String] {
+        Self.warn(config, error)
+        return try Self.readDefaults(config.defaults)
+    }
+
     func value(forKey key: String) throws(CLIError) -> ConfigValue? {
-        guard let store else {
-            return fileDefaults[key].map { ConfigValue(key: key, text: $0, source: .default) }
+        let defaults: [String: String]
+        if let store {
+            do { return try store.value(forKey: key) } catch { defaults = try fallback(after: error) }
+        } else {
+            defaults = fileDefaults
         }
-        do { return try store.value(forKey: key) } catch { throw .failure("cannot read \(store.path): \(error)") }
+        return defaults[key].map { ConfigValue(key: key, text: $0, source: .default) }
     }
 
     func allValues(prefix: String) throws(CLIError) -> [ConfigValue] {
-        guard let store else {
-            return fileDefaults.filter { $0.key.hasPrefix(prefix) }.sorted { $0.key < $1.key }
-                .map { ConfigValue(key: $0.key, text: $0.value, source: .default) }
+        let defaults: [String: String]
+        if let store {
+            do { return try store.allValues(prefix: prefix) } catch { defaults = try fallback(after: error) }
+        } else {
+            defaults = fileDefaults
         }
-        do { return try store.allValues(prefix: prefix) } catch {
-            throw .failure("cannot read \(store.path): \(error)")
-        }
+        return defaults.filter { $0.key.hasPrefix(prefix) }.sorted { $0.key < $1.key }
+            .map { ConfigValue(key: $0.key, text: $0.value, source: .default) }
     }
 }

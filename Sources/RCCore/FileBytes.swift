@@ -2,70 +2,188 @@
     import Glibc
 #endif
 
-/// An operating-system error with the call that failed (`open /x: No such file or directory`).
+/// An operating-system error with the call that failed (`open /x: No such file or directory`),
+/// or with a reason of the program's own (`open /x: is a FIFO, not a regular file`).
 public struct SystemError: Error, CustomStringConvertible, Sendable {
     public let operation: String
     public let errno: Int32
+    /// Replaces the system's text for `errno` when set.
+    public let reason: String?
 
     public init(_ operation: String, errno: Int32 = Glibc.errno) {
         self.operation = operation
         self.errno = errno
+        reason = nil
     }
 
-    public var description: String { "\(operation): \(String(cString: strerror(errno)))" }
+    public init(_ operation: String, reason: String, errno: Int32) {
+        self.operation = operation
+        self.errno = errno
+        self.reason = reason
+    }
+
+    public var description: String { "\(operation): \(reason ?? String(cString: strerror(errno)))" }
 }
 
 /// Whole-file reads and durable whole-file writes with plain POSIX calls (no Foundation needed).
+///
+/// Every path read here may come from a config file, so reading never blocks and never reads
+/// anything but a regular file: a FIFO blocks `open` until a writer appears (forever, and
+/// SIGTERM cannot interrupt a thread stuck there), a character device may never end or have side
+/// effects on open. Such files are refused with an error naming what they are.
 public enum FileBytes {
-    /// The file's bytes, or `nil` when it does not exist. Files over `limit` bytes are an error.
-    public static func read(_ path: String, limit: Int = 64 << 20) throws(SystemError) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw SystemError("open \(path)")
-        }
+    /// Which symbolic links on the way to a file are followed.
+    public enum SymlinkPolicy: Sendable {
+        /// Any link (paths the program itself chose, `/proc`, `/etc/timezone`).
+        case any
+        /// Only links owned by root or by this process's effective user: a link another user
+        /// planted could point at a file only this process may read, and hand its content to
+        /// that user through values, errors or logs. Used for the files config names.
+        case trustedOwners
+    }
+
+    /// The file's bytes, or `nil` when it does not exist. Files over `limit` bytes, and anything
+    /// that is not a regular file, are an error.
+    public static func read(
+        _ path: String, limit: Int = 64 << 20, symlinks: SymlinkPolicy = .any
+    ) throws(SystemError) -> [UInt8]? {
+        if symlinks == .trustedOwners { try checkSymlinkOwners(path) }
+        guard let fd = try openRegularFile(path, flags: O_RDONLY) else { return nil }
         defer { close(fd) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65_536)
         while true {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            // Read at most one byte past the limit: a huge file costs `limit`, not its size.
+            let want = min(chunk.count, limit + 1 - bytes.count)
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, want) }
             if n < 0 {
                 if errno == EINTR { continue }
                 throw SystemError("read \(path)")
             }
             if n == 0 { return bytes }
             bytes.append(contentsOf: chunk[0..<n])
-            if bytes.count > limit { throw SystemError("read \(path) (larger than \(limit) bytes)", errno: EFBIG) }
+            if bytes.count > limit {
+                throw SystemError("read \(path)", reason: "larger than \(limit) bytes", errno: EFBIG)
+            }
+        }
+    }
+
+    /// Checks that `path` names a regular file that can be opened for reading, without blocking
+    /// and without reading it: for paths handed to a library that opens them itself (TLS files).
+    public static func checkRegularFile(_ path: String, symlinks: SymlinkPolicy = .trustedOwners) throws(SystemError) {
+        if symlinks == .trustedOwners { try checkSymlinkOwners(path) }
+        guard let fd = try openRegularFile(path, flags: O_RDONLY) else {
+            throw SystemError("open \(path)", errno: ENOENT)
+        }
+        close(fd)
+    }
+
+    /// Opens `path` without blocking (O_NONBLOCK: a FIFO without a writer; O_NOCTTY: a terminal
+    /// must not become the controlling one) and returns the descriptor only when it is a regular
+    /// file; `nil` when nothing exists there. A `stat` first keeps special files from even being
+    /// opened (opening some devices acts on them); the `fstat` after closes the race with a swap.
+    public static func openRegularFile(_ path: String, flags: Int32) throws(SystemError) -> Int32? {
+        var info = stat()
+        if stat(path, &info) != 0 {
+            if errno == ENOENT { return nil }
+            throw SystemError("open \(path)")
+        }
+        try requireRegular(info, path: path)
+        var fd: Int32
+        repeat { fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) } while fd < 0 && errno == EINTR
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw SystemError("open \(path)")
+        }
+        if fstat(fd, &info) != 0 {
+            let error = SystemError("fstat \(path)")
+            close(fd)
+            throw error
+        }
+        do throws(SystemError) {
+            try requireRegular(info, path: path)
+        } catch {
+            close(fd)
+            throw error
+        }
+        return fd
+    }
+
+    private static func requireRegular(_ info: stat, path: String) throws(SystemError) {
+        let kind = info.st_mode & S_IFMT
+        guard kind != S_IFREG else { return }
+        let what =
+            switch kind {
+            case S_IFIFO: "a FIFO"
+            case S_IFDIR: "a directory"
+            case S_IFCHR: "a character device"
+            case S_IFBLK: "a block device"
+            case S_IFSOCK: "a socket"
+            default: "not a plain file"
+            }
+        throw SystemError(
+            "open \(path)", reason: "is \(what), not a regular file", errno: kind == S_IFDIR ? EISDIR : EINVAL)
+    }
+
+    /// Refuses `path` when it, or a directory on the way to it, is a symbolic link owned by
+    /// someone other than root or this process's effective user.
+    static func checkSymlinkOwners(_ path: String) throws(SystemError) {
+        let me = geteuid()
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/", omittingEmptySubsequences: true) {
+            prefix += "/" + component
+            var info = stat()
+            guard lstat(prefix, &info) == 0 else { return }  // the open reports what is missing
+            if info.st_mode & S_IFMT == S_IFLNK, info.st_uid != 0, info.st_uid != me {
+                throw SystemError(
+                    "open \(path)",
+                    reason:
+                        "\(prefix) is a symbolic link owned by uid \(info.st_uid) (only links owned by root or uid \(me) are followed)",
+                    errno: EPERM)
+            }
         }
     }
 
     /// Replaces `path` with `bytes` so that a crash leaves either the old or the new file:
     /// write a temporary file beside it, fsync it, rename it over, then fsync the directory
-    /// so the rename itself is durable.
+    /// so the rename itself is durable. The temporary name is unpredictable and created with
+    /// O_EXCL|O_NOFOLLOW: with a fixed name, whoever can write the directory could plant a
+    /// symlink there and have this process write (as root, with `mode`) through it.
     public static func writeAtomically(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o644) throws(SystemError) {
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let base = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        var temporary = ""
+        var fd: Int32 = -1
+        for _ in 0..<8 {
+            temporary = "\(directory)/.\(base).tmp-\(String(UInt64.random(in: 1...UInt64.max), radix: 36))"
+            fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+            if fd >= 0 || (errno != EEXIST && errno != EINTR) { break }
+        }
         if fd < 0 { throw SystemError("open \(temporary)") }
+        func fail(_ operation: String) -> SystemError {
+            let error = SystemError(operation)
+            close(fd)
+            unlink(temporary)
+            return error
+        }
         var written = 0
         while written < bytes.count {
             let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
             if n < 0 {
                 if errno == EINTR { continue }
-                let error = SystemError("write \(temporary)")
-                close(fd)
-                throw error
+                throw fail("write \(temporary)")
             }
             written += n
         }
-        if fsync(fd) != 0 {
-            let error = SystemError("fsync \(temporary)")
-            close(fd)
+        if fsync(fd) != 0 { throw fail("fsync \(temporary)") }
+        close(fd)
+        if rename(temporary, path) != 0 {
+            let error = SystemError("rename \(temporary)")
+            unlink(temporary)
             throw error
         }
-        close(fd)
-        if rename(temporary, path) != 0 { throw SystemError("rename \(temporary)") }
-        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
-        let dirfd = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let dirfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dirfd >= 0 {
             fsync(dirfd)
             close(dirfd)

@@ -43,6 +43,14 @@ enum AddressTargets {
             try check.require(URLText.replacingOrigin(of: value, with: value) == value, "replacing with itself")
             let replaced = URLText.replacingOrigin(of: "http://origin.test:8080/v1/path?q=1", with: value)
             try check.require(replaced == origin + "/v1/path?q=1", "endpoint \(value) gives \(replaced)")
+            // Where redirect headers may go: the origin alone decides.
+            let comparable = URLText.comparableOrigin(of: value)
+            try check.require(comparable != nil, "no comparable origin for \(value)")
+            try check.require(
+                URLText.comparableOrigin(of: origin + "/elsewhere?x") == comparable,
+                "comparable origin of \(value) depends on more than its origin")
+        } else {
+            try check.require(URLText.comparableOrigin(of: value) == nil, "comparable origin without an origin")
         }
         if let broker = MQTTAddress.parse(value) {
             accepted = true

@@ -1,4 +1,6 @@
 internal import CSQLite
+import Glibc
+import RCCore
 
 /// A value bound to a statement parameter.
 enum SQLValue {
@@ -50,6 +52,46 @@ final class Database {
 
     deinit {
         sqlite3_close_v2(handle)
+    }
+
+    /// Refuses a file that exists but cannot be a database, before SQLite sees it: SQLite takes an
+    /// empty file for a new database (a truncated state.db would silently lose everything and be
+    /// rebuilt in place), and reads a file shorter than its 100-byte header as zeros ("schema
+    /// version 0", no tables). Anything but a regular file is refused too: opening a FIFO read-only
+    /// blocks until a writer comes. Damage past the header is SQLite's to find (SQLITE_CORRUPT).
+    static func checkFile(_ path: String) throws(SQLiteError) {
+        let fd: Int32
+        do {
+            guard let opened = try FileBytes.openRegularFile(path, flags: O_RDONLY) else { return }
+            fd = opened
+        } catch {
+            throw SQLiteError(code: SQLITE_CANTOPEN, message: error.description, sql: nil)
+        }
+        defer { close(fd) }
+        var header = [UInt8](repeating: 0, count: 100)
+        var count = 0
+        while count < header.count {
+            let n = header.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 {
+                throw SQLiteError(code: SQLITE_IOERR, message: SystemError("read \(path)").description, sql: nil)
+            }
+            if n == 0 { break }
+            count += n
+        }
+        let problem: String? =
+            if count == 0 {
+                "is empty (0 bytes)"
+            } else if count < header.count {
+                "is truncated (\(count) bytes, shorter than the 100-byte SQLite header)"
+            } else if !header.starts(with: Array("SQLite format 3\u{0}".utf8)) {
+                "does not start with the SQLite header"
+            } else {
+                nil
+            }
+        if let problem {
+            throw SQLiteError(code: SQLITE_NOTADB, message: "\(path) \(problem), not a database", sql: nil)
+        }
     }
 
     private func error(_ code: Int32, sql: String?) -> SQLiteError {

@@ -21,8 +21,16 @@ extension StateStore {
         if geteuid() == 0 {
             var directory = stat()
             if stat(config.stateDirectory, &directory) == 0, directory.st_uid != 0 {
-                for suffix in ["", "-wal", "-shm"] where FileBytes.exists(path + suffix) {
-                    _ = chown(path + suffix, directory.st_uid, directory.st_gid)
+                for suffix in ["", "-wal", "-shm"] {
+                    // Through a descriptor opened without following links: whoever can write the
+                    // directory could otherwise swap in a symlink and have root chown its target.
+                    let fd = Glibc.open(path + suffix, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+                    guard fd >= 0 else { continue }
+                    var info = stat()
+                    if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
+                        _ = fchown(fd, directory.st_uid, directory.st_gid)
+                    }
+                    close(fd)
                 }
             }
         }
@@ -31,7 +39,7 @@ extension StateStore {
 
     /// The defaults file's values, or `nil` when there is no such file.
     public static func readDefaults(path: String) throws -> [String: String]? {
-        guard let bytes = try FileBytes.read(path) else { return nil }
+        guard let bytes = try FileBytes.read(path, symlinks: .trustedOwners) else { return nil }
         return try DefaultsDocument.parse(bytes, name: path)
     }
 }

@@ -26,7 +26,8 @@ public final class StateStore {
     public static func openForReading(path: String) throws(StoreError) -> StateStore? {
         guard access(path: path) else { return nil }
         let store = try wrap { () throws(SQLiteError) in
-            StateStore(path: path, db: try Database(path: path, mode: .readOnly))
+            try Database.checkFile(path)  // an empty or truncated file is damage here, not "no database yet"
+            return StateStore(path: path, db: try Database(path: path, mode: .readOnly))
         }
         let version = try store.userVersion()
         if version > Schema.currentVersion {
@@ -38,7 +39,8 @@ public final class StateStore {
     /// Opens (creating if needed) and migrates the database for writing.
     public static func openForWriting(path: String) throws(StoreError) -> StateStore {
         let store = try wrap { () throws(SQLiteError) in
-            StateStore(path: path, db: try Database(path: path, mode: .readWrite))
+            try Database.checkFile(path)  // only a missing file is a new database, never an empty one
+            return StateStore(path: path, db: try Database(path: path, mode: .readWrite))
         }
         try wrap { () throws(SQLiteError) in
             try store.db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON")

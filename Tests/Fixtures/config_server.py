@@ -15,6 +15,9 @@ decide how to answer, and appends its path and headers as a JSON line to DIR/req
   {"kind": "big", "bytes": N}         N bytes streamed with chunked encoding (no length up front)
   {"kind": "big-declared", "bytes": N} N bytes with Content-Length
   {"kind": "cycle", "modes": [M, ...]} the Nth request answers as mode M[N % len] (a flapping server)
+  {"kind": "redirect", "status": 302, "location": URL, "then": M}
+                                      /config.json answers `status` with Location: URL; any other
+                                      path answers as mode M (the target of a same-server redirect)
 """
 import http.server, json, os, socket, ssl, struct, sys, threading, time
 
@@ -41,6 +44,14 @@ class Handler(QuietHandler):
         headers = {name.lower(): value for name, value in self.headers.items()}
         append_json_line(os.path.join(directory, "requests.log"), {"path": self.path, "headers": headers})
         m = mode()
+        if m["kind"] == "redirect":
+            if self.path == "/config.json":
+                self.send_response(m.get("status", 302))
+                self.send_header("Location", m["location"])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            m = m["then"]
         kind = m["kind"]
         if kind == "document":
             etag = m.get("etag")

@@ -41,9 +41,31 @@ import Testing
         try TemporaryDirectory.with { (dir) throws in
             #expect(try StateStore.openForReading(path: dir.file("missing.db")) == nil)
             #expect(!pathExists(dir.file("missing.db")))
-            // An empty file is a database nobody has migrated yet.
-            try dir.write("empty.db", "")
-            #expect(try StateStore.openForReading(path: dir.file("empty.db")) == nil)
+        }
+    }
+
+    @Test func anEmptyOrTruncatedFileIsDamageNotANewDatabase() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            // SQLite would take an empty file for a new database and a 50-byte one for "schema 0":
+            // both were a truncated state.db, silently replaced (issue 14).
+            for (name, content, problem) in [
+                ("empty.db", "", "is empty (0 bytes)"),
+                ("short.db", "SQLite format 3\u{0}xx", "is truncated (18 bytes"),
+                ("text.db", String(repeating: "not a database ", count: 10), "does not start with the SQLite header"),
+            ] {
+                try dir.write(name, content)
+                for open in [
+                    { _ = try StateStore.openForReading(path: dir.file(name)) },
+                    {
+                        _ = try StateStore.openForWriting(path: dir.file(name))
+                    },
+                ] {
+                    let error = #expect(throws: StoreError.self) { try open() }
+                    #expect(error?.isCorruption == true)
+                    #expect(error?.description.contains(problem) == true, "\(String(describing: error))")
+                }
+                #expect(try FileBytes.read(dir.file(name)) == Array(content.utf8), "left as it was")
+            }
         }
     }
 

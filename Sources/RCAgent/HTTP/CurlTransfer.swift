@@ -1,5 +1,6 @@
 internal import CCurl
 import Glibc
+import RCCore
 
 /// One libcurl easy handle, owned: created in `init`, cleaned up in `deinit`. `perform` blocks,
 /// so it only ever runs on a thread of its own (see ``HTTPClient``), never on the cooperative pool.
@@ -22,9 +23,87 @@ final class CurlTransfer {
         errorBuffer.deallocate()
     }
 
-    /// Runs the transfer. With `stream`, the body of a 200 response goes to `stream` as it arrives
-    /// (and is not kept); the transfer ends when the server closes it or `stream.isCancelled`.
+    /// The most redirects one request follows.
+    static let maximumRedirects = 5
+
+    /// Runs the transfer, following redirects itself (see ``next(after:to:status:)``).
+    /// With `stream`, the body of a 200 response goes to `stream` as it arrives (and is not kept);
+    /// the transfer ends when the server closes it or `stream.isCancelled`.
     func perform(_ request: HTTPRequest, stream: StreamReceiver? = nil) throws(HTTPError) -> HTTPResponse {
+        // curl and OpenSSL open these files themselves, blocking: a FIFO there would hang the transfer
+        // thread for good. Only regular files (and links owned by root or this user) are handed on.
+        for (key, path) in [
+            ("CAFile", request.caFile), ("ClientCertificate", request.clientCertificate),
+            ("ClientKey", request.clientKey),
+        ] {
+            guard let path else { continue }
+            do { try FileBytes.checkRegularFile(path) } catch {
+                throw HTTPError(kind: .tls, message: "cannot use \(key)=: \(error)")
+            }
+        }
+        let configuredOrigin = URLText.comparableOrigin(of: request.url)
+        let deadline = ContinuousClock.now + request.timeout
+        var hop = request
+        for redirects in 0...Self.maximumRedirects {
+            // The request's own headers (Header= secrets, API keys, tokens) go to the configured
+            // origin only: libcurl would send them to any host a redirect names.
+            hop.headers = URLText.comparableOrigin(of: hop.url) == configuredOrigin ? request.headers : []
+            if request.timeout > .zero {
+                // FetchTimeout= bounds the whole request, redirects included.
+                let left = deadline - ContinuousClock.now
+                guard left > .milliseconds(1) else {
+                    throw HTTPError(
+                        kind: .timeout,
+                        message: "timed out after \(request.timeout.milliseconds / 1_000)s: while following redirects")
+                }
+                hop.timeout = left
+                hop.connectTimeout = min(request.connectTimeout, left)
+            }
+            let (response, location) = try performOnce(hop, stream: stream, original: request)
+            guard let location, Self.redirectStatuses.contains(response.status) else { return response }
+            guard redirects < Self.maximumRedirects else {
+                throw HTTPError(
+                    kind: .transport,
+                    message:
+                        "too many redirects (more than \(Self.maximumRedirects)), the last from \(hop.url) to \(location)"
+                )
+            }
+            hop = try Self.next(after: hop, to: location, status: response.status)
+        }
+        throw HTTPError(kind: .transport, message: "too many redirects")  // not reached: the loop returns or throws
+    }
+
+    /// The statuses that are followed, as libcurl would (300 and 304 are answers, not redirects).
+    static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
+
+    /// The request a redirect to `location` asks for. Only http and https are followed, and never
+    /// from https to http: that would send the request, and whatever it carries, in clear.
+    static func next(after request: HTTPRequest, to location: String, status: Int) throws(HTTPError) -> HTTPRequest {
+        let from = request.url.prefix(8).lowercased()
+        let to = location.prefix(8).lowercased()
+        guard to.hasPrefix("http://") || to.hasPrefix("https://") else {
+            throw HTTPError(
+                kind: .transport, message: "refusing a redirect to \(location) (only http and https are followed)")
+        }
+        if from.hasPrefix("https://") && to.hasPrefix("http://") {
+            throw HTTPError(
+                kind: .transport, message: "refusing a redirect from https to http: \(request.url) to \(location)")
+        }
+        var next = request
+        next.url = location
+        // As libcurl and browsers do: 303 always, and 301/302 after a POST, continue with a GET.
+        if status == 303 || (request.method == "POST" && (status == 301 || status == 302)) {
+            next.method = "GET"
+            next.body = nil
+        }
+        return next
+    }
+
+    /// One request, no redirects followed: the response and, for a redirect, the absolute URL
+    /// it names (libcurl resolves a relative `Location`).
+    private func performOnce(
+        _ request: HTTPRequest, stream: StreamReceiver?, original: HTTPRequest
+    ) throws(HTTPError) -> (HTTPResponse, String?) {
         let h = handle
         let state = TransferState(limit: request.maximumResponseSize, handle: h, stream: stream)
         let context = Unmanaged.passUnretained(state).toOpaque()
@@ -42,9 +121,8 @@ final class CurlTransfer {
         // Threads: no signals for DNS timeouts (libcurl's threaded resolver handles them).
         set(rc_curl_setopt_long(h, CURLOPT_NOSIGNAL, 1))
         set(rc_curl_setopt_string(h, CURLOPT_PROTOCOLS_STR, "http,https"))
-        set(rc_curl_setopt_string(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"))
-        set(rc_curl_setopt_long(h, CURLOPT_FOLLOWLOCATION, 1))
-        set(rc_curl_setopt_long(h, CURLOPT_MAXREDIRS, 5))
+        // Redirects are followed by `perform`, which decides what the next request may carry.
+        set(rc_curl_setopt_long(h, CURLOPT_FOLLOWLOCATION, 0))
         set(rc_curl_setopt_long(h, CURLOPT_SSL_VERIFYPEER, 1))
         set(rc_curl_setopt_long(h, CURLOPT_SSL_VERIFYHOST, 2))
         set(rc_curl_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout.milliseconds)))
@@ -62,6 +140,8 @@ final class CurlTransfer {
         if let key = request.clientKey { set(rc_curl_setopt_string(h, CURLOPT_SSLKEY, key)) }
         for header in request.headers { headerList = curl_slist_append(headerList, header) }
         if request.method == "GET" {
+            // The handle is reused for the next hop of a redirect: undo a previous hop's POST.
+            set(rc_curl_setopt_pointer(h, CURLOPT_CUSTOMREQUEST, nil))
             set(rc_curl_setopt_long(h, CURLOPT_HTTPGET, 1))
         } else {
             set(rc_curl_setopt_string(h, CURLOPT_CUSTOMREQUEST, request.method))
@@ -106,12 +186,16 @@ final class CurlTransfer {
 
         let code = curl_easy_perform(h)
         if code == CURLE_ABORTED_BY_CALLBACK || code == CURLE_WRITE_ERROR, stream?.isCancelled == true {
-            return HTTPResponse(status: 200, headers: state.headers, body: [])
+            return (HTTPResponse(status: 200, headers: state.headers, body: []), nil)
         }
-        if code != CURLE_OK { throw error(code, state: state, request: request) }
+        if code != CURLE_OK { throw error(code, state: state, request: original) }
         var status = 0
         _ = rc_curl_getinfo_long(h, CURLINFO_RESPONSE_CODE, &status)
-        return HTTPResponse(status: status, headers: state.headers, body: state.body)
+        var location: UnsafeMutablePointer<CChar>?
+        _ = rc_curl_getinfo_string(h, CURLINFO_REDIRECT_URL, &location)
+        return (
+            HTTPResponse(status: status, headers: state.headers, body: state.body), location.map { String(cString: $0) }
+        )
     }
 
     private func error(_ code: CURLcode, state: TransferState, request: HTTPRequest) -> HTTPError {

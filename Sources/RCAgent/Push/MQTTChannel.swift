@@ -49,7 +49,7 @@ final class MQTTChannel: @unchecked Sendable {
         if let username = config.mqttUsername {
             var password: String?
             if let file = config.mqttPasswordFile {
-                guard let bytes = try? FileBytes.read(file) else {
+                guard let bytes = try? FileBytes.read(file, limit: 64 << 10, symlinks: .trustedOwners) else {
                     mosquitto_destroy(handle)
                     throw SetupError(description: "cannot read MQTTPasswordFile=\(file)")
                 }
@@ -58,6 +58,13 @@ final class MQTTChannel: @unchecked Sendable {
             mosquitto_username_pw_set(handle, username, password)
         }
         if tls {
+            // libmosquitto fopen()s the CA file itself: a FIFO there would block this thread for good.
+            if let caFile = config.mqttCAFile {
+                do { try FileBytes.checkRegularFile(caFile) } catch {
+                    mosquitto_destroy(handle)
+                    throw SetupError(description: "cannot use MQTTCAFile=: \(error)")
+                }
+            }
             let rc = mosquitto_tls_set(
                 handle, config.mqttCAFile, config.mqttCAFile == nil ? "/etc/ssl/certs" : nil, nil, nil, nil)
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {

@@ -12,11 +12,17 @@ enum StatusCommand {
         let reader = try invocation.values()
         var status: StoreStatus?
         var recovery: StoredEvent?
+        var storeProblem = reader.storeProblem
         if let store = reader.store {
             do {
                 status = try store.status()
                 recovery = try store.lastEvent("database-recovered")
-            } catch { throw .failure("cannot read \(store.path): \(error)") }
+            } catch {
+                // Damage the value probe did not reach: reported like a database that does not open.
+                status = nil
+                recovery = nil
+                storeProblem = error.description
+            }
         }
         // The daemon's own view (pid, whether it is fetching, its next fetch) when it runs.
         var daemon: JSONValue?
@@ -32,12 +38,12 @@ enum StatusCommand {
         let now = Timestamp.now()
         if invocation.json {
             Output.out(
-                json(status, recovery: recovery, config: config, daemon: daemon, storeProblem: reader.storeProblem)
+                json(status, recovery: recovery, config: config, daemon: daemon, storeProblem: storeProblem)
                     .compactText + "\n")
         } else {
             Output.out(
                 text(
-                    status, recovery: recovery, config: config, daemon: daemon, storeProblem: reader.storeProblem,
+                    status, recovery: recovery, config: config, daemon: daemon, storeProblem: storeProblem,
                     now: now))
         }
         return ExitCode.ok
