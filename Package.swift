@@ -43,7 +43,7 @@ let package = Package(
         .executableTarget(name: "rcfuzz", dependencies: ["RCFuzzing"]),
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "RCCoreTests", dependencies: ["RCCore", "TestSupport"]),
+        .testTarget(name: "RCCoreTests", dependencies: ["RCCore", "RCFuzzing", "TestSupport"]),
         .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "RCFuzzing", "TestSupport"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
         .testTarget(
