@@ -47,6 +47,7 @@ let package = Package(
         .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "RCFuzzing", "TestSupport"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
         .testTarget(
-            name: "EndToEndTests", dependencies: ["rcagent", "rcagentd", "rcadmin", "RCStore", "RCCore", "RCFuzzing"]),
+            name: "EndToEndTests",
+            dependencies: ["rcagent", "rcagentd", "rcadmin", "RCStore", "RCCore", "RCFuzzing", "TestSupport"]),
     ]
 )
