@@ -54,6 +54,13 @@ import Testing
                 shell, ["-c", script],
                 environment: ["RCAGENT": Binaries.url("rcagent").path, "CONFIG": sandbox.configPath])
             #expect(result.stdout == (expected + ["unset"]).map { $0 + "\0" }.joined(), "\(shell) read other values")
+            // One hostile value at a time too: a value that broke the shell's parse would hide the others.
+            for key in ["q", "b", "d", "s", "zwj"] {
+                let one = try sandbox.run(
+                    shell, ["-c", #"eval "$("$RCAGENT" list --format env --prefix "$KEY" --config "$CONFIG")""#],
+                    environment: ["RCAGENT": Binaries.url("rcagent").path, "CONFIG": sandbox.configPath, "KEY": key])
+                #expect(one.status == 0, "\(shell), \(key): \(one.stderr)")
+            }
             #expect(!FileManager.default.fileExists(atPath: pwned), "\(shell) ran a command from a remote value")
         }
         // systemd's own EnvironmentFile= reader sees the same, and no LD_PRELOAD.
