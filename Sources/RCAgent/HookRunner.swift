@@ -77,8 +77,9 @@ struct HookEvent: Sendable {
 /// Runs the executables in `HooksDirectory` after activations that changed something and on
 /// stale-set/stale-cleared (SPEC §9 of the issue list: local integration). Hooks run in run-parts
 /// order, one at a time, on a thread of their own — never in the daemon's critical path. Each gets
-/// `RCAGENT_EVENT`, `RCAGENT_CHANGED_KEYS`, `RCAGENT_TEMPLATE_VERSION` and the event as JSON on
-/// stdin; its output is logged with its name; it is killed after `HookTimeout`. Events that arrive
+/// `RCAGENT_EVENT`, `RCAGENT_CHANGED_KEYS` (percent-encoded, bounded; see ``HookEvent/environment(maxKeysBytes:)``),
+/// `RCAGENT_TEMPLATE_VERSION` and the event as JSON on stdin; its output is logged with its name;
+/// it is killed after `HookTimeout`. Events that arrive
 /// while hooks run are merged per kind, so a burst runs them once more, not once per event.
 final class HookRunner: @unchecked Sendable {
     private let directory: String

@@ -54,9 +54,4 @@ public final class SystemdNotifier: Sendable {
         let message = [assignment, status.map { "STATUS=" + $0 }].compactMap { $0 }.joined(separator: "\n")
         queue.async { _ = sd_notify(0, message) }
     }
-
-    /// The datagram ``status(_:)`` would send for `text` (for tests of the sanitising).
-    public static func statusMessage(_ text: String) -> String {
-        "STATUS=" + TextEscaping.notifyStatus(text, maxBytes: maxStatusBytes)
-    }
 }
