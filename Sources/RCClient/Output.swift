@@ -45,7 +45,7 @@ struct TerminalText: ExpressibleByStringInterpolation, Sendable {
     init(lines: String) {
         // Split on the scalar: "\r\n" is one Character, and a Character split would not see it.
         text = lines.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map {
-            TextEscaping.terminal(String(String.UnicodeScalarView($0)))
+            TextEscaping.terminal(String($0))
         }.joined(separator: "\n")
     }
 

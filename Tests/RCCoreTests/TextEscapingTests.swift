@@ -141,6 +141,25 @@ import Testing
         #expect(TextEscaping.snippet("\u{1b}]0;title\u{7}") == #"\x1b]0;title\x07"#)
     }
 
+    // MARK: Cost
+
+    /// Hostile text costs time linear in its size. 2 MiB of escapes take about 0.3 s per escaper in a
+    /// debug build; the quadratic version (appending to a String.UnicodeScalarView) took 20 s.
+    @Test func costIsLinearInTheInput() throws {
+        let unit = "\"\u{301}\r\n\u{1b}[2J\u{202e}$`\\ é👩‍💻 a"
+        let text = String(repeating: unit, count: (2 << 20) / unit.utf8.count)
+        let clock = ContinuousClock()
+        let budget = Duration.seconds(5)
+        #expect(clock.measure { _ = TextEscaping.terminal(text) } < budget)
+        #expect(clock.measure { _ = TextEscaping.tabField(text) } < budget)
+        #expect(clock.measure { _ = TextEscaping.notifyStatus(text) } < budget)
+        #expect(clock.measure { _ = TextEscaping.snippet(text, maxBytes: text.utf8.count) } < budget)
+        #expect(try clock.measure { _ = try TextEscaping.shellDoubleQuoted(text) } < budget)
+        #expect(clock.measure { _ = TextEscaping.percentEncoded(text) } < budget)
+        #expect(clock.measure { _ = TextEscaping.environmentName(for: text) } < budget)
+        #expect(clock.measure { _ = TextEscaping.truncated(text, maxBytes: text.utf8.count - 1) } < budget)
+    }
+
     // MARK: Hook environment
 
     @Test(arguments: [
