@@ -44,10 +44,11 @@ let package = Package(
         .executableTarget(name: "rcfuzz", dependencies: ["RCFuzzing"]),
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "RCCoreTests", dependencies: ["RCCore", "TestSupport"]),
+        .testTarget(name: "RCCoreTests", dependencies: ["RCCore", "RCFuzzing", "TestSupport"]),
         .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "RCFuzzing", "TestSupport"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
         .testTarget(
-            name: "EndToEndTests", dependencies: ["rcagent", "rcagentd", "rcadmin", "RCStore", "RCCore", "RCFuzzing"]),
+            name: "EndToEndTests",
+            dependencies: ["rcagent", "rcagentd", "rcadmin", "RCStore", "RCCore", "RCFuzzing", "TestSupport"]),
     ]
 )

@@ -42,13 +42,44 @@ struct HookEvent: Sendable {
             ("changes", .object(members)),
         ]).compactText + "\n"
     }
+
+    /// The `RCAGENT_*` variables a hook gets for this event. Remote text (keys, the template version)
+    /// is percent-encoded (``TextEscaping/percentEncoded(_:)``): no NUL, newline or space inside, so
+    /// the space-separated key list is unambiguous. Each variable stays far below the kernel's
+    /// 128 KiB limit on one environment string (MAX_ARG_STRLEN; past it execve fails with E2BIG):
+    /// a key list longer than `maxKeysBytes` is cut after the last whole key that fits and
+    /// `RCAGENT_CHANGED_KEYS_COMPLETE=no` tells the hook to read the full list from stdin.
+    func environment(maxKeysBytes: Int = HookEvent.maxKeysBytes) -> [String: String] {
+        var keys = ""
+        var complete = true
+        for key in changes.keys.sorted() {
+            let encoded = TextEscaping.percentEncoded(key)
+            if keys.utf8.count + (keys.isEmpty ? 0 : 1) + encoded.utf8.count > maxKeysBytes {
+                complete = false
+                break
+            }
+            keys += (keys.isEmpty ? "" : " ") + encoded
+        }
+        return [
+            "RCAGENT_EVENT": kind.rawValue, "RCAGENT_CHANGED_KEYS": keys,
+            "RCAGENT_CHANGED_KEYS_COMPLETE": complete ? "yes" : "no",
+            "RCAGENT_CHANGED_KEYS_COUNT": String(changes.count),
+            "RCAGENT_TEMPLATE_VERSION": TextEscaping.truncated(
+                TextEscaping.percentEncoded(templateVersion ?? ""), maxBytes: HookEvent.maxVersionBytes),
+        ]
+    }
+
+    /// 64 KiB: half of MAX_ARG_STRLEN, leaving room for the rest of the environment too.
+    static let maxKeysBytes = 64 * 1024
+    static let maxVersionBytes = 1024
 }
 
 /// Runs the executables in `HooksDirectory` after activations that changed something and on
 /// stale-set/stale-cleared (SPEC §9 of the issue list: local integration). Hooks run in run-parts
 /// order, one at a time, on a thread of their own — never in the daemon's critical path. Each gets
-/// `RCAGENT_EVENT`, `RCAGENT_CHANGED_KEYS`, `RCAGENT_TEMPLATE_VERSION` and the event as JSON on
-/// stdin; its output is logged with its name; it is killed after `HookTimeout`. Events that arrive
+/// `RCAGENT_EVENT`, `RCAGENT_CHANGED_KEYS` (percent-encoded, bounded; see ``HookEvent/environment(maxKeysBytes:)``),
+/// `RCAGENT_TEMPLATE_VERSION` and the event as JSON on stdin; its output is logged with its name;
+/// it is killed after `HookTimeout`. Events that arrive
 /// while hooks run are merged per kind, so a burst runs them once more, not once per event.
 final class HookRunner: @unchecked Sendable {
     private let directory: String
@@ -121,11 +152,7 @@ final class HookRunner: @unchecked Sendable {
         posix_spawn_file_actions_adddup2(&actions, output[1], 1)
         posix_spawn_file_actions_adddup2(&actions, output[1], 2)
         for fd in input + output { posix_spawn_file_actions_addclose(&actions, fd) }
-        let keys = event.changes.keys.sorted().joined(separator: " ")
-        let environment = Environment.current().merging([
-            "RCAGENT_EVENT": event.kind.rawValue, "RCAGENT_CHANGED_KEYS": keys,
-            "RCAGENT_TEMPLATE_VERSION": event.templateVersion ?? "",
-        ]) { $1 }.map { "\($0.key)=\($0.value)" }
+        let environment = Environment.current().merging(event.environment()) { $1 }.map { "\($0.key)=\($0.value)" }
         // A process group of its own, so a timeout kills whatever the hook started too; SIGPIPE back
         // to its default (the daemon ignores it), as a shell script expects.
         var attributes = posix_spawnattr_t()
@@ -146,7 +173,10 @@ final class HookRunner: @unchecked Sendable {
         guard rc == 0 else {
             close(input[1])
             close(output[0])
-            log.error("Failed to run hook \(name): \(String(cString: strerror(rc)))")
+            // Loud: the hook did not see this event at all.
+            log.error(
+                "Failed to run hook \(name) for \(event.kind.rawValue) (\(event.changes.count) changed keys): "
+                    + String(cString: strerror(rc)) + "; the hook missed this event")
             return
         }
         // The event on stdin, from a thread of its own: a hook that never reads must not stall us.

@@ -1,4 +1,5 @@
 import Glibc
+import RCCore
 
 /// One line per event on stderr with an sd-daemon `<N>` priority prefix and no timestamp:
 /// journald adds the time and reads the priority. Errors read "Failed to X: reason".
@@ -14,9 +15,10 @@ public struct Logger: Sendable {
     }
 
     public func log(_ priority: Priority, _ message: String) {
-        // One event, one line: a newline inside a message would split it in the journal.
-        let flat = message.contains("\n") ? message.split(separator: "\n").joined(separator: " ") : message
-        sink("<\(priority.rawValue)>\(flat)\n")
+        // One event, one line: messages quote remote text (keys, errors, HTTP bodies, hook output),
+        // and a line break in it (LF, CR, NEL, U+2028...) would start a forged journal line, an ESC
+        // would reach whoever reads the journal on a terminal. Escaped here so no caller can forget.
+        sink("<\(priority.rawValue)>\(TextEscaping.logLine(message))\n")
     }
 
     public func error(_ message: String) { log(.error, message) }

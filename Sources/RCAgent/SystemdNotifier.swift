@@ -1,5 +1,6 @@
 internal import CSystemd
 @preconcurrency import Dispatch
+import RCCore
 import Synchronization
 
 /// sd_notify(3) through libsystemd: READY=1, STATUS=, WATCHDOG=1, STOPPING=1. Without
@@ -7,16 +8,23 @@ import Synchronization
 ///
 /// Messages go out in order from a queue of their own: sd_notify blocks while the receiver's
 /// queue is full, and that must never stall the agent. A STATUS= equal to the last one is skipped.
+///
+/// STATUS= text is sanitised here, so no caller can forget: sd_notify separates assignments by
+/// newlines, and a template version or error quoted into the status line could otherwise send
+/// `MAINPID=` or `WATCHDOG=trigger` of its own. It is cut to ``maxStatusBytes``.
 public final class SystemdNotifier: Sendable {
+    /// systemd shows STATUS= in one line of `systemctl status`; more is noise (and memory in PID 1).
+    public static let maxStatusBytes = 512
+
     private let queue = DispatchQueue(label: "rcagent.notify")
     private let lastStatus = Mutex<String>("")
 
     public init() {}
 
-    public func ready(status: String) { send("READY=1\nSTATUS=\(status)", status: status) }
-    public func status(_ text: String) { send("STATUS=\(text)", status: text) }
+    public func ready(status: String) { send("READY=1", status: status) }
+    public func status(_ text: String) { send(nil, status: text) }
     public func watchdog() { send("WATCHDOG=1") }
-    public func stopping() { send("STOPPING=1\nSTATUS=Shutting down", status: "Shutting down") }
+    public func stopping() { send("STOPPING=1", status: "Shutting down") }
 
     /// Waits up to `timeout` for queued messages to go out (before the process exits).
     public func flush(timeout: Duration = .seconds(1)) {
@@ -32,14 +40,18 @@ public final class SystemdNotifier: Sendable {
         return .microseconds(Int64(usec))
     }
 
-    private func send(_ state: String, status: String? = nil) {
+    /// Sends `assignment` (our own `NAME=1`) and `STATUS=` with `status` made one bounded line.
+    private func send(_ assignment: String?, status: String? = nil) {
+        let status = status.map { TextEscaping.notifyStatus($0, maxBytes: Self.maxStatusBytes) }
         if let status {
             let unchanged = lastStatus.withLock { last in
                 defer { last = status }
-                return last == status && !state.contains("=1")
+                return last == status
             }
-            if unchanged { return }
+            // A bare STATUS= equal to the last one says nothing new; READY=1 or STOPPING=1 still go out.
+            if unchanged && assignment == nil { return }
         }
-        queue.async { _ = sd_notify(0, state) }
+        let message = [assignment, status.map { "STATUS=" + $0 }].compactMap { $0 }.joined(separator: "\n")
+        queue.async { _ = sd_notify(0, message) }
     }
 }

@@ -43,12 +43,12 @@ public enum CommandLineTool {
             if first == "--config", !arguments.isEmpty { leading.append(arguments.removeFirst()) }
         }
         guard let first = arguments.first else {
-            Output.err("Error: no command given\n" + overview)
+            Output.err("Error: no command given\n" + TerminalText(verbatim: overview))
             return ExitCode.usage
         }
         switch first {
         case "--help", "-h", "help":
-            Output.out(overview)
+            Output.out(TerminalText(verbatim: overview))
             return ExitCode.ok
         case "--version":
             Output.out("rcagent \(version)\n")
@@ -62,7 +62,7 @@ public enum CommandLineTool {
         do {
             let parsed = try ParsedArguments.parse(leading + arguments.dropFirst(), for: command)
             if parsed.has("help") {
-                Output.out(command.help)
+                Output.out(TerminalText(verbatim: command.help))
                 return ExitCode.ok
             }
             return try command.run(Invocation(command: command, arguments: parsed, environment: environment))
@@ -72,7 +72,10 @@ public enum CommandLineTool {
     }
 
     private static func report(_ error: CLIError) -> Int32 {
-        Output.err("Error: \(error.message)\n" + (error.usage.map { $0.hasSuffix("\n") ? $0 : $0 + "\n" } ?? ""))
+        // The message may quote remote text (a fetch error, an HTTP body): escaped as one line.
+        Output.err(
+            "Error: \(error.message)\n"
+                + TerminalText(verbatim: error.usage.map { $0.hasSuffix("\n") ? $0 : $0 + "\n" } ?? ""))
         return error.exitCode
     }
 }

@@ -86,8 +86,7 @@ public struct HTTPSource: ConfigSource {
 
     /// The start of an error body, for the log and status (servers often say why there).
     private static func snippet(_ body: [UInt8]) -> String {
-        let text = String(decoding: body.prefix(200), as: UTF8.self).split(whereSeparator: \.isNewline).joined(
-            separator: " ")
+        let text = TextEscaping.snippet(body, maxBytes: 200)  // no line break or ESC from the server
         return text.isEmpty ? "" : ": \(text)"
     }
 }

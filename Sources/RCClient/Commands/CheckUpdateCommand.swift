@@ -55,7 +55,7 @@ enum CheckUpdateCommand {
             report.error = "\(error)"
         }
         if invocation.json {
-            Output.out(report.json.compactText + "\n")
+            Output.raw(report.json.compactText + "\n")
         } else {
             Output.out(report.text)
             if let error = report.error { Output.err("Error: cannot tell whether an update applies: \(error)\n") }
@@ -85,7 +85,7 @@ enum CheckUpdateCommand {
         do {
             let response = try invocation.request(
                 .fetch(force: true, ignoreThrottle: false, wait: true), timeout: timeout)
-            return (true, FetchCommand.describeOutcome(response))
+            return (true, FetchCommand.describeOutcome(response).text)
         } catch {
             return (false, "could not refresh (\(error.message)); using the cached config")
         }
@@ -120,8 +120,8 @@ enum CheckUpdateCommand {
             return .object(fields)
         }
 
-        var text: String {
-            var lines: [String] = []
+        var text: TerminalText {
+            var lines: [TerminalText] = []
             if let freshness, !freshness.ok, let note = freshness.note { lines.append("note: \(note)") }
             guard let verdict else { return lines.map { $0 + "\n" }.joined() }
             switch verdict.result {
@@ -131,7 +131,8 @@ enum CheckUpdateCommand {
                 let offer = verdict.offer!
                 let why = verdict.promotedByDeadline ? " (recommended, past its deadline)" : ""
                 lines.append(
-                    "\(verdict.result.rawValue) update\(why): \(offer.version) (installed \(installed ?? "-"))")
+                    "\(verdict.result.rawValue) update\(TerminalText(verbatim: why)): \(offer.version) (installed \(installed ?? "-"))"
+                )
                 lines.append("download: \(offer.download)")
                 if let deadline = offer.deadline { lines.append("deadline: \(deadline.iso8601)") }
                 if let message = offer.message { lines.append("message: \(message)") }

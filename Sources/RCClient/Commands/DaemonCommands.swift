@@ -21,15 +21,15 @@ enum FetchCommand {
             .fetch(force: arguments.has("force"), ignoreThrottle: arguments.has("ignore-throttle"), wait: wait),
             timeout: wait ? timeout : .seconds(10))
         if invocation.json {
-            Output.out(response.compactText + "\n")
+            Output.raw(response.compactText + "\n")
             return ExitCode.ok
         }
-        Output.out(describeOutcome(response) + "\n")
+        Output.out("\(describeOutcome(response))\n")
         return ExitCode.ok
     }
 
     /// One line for a fetch outcome as the daemon reports it.
-    static func describeOutcome(_ response: JSONValue) -> String {
+    static func describeOutcome(_ response: JSONValue) -> TerminalText {
         switch response["outcome"]?.stringValue {
         case "updated":
             let version = response["templateVersion"]?.stringValue ?? "-"
@@ -41,7 +41,7 @@ enum FetchCommand {
         case "no-change": return "no change"
         case "skipped":
             return "not fetched: \(response["reason"]?.stringValue ?? "not due")"
-                + (response["nextFetchAt"]?.stringValue.map { "; next fetch at \($0)" } ?? "")
+                + (response["nextFetchAt"]?.stringValue.map { "; next fetch at \($0)" } ?? TerminalText(verbatim: ""))
         default: return "fetch requested"
         }
     }
@@ -56,9 +56,9 @@ enum ActivateCommand {
     static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
         let response = try invocation.request(.activate, timeout: .seconds(30))
         if invocation.json {
-            Output.out(response.compactText + "\n")
+            Output.raw(response.compactText + "\n")
         } else if case .bool(true) = response["activated"], case let .array(keys)? = response["changedKeys"] {
-            Output.out(keys.compactMap { $0.stringValue.map { $0 + "\n" } }.joined())
+            Output.out(keys.compactMap { $0.stringValue.map { "\($0)\n" as TerminalText } }.joined())
         } else {
             Output.err("nothing to activate\n")
         }
@@ -94,7 +94,7 @@ enum NotifyCommand {
         let request = JSONValue.object([("op", .string("message")), ("message", raw), ("wait", .bool(wait))])
         let response = try invocation.send(request, timeout: wait ? timeout : .seconds(30))
         if invocation.json {
-            Output.out(response.compactText + "\n")
+            Output.raw(response.compactText + "\n")
         } else if let ignored = response["ignored"]?.stringValue {
             Output.out("ignored: \(ignored)\n")
         } else if let fetch = response["fetch"] {
@@ -126,26 +126,27 @@ enum WatchCommand {
         }
         while let line = try client.readLine() {
             if invocation.json {
-                Output.out(String(decoding: line, as: UTF8.self) + "\n")
+                Output.raw(String(decoding: line, as: UTF8.self) + "\n")
             } else if let event = try? JSONValue.parse(line) {
-                Output.out(describe(event) + "\n")
+                Output.out("\(describe(event))\n")
             }
         }
         throw .unavailable("the daemon closed the event stream")
     }
 
     /// `2026-11-29T13:47:17Z activated template 7: kiosk_url welcome_message`.
-    static func describe(_ event: JSONValue) -> String {
+    static func describe(_ event: JSONValue) -> TerminalText {
         let at = event["at"]?.stringValue ?? "-"
         let kind = event["event"]?.stringValue ?? "?"
-        var details = (event.objectMembers ?? []).filter { $0.key != "at" && $0.key != "event" }.map { member in
+        var details = (event.objectMembers ?? []).filter { $0.key != "at" && $0.key != "event" }.map {
+            member -> TerminalText in
             if case let .array(items) = member.value {
-                return "\(member.key)=" + items.map { $0.stringValue ?? $0.compactText }.joined(separator: ",")
+                return "\(member.key)=\(items.map { $0.stringValue ?? $0.compactText }.joined(separator: ","))"
             }
             return "\(member.key)=\(member.value.stringValue ?? member.value.compactText)"
         }
-        details.insert(kind, at: 0)
-        return at + " " + details.joined(separator: " ")
+        details.insert("\(kind)", at: 0)
+        return "\(at) " + details.joined(separator: " ")
     }
 }
 

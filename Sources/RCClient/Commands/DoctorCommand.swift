@@ -184,10 +184,12 @@ enum DoctorCommand {
             let items = checks.map {
                 JSONValue.object([("check", .string($0.name)), ("ok", .bool($0.ok)), ("detail", .string($0.detail))])
             }
-            Output.out(JSONValue.object([("ok", .bool(allOK)), ("checks", .array(items))]).compactText + "\n")
+            Output.raw(JSONValue.object([("ok", .bool(allOK)), ("checks", .array(items))]).compactText + "\n")
         } else {
             Output.out(
-                checks.map { ($0.ok ? "ok    " : "FAIL  ") + $0.name.padding(to: 10) + $0.detail + "\n" }.joined())
+                checks.map {
+                    TerminalText(verbatim: $0.ok ? "ok    " : "FAIL  ") + "\($0.name.padding(to: 10))\($0.detail)\n"
+                }.joined())
         }
         return allOK ? ExitCode.ok : ExitCode.failure
     }

@@ -35,9 +35,9 @@ enum GetCommand {
             ]
             if type != .string { json.append(("type", .string(type.rawValue))) }
             if type != .string { json.append(("typed", (try? JSONValue.parse(rendered)) ?? .string(rendered))) }
-            Output.out(JSONValue.object(json).compactText + "\n")
+            Output.raw(JSONValue.object(json).compactText + "\n")
         } else {
-            Output.out(rendered + "\n")
+            Output.raw(rendered + "\n")  // the value exactly, by contract (docs/rcagent.md, get)
         }
         return ExitCode.ok
     }

@@ -37,7 +37,7 @@ enum StatusCommand {
         }
         let now = Timestamp.now()
         if invocation.json {
-            Output.out(
+            Output.raw(
                 json(status, recovery: recovery, config: config, daemon: daemon, storeProblem: storeProblem)
                     .compactText + "\n")
         } else {
@@ -109,16 +109,18 @@ enum StatusCommand {
         ])
     }
 
+    /// Every value that came from outside (stale reason, errors, template versions, the daemon's
+    /// answers) is interpolated into ``TerminalText`` and so escaped: one field cannot make two lines.
     static func text(
         _ status: StoreStatus?, recovery: StoredEvent?, config: AgentConfig, daemon: JSONValue?, storeProblem: String?,
         now: Timestamp
-    ) -> String {
+    ) -> TerminalText {
         func time(_ t: Timestamp?) -> String { t.map { "\($0.iso8601) (\(age(now - $0)))" } ?? "never" }
-        let running = daemon.map { d in
-            d["note"]?.stringValue
-                ?? "running, pid \(d["pid"]?.compactText ?? "-"), \(d["state"]?.stringValue ?? "-") (\(config.socket))"
+        let running = daemon.map { d -> TerminalText in
+            if let note = d["note"]?.stringValue { return "\(note)" }
+            return "running, pid \(d["pid"]?.compactText ?? "-"), \(d["state"]?.stringValue ?? "-") (\(config.socket))"
         }
-        var lines = ["daemon:       " + (running ?? "not running (\(config.socket))")]
+        var lines: [TerminalText] = ["daemon:       \(running ?? "not running (\(config.socket))")"]
         lines.append("source:       \(config.sourceType.rawValue)")
         if let push = daemon?["push"]?.stringValue { lines.append("push:         \(push)") }
         guard let status else {
@@ -131,11 +133,12 @@ enum StatusCommand {
             let movedTo = recovery.detail["movedTo"]?.stringValue ?? "-"
             lines.append("recovered:    \(time(recovery.at)): the database was corrupt and was moved to \(movedTo)")
         }
-        lines.append(
-            "stale:        "
-                + (status.stale.isSet
-                    ? "yes, since \(time(status.stale.since))" + (status.stale.reason.map { ": \($0)" } ?? "")
-                    : "no"))
+        if status.stale.isSet {
+            let reason = status.stale.reason.map { ": \($0)" } ?? ""
+            lines.append("stale:        yes, since \(time(status.stale.since))\(reason)")
+        } else {
+            lines.append("stale:        no")
+        }
         lines.append(
             "active:       template \(status.active.templateVersion ?? "-"), \(status.active.keys) keys, activated \(time(status.active.at))"
         )
@@ -143,8 +146,8 @@ enum StatusCommand {
             "fetched:      template \(status.fetched.templateVersion ?? "-"), fetched \(time(status.fetched.at))"
                 + (status.pending ? ", not yet activated" : ""))
         lines.append(
-            "last fetch:   " + (status.lastStatus?.rawValue ?? "none")
-                + ", attempted \(time(status.lastAttempt)), succeeded \(time(status.lastSuccess))")
+            "last fetch:   \(status.lastStatus?.rawValue ?? "none"), attempted \(time(status.lastAttempt)), succeeded \(time(status.lastSuccess))"
+        )
         if let error = status.lastError { lines.append("last error:   \(error)") }
         if let until = status.throttledUntil, until > now { lines.append("throttled:    until \(until.iso8601)") }
         if let next = daemon?["nextFetchAt"]?.stringValue ?? status.nextFetchAt?.iso8601 {

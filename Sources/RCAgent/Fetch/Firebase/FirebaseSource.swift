@@ -104,6 +104,6 @@ public final class FirebaseSource: ConfigSource {
     /// "Firebase fetch: HTTP 403: <the API's error message>".
     static func describe(_ response: HTTPResponse) -> String {
         let message = (try? JSONValue.parse(response.body))?["error"]?["message"]?.stringValue
-        return "Firebase fetch: HTTP \(response.status)" + (message.map { ": \($0)" } ?? "")
+        return "Firebase fetch: HTTP \(response.status)" + (message.map { ": \(TextEscaping.snippet($0))" } ?? "")
     }
 }

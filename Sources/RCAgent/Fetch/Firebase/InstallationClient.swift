@@ -165,7 +165,9 @@ package actor InstallationClient {
 
     private static func failure(_ what: String, _ response: HTTPResponse) -> SourceError {
         let message = (try? JSONValue.parse(response.body))?["error"]?["message"]?.stringValue
-        let text = "Firebase Installations: cannot \(what): HTTP \(response.status)" + (message.map { ": \($0)" } ?? "")
+        let text =
+            "Firebase Installations: cannot \(what): HTTP \(response.status)"
+            + (message.map { ": \(TextEscaping.snippet($0))" } ?? "")
         return SourceError(
             response.status == 429 || response.status == 503 ? .throttled(retryAfter: nil) : .other, text)
     }
