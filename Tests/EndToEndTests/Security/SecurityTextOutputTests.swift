@@ -127,12 +127,25 @@ import Testing
         #expect(lines.filter { $0.hasPrefix("stale:") }.count == 1, "\(status.stdout)")
         #expect(!Array(status.stdout.utf8).contains(Self.escape))
         #expect(!status.stdout.unicodeScalars.contains("\u{202E}"))
-        #expect(status.stdout.contains(#"\x1b]0;owned\x07"#), "\(status.stdout)")
+        // Shown, escaped: JSON-quoted where the document error names the key, or by the terminal layer.
+        #expect(
+            status.stdout.contains(#"\u001b]0;owned\u0007"#) || status.stdout.contains(#"\x1b]0;owned\x07"#),
+            "\(status.stdout)")
 
         // The log: one event per line, no ESC; the daemon still serves its last good values.
         #expect(!Array(daemon.log.utf8).contains(Self.escape))
         #expect(daemon.log.split(separator: "\n").allSatisfy { $0.hasPrefix("<") }, "\(daemon.log)")
         #expect(try sandbox.cli("get", "key_0").stdout == "v1\n")
+
+        // A stale reason sent over the socket reaches `status` only through the terminal layer.
+        let client = try SocketClient(path: sandbox.socketPath)
+        let reason = "x\nstale:        no\n\u{1b}]0;owned\u{7}\u{202E}"
+        let request = JSONValueText.object(["op": "mark-stale", "reason": reason])
+        #expect(client.request(request)?["ok"] as? Bool == true)
+        let marked = try sandbox.cli("status")
+        #expect(marked.stdout.split(separator: "\n").filter { $0.hasPrefix("stale:") }.count == 1, "\(marked.stdout)")
+        #expect(!Array(marked.stdout.utf8).contains(Self.escape) && !marked.stdout.unicodeScalars.contains("\u{202E}"))
+        #expect(marked.stdout.contains(#"\x1b]0;owned\x07"#), "\(marked.stdout)")
         #expect(daemon.stop() == 0)
     }
 
@@ -239,5 +252,12 @@ import Testing
             }
         }
         return out
+    }
+}
+
+/// A JSON object's text from Foundation, for requests written by hand.
+enum JSONValueText {
+    static func object(_ members: [String: String]) -> String {
+        String(decoding: try! JSONSerialization.data(withJSONObject: members, options: [.sortedKeys]), as: UTF8.self)
     }
 }
