@@ -69,10 +69,16 @@ struct ControlClient {
 
     /// Sends `request` and waits up to `timeout` for the response line.
     mutating func send(_ request: JSONValue, timeout: Duration? = nil) throws(CLIError) -> JSONValue {
-        guard UnixSocket.sendAll(fd, Array((request.compactText + "\n").utf8)) else {
-            throw .unavailable("cannot send to the daemon: \(SystemError("send"))")
-        }
         UnixSocket.setTimeout(fd, SO_RCVTIMEO, timeout ?? .zero)
+        guard UnixSocket.sendAll(fd, Array((request.compactText + "\n").utf8)) else {
+            // A daemon that refuses the connection (`busy`) answers and closes at once, maybe before
+            // the request went out: its answer is then already here and says more than EPIPE.
+            let error = SystemError("send")
+            guard let line = try? readLine(), let response = try? JSONValue.parse(line) else {
+                throw .unavailable("cannot send to the daemon: \(error)")
+            }
+            return response
+        }
         guard let line = try readLine() else {
             throw .unavailable("the daemon closed the connection without answering")
         }
