@@ -10,9 +10,11 @@ import Synchronization
 /// - there are at most ``capacity`` connections, of which other peers hold at most
 ///   `capacity - reserve`;
 /// - at most ``watcherCapacity`` of them watch, other peers' at most `watcherCapacity - watcherReserve`;
-/// - a privileged peer that finds every slot taken evicts the oldest connection that waits on its
-///   client (idle between requests, or in the middle of a line), other peers' first. A connection
-///   whose request is being answered, or that watches, is never evicted.
+/// - a privileged peer that finds every slot taken evicts a connection that waits on its client:
+///   other peers' before privileged ones, one in the middle of a line (the shape of a slow client)
+///   before one idle between requests, the newest first (a connection that has long been used, like a
+///   monitor's, is likelier to be wanted than one of a crowd that just came in). A connection whose
+///   request is being answered, or that watches, is never evicted.
 /// Slow clients cannot hold a slot for long either: the server cuts a line that is not complete
 /// within ``ControlServer/lineDeadline`` of its first byte.
 final class ControlConnections: Sendable {
@@ -61,9 +63,7 @@ final class ControlConnections: Sendable {
             if live.count >= capacity {
                 let evictable = live.filter { $0.value.phase == .idle || $0.value.phase == .reading }
                 guard privileged,
-                    let victim = evictable.min(by: {
-                        ($0.value.privileged ? 1 : 0, $0.key) < ($1.value.privileged ? 1 : 0, $1.key)
-                    })
+                    let victim = evictable.min(by: { Self.evictionOrder($0) < Self.evictionOrder($1) })
                 else {
                     return .refused("too many connections (\(capacity)); try again")
                 }
@@ -78,6 +78,11 @@ final class ControlConnections: Sendable {
             table.entries[id] = Entry(fd: fd, privileged: privileged)
             return .admitted(id)
         }
+    }
+
+    /// Smallest first: other peers', mid-line, newest.
+    private static func evictionOrder(_ entry: (key: Int, value: Entry)) -> (Int, Int, Int) {
+        (entry.value.privileged ? 1 : 0, entry.value.phase == .reading ? 0 : 1, -entry.key)
     }
 
     /// Records what connection `id` is doing (only idle and reading connections can be evicted).

@@ -162,7 +162,7 @@ import Testing
     // MARK: item 9: no crowd locks the owner out
 
     /// 64 connections (every slot) from the owner's own uid each drip a byte a second and never
-    /// finish their line. The owner's commands still get through (each evicts the oldest dripper),
+    /// finish their line. The owner's commands still get through (each evicts a dripper),
     /// and every dripper is cut off by the total line deadline, 5 s after its first byte.
     @Test func drippingClientsAreCutAtTheLineDeadlineAndTheOwnerGetsThrough() throws {
         let sandbox = try Sandbox()
