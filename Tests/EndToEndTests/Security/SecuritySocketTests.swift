@@ -38,7 +38,7 @@ import Testing
         for round in 1...2 {
             let notify = try NotifySocket(path: sandbox.root.appendingPathComponent("notify-\(round)").path)
             let log = sandbox.root.appendingPathComponent("strace-\(round).log").path
-            FileManager.default.createFile(atPath: log, contents: nil)
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
             let daemon = Process()
             daemon.executableURL = URL(fileURLWithPath: "/usr/bin/strace")
             daemon.arguments = [
@@ -197,7 +197,7 @@ import Testing
         #expect(
             timedOut.allSatisfy { $0 >= 4.9 && $0 < 7 }, "cut after \(timedOut.min() ?? 0)...\(timedOut.max() ?? 0) s")
         #expect(
-            try eventually { daemon.threadCount <= threads + 2 }, "\(daemon.threadCount) threads, \(threads) before")
+            eventually { daemon.threadCount <= threads + 2 }, "\(daemon.threadCount) threads, \(threads) before")
         #expect(try sandbox.cli("status").stdout.hasPrefix("daemon:       running"))
         #expect(daemon.stop() == 0)
     }
@@ -433,7 +433,7 @@ private final class CleanDaemon {
     init(_ sandbox: Sandbox) throws {
         notify = try NotifySocket(path: sandbox.root.appendingPathComponent("notify-clean").path)
         logPath = sandbox.root.appendingPathComponent("daemon-clean.log").path
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: "RCAGENT_CONFIG")
         environment["NOTIFY_SOCKET"] = notify.path
