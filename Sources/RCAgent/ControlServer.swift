@@ -1,62 +1,40 @@
+import CLinux
 import Glibc
 import RCCore
 import RCStore
-import Synchronization
 
 /// The Unix control socket (SPEC §6): newline-delimited JSON, one request → one response, `watch`
-/// keeps the connection for events. Each connection gets its own thread with blocking reads and
-/// timeouts; a cap bounds how many run at once. Nothing a client sends can crash the daemon.
+/// keeps the connection for events. Each connection gets its own thread; ``ControlConnections``
+/// bounds how many run at once and keeps room for the owner. Nothing a client sends can crash the
+/// daemon, and no client can hold a slot for long without sending whole requests.
 final class ControlServer: Sendable {
-    private let path: String
-    private let listener: Int32
+    private let socket: SocketFile
     private let agent: Agent
     private let access: PeerAccess
     private let log: Logger
-    private let connections = Atomic<Int>(0)
+    private let connections = ControlConnections(
+        capacity: maximumConnections, reserve: reservedConnections, watcherCapacity: maximumWatchers,
+        watcherReserve: reservedWatchers)
 
     static let maximumConnections = 64
-    /// A connection that sends nothing for this long is closed (watchers are exempt).
+    /// Slots only peers that may change state (root, the daemon's user, `SocketGroup`) can take.
+    static let reservedConnections = 16
+    static let maximumWatchers = 32
+    static let reservedWatchers = 8
+    /// A request line must be complete (its newline received) this long after its first byte: a
+    /// total, so a client that drips a byte at a time cannot stretch it.
+    static let lineDeadline: Duration = .seconds(5)
+    /// A connection on which no request starts for this long is closed (watchers are exempt).
     static let idleTimeout: Duration = .seconds(30)
     /// A response that cannot be written in this long (a client that never reads) ends the connection.
     static let sendTimeout: Duration = .seconds(5)
 
     /// Binds the socket (mode 0660, group `SocketGroup`), replacing a stale socket file.
     init(config: AgentConfig, agent: Agent, log: Logger) throws(SystemError) {
-        path = config.socket
         self.agent = agent
         self.log = log
         access = PeerAccess(groupName: config.socketGroup)
-        let slash = path.lastIndex(of: "/") ?? path.startIndex
-        if slash > path.startIndex { try FileBytes.makeDirectories(String(path[..<slash])) }
-        var address = try UnixSocket.address(path, for: "bind")
-        // A socket file left by a daemon that died is in the way; a live daemon would answer.
-        if UnixSocket.answers(path) {
-            throw SystemError("bind \(path) (another rcagentd is running there)", errno: EADDRINUSE)
-        }
-        let fd = try UnixSocket.stream()
-        unlink(path)
-        let umaskBefore = umask(0o117)
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        umask(umaskBefore)
-        guard rc == 0 else {
-            let error = SystemError("bind \(path)")
-            close(fd)
-            throw error
-        }
-        if let gid = access.groupId, chown(path, uid_t.max, gid) != 0 {
-            log.warning(
-                "Failed to give \(path) to group \(config.socketGroup ?? ""): \(SystemError("chown")), ignoring")
-        }
-        guard listen(fd, 128) == 0 else {
-            let error = SystemError("listen \(path)")
-            close(fd)
-            throw error
-        }
-        listener = fd
+        socket = try SocketFile(path: config.socket, groupId: access.groupId, groupName: config.socketGroup, log: log)
     }
 
     /// Accepts connections on a thread of its own until ``stop()``.
@@ -66,15 +44,16 @@ final class ControlServer: Sendable {
 
     /// Stops accepting and removes the socket file.
     func stop() {
-        unlink(path)
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
+        socket.remove()
+        shutdown(socket.listener, Int32(SHUT_RDWR))
+        close(socket.listener)
     }
 
     private func acceptLoop() {
         while true {
-            let fd = accept(listener, nil, nil)
-            if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            // accept4(SOCK_CLOEXEC): with accept() then fcntl(FD_CLOEXEC), a hook spawned in between
+            // inherited the client's descriptor.
+            let fd = rcagent_accept_cloexec(socket.listener)
             if fd < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
                 if errno == EMFILE || errno == ENFILE {
@@ -85,45 +64,55 @@ final class ControlServer: Sendable {
                 return  // the listener was closed: shutting down
             }
             UnixSocket.setTimeout(fd, SO_SNDTIMEO, Self.sendTimeout)
-            if connections.add(1, ordering: .relaxed).newValue > Self.maximumConnections {
-                send(fd, ControlError(.busy, "too many connections (\(Self.maximumConnections)); try again").response)
-                finish(fd)
+            let peer = PeerAccess.credentials(of: fd)
+            let id: Int
+            switch connections.admit(fd, privileged: access.allows(peer)) {
+            case let .admitted(admitted): id = admitted
+            case let .refused(reason):
+                send(fd, ControlError(.busy, reason).response)
+                close(fd)
                 continue
             }
             let started = DetachedThread.start { [self] in
-                serve(fd)
-                finish(fd)
+                serve(fd, id: id, peer: peer)
+                finish(fd, id: id)
             }
             if !started {
                 send(fd, ControlError(.busy, "cannot start a connection handler").response)
-                finish(fd)
+                finish(fd, id: id)
             }
         }
     }
 
-    private func finish(_ fd: Int32) {
+    private func finish(_ fd: Int32, id: Int) {
+        connections.remove(id)
         close(fd)
-        connections.subtract(1, ordering: .relaxed)
     }
 
-    /// Reads requests line by line and answers each, until the peer closes, idles out or misbehaves.
-    private func serve(_ fd: Int32) {
-        UnixSocket.setTimeout(fd, SO_RCVTIMEO, Self.idleTimeout)
-        let peer = PeerAccess.credentials(of: fd)
+    /// Reads requests line by line and answers each, until the peer closes, idles out, misses the
+    /// line deadline, misbehaves or is evicted.
+    private func serve(_ fd: Int32, id: Int, peer: PeerCredentials?) {
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        // When the first byte of the line in `buffer` arrived (or the answer before it was sent):
+        // the deadline runs from there, however the bytes trickle in.
+        var lineStarted: ContinuousClock.Instant?
         while true {
             if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")), newline <= ControlRequest.maximumLineLength {
                 let line = Array(buffer[..<newline])
                 buffer.removeSubrange(...newline)
-                if line.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 13 }) { continue }
-                switch respond(to: line, fd: fd, peer: peer) {
-                case .keepOpen: continue
-                case .close: return
-                case .watching:
-                    watch(fd)
-                    return
+                if !line.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 13 }) {
+                    connections.enter(id, .handling)
+                    switch respond(to: line, fd: fd, id: id, peer: peer) {
+                    case .keepOpen: break
+                    case .close: return
+                    case .watching:
+                        watch(fd)
+                        return
+                    }
                 }
+                lineStarted = buffer.isEmpty ? nil : .now
+                continue
             }
             if buffer.count > ControlRequest.maximumLineLength {
                 // No newline within the limit (or a line past it): refuse and close, there is no
@@ -134,16 +123,40 @@ final class ControlServer: Sendable {
                         .response)
                 return
             }
+            connections.enter(id, lineStarted == nil ? .idle : .reading)
+            let wait = lineStarted.map { Self.lineDeadline - (ContinuousClock.now - $0) } ?? Self.idleTimeout
+            guard wait > .zero, UnixSocket.waitReadable(fd, wait) else {
+                // Out of time. A half-sent line is told why; an idle connection just ends.
+                if lineStarted != nil {
+                    send(
+                        fd,
+                        ControlError(
+                            .timeout,
+                            "request line not complete within \(Self.lineDeadline.milliseconds / 1_000) s of its first byte"
+                        ).response)
+                }
+                return
+            }
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return }  // closed, reset, or idle past the timeout
+            if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            if n <= 0 {
+                // Closed or reset by the peer, or shut down by an eviction (then say why).
+                if connections.wasEvicted(id) {
+                    send(
+                        fd,
+                        ControlError(.busy, "connection closed to make room for a peer that may change state")
+                            .response)
+                }
+                return
+            }
+            if buffer.isEmpty { lineStarted = .now }
             buffer.append(contentsOf: chunk[0..<n])
         }
     }
 
     private enum Disposition { case keepOpen, close, watching }
 
-    private func respond(to line: [UInt8], fd: Int32, peer: PeerCredentials?) -> Disposition {
+    private func respond(to line: [UInt8], fd: Int32, id: Int, peer: PeerCredentials?) -> Disposition {
         let request: ControlRequest
         do {
             request = try ControlRequest.parse(line)
@@ -160,7 +173,9 @@ final class ControlServer: Sendable {
                 ).response) ? .keepOpen : .close
         }
         if case .watch = request {
-            UnixSocket.setTimeout(fd, SO_RCVTIMEO, .zero)
+            if let refusal = connections.startWatching(id) {
+                return send(fd, ControlError(.busy, refusal).response) ? .keepOpen : .close
+            }
             let agent = agent
             return blockingWait { await agent.subscribe(fd) } ? .watching : .close
         }

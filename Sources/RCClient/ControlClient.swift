@@ -27,25 +27,58 @@ struct ControlClient {
         }
     }
 
-    /// Whether a daemon runs on `socket` (reachable or not by this user).
-    static func isRunning(socket path: String) -> Bool {
+    /// What asking the daemon once came to.
+    enum Reply {
+        /// The daemon answered `{"ok":true,...}`.
+        case answered(JSONValue)
+        /// The daemon answered with an error other than `busy`: it considered the request and said no.
+        case refused(code: String, message: String)
+        /// A daemon runs but did not take the request: it was busy (every slot taken), closed the
+        /// connection, or did not answer in time.
+        case noAnswer(String)
+        /// A daemon runs, but this user may not connect to its socket.
+        case denied(SystemError)
+        /// Nothing listens on the socket.
+        case notRunning
+    }
+
+    /// Sends one request on a connection of its own and classifies the outcome, so that a command
+    /// can tell "no daemon" from "a daemon that did not answer" (`status`, `mark-stale`).
+    static func ask(_ request: ControlRequest, socket path: String, timeout: Duration) -> Reply {
+        var client: ControlClient
         switch connect(socket: path) {
-        case let .connected(client):
-            client.close()
-            return true
-        case .denied: return true
-        case .notRunning: return false
+        case let .connected(connected): client = connected
+        case .notRunning: return .notRunning
+        case let .denied(error): return .denied(error)
         }
+        defer { client.close() }
+        let response: JSONValue
+        do {
+            response = try client.send(request.json, timeout: timeout)
+        } catch {
+            return .noAnswer(error.message)
+        }
+        if case .bool(true) = response["ok"] { return .answered(response) }
+        let code = response["error"]?["code"]?.stringValue ?? "unknown"
+        let message = response["error"]?["message"]?.stringValue ?? response.compactText
+        return code == ControlError.Code.busy.rawValue
+            ? .noAnswer("busy: \(message)") : .refused(code: code, message: message)
     }
 
     func close() { Glibc.close(fd) }
 
     /// Sends `request` and waits up to `timeout` for the response line.
     mutating func send(_ request: JSONValue, timeout: Duration? = nil) throws(CLIError) -> JSONValue {
-        guard UnixSocket.sendAll(fd, Array((request.compactText + "\n").utf8)) else {
-            throw .unavailable("cannot send to the daemon: \(SystemError("send"))")
-        }
         UnixSocket.setTimeout(fd, SO_RCVTIMEO, timeout ?? .zero)
+        guard UnixSocket.sendAll(fd, Array((request.compactText + "\n").utf8)) else {
+            // A daemon that refuses the connection (`busy`) answers and closes at once, maybe before
+            // the request went out: its answer is then already here and says more than EPIPE.
+            let error = SystemError("send")
+            guard let line = try? readLine(), let response = try? JSONValue.parse(line) else {
+                throw .unavailable("cannot send to the daemon: \(error)")
+            }
+            return response
+        }
         guard let line = try readLine() else {
             throw .unavailable("the daemon closed the connection without answering")
         }

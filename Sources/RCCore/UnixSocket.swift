@@ -61,6 +61,23 @@ public enum UnixSocket {
         return true
     }
 
+    /// Waits until `fd` has something to read (data, end of stream or an error) for at most
+    /// `duration`; `false` when the time ran out first. Interrupted waits resume with the time left.
+    public static func waitReadable(_ fd: Int32, _ duration: Duration) -> Bool {
+        let clock = ContinuousClock()
+        let deadline = clock.now + duration
+        while true {
+            let left = clock.now.duration(to: deadline)
+            guard left > .zero else { return false }
+            // Rounded up, so that a wake-up just before the deadline does not spin on poll(0).
+            let ms = Int32(clamping: (left + .microseconds(999)).milliseconds)
+            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let rc = poll(&entry, 1, ms)
+            if rc > 0 { return true }
+            if rc < 0 && errno != EINTR { return true }  // let the read report the error
+        }
+    }
+
     /// Sets `SO_RCVTIMEO` or `SO_SNDTIMEO`; zero means wait for ever.
     public static func setTimeout(_ fd: Int32, _ option: Int32, _ duration: Duration) {
         let ms = duration.milliseconds

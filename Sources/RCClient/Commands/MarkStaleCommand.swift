@@ -1,29 +1,54 @@
 import RCCore
 import RCStore
 
-/// `rcagent mark-stale [--reason TEXT]`: sets the persistent stale flag. With the daemon down it
-/// writes the database itself, so the next daemon start fetches regardless of the interval.
+/// `rcagent mark-stale [--reason TEXT]`: sets the persistent stale flag. It asks the daemon when one
+/// takes the request (the daemon persists the flag and fetches). Otherwise — no daemon, or one that
+/// is busy, does not answer or may not be reached by this user — it writes the database itself, so
+/// that the flag holds: the daemon sees it at its next fetch or start (SPEC §5).
 enum MarkStaleCommand {
     static let spec = CommandSpec(
         "mark-stale", summary: "Set the stale flag (works with the daemon down; the next fetch ignores the interval).",
         options: [.value("reason", "TEXT", "why (shown in status)")], run: run)
 
+    /// How long the daemon may take to answer: it persists the flag (waiting at most SQLite's 5 s
+    /// busy timeout) and only requests the fetch.
+    static let timeout: Duration = .seconds(10)
+
     static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
         let config = try invocation.config()
         let reason = invocation.arguments.value("reason") ?? "rcagent mark-stale"
-        if ControlClient.isRunning(socket: config.socket) {
-            // The daemon is the writer while it runs: it persists the flag and starts a fetch.
-            let response = try invocation.request(.markStale(reason: reason), timeout: .seconds(30))
+        let unreachable: String?
+        switch ControlClient.ask(.markStale(reason: reason), socket: config.socket, timeout: timeout) {
+        case let .answered(response):
             let newlySet = response["newlySet"] == .bool(true)
             Output.out((newlySet ? "stale flag set" : "stale flag was already set") + "; the daemon is fetching\n")
             return ExitCode.ok
+        case let .refused(_, message):
+            // The daemon considered the request and said no (permission-denied, ...): not a reason
+            // to go around it.
+            throw .failure(message)
+        case let .noAnswer(why):
+            unreachable = why
+        case let .denied(error):
+            unreachable = "not allowed to talk to the daemon: \(error)"
+        case .notRunning:
+            unreachable = nil
         }
+        let newlySet: Bool
         do {
             let store = try StateStore.open(config: config)
-            let newlySet = try store.markStale(reason: reason, at: .now())
-            Output.out(newlySet ? "stale flag set\n" : "stale flag was already set\n")
+            newlySet = try store.markStale(reason: reason, at: .now())
         } catch {
-            throw .failure("cannot mark stale: \(error)")
+            guard let unreachable else { throw .failure("cannot mark stale: \(error)") }
+            throw .unavailable(
+                "cannot mark stale: the daemon did not take the request (\(unreachable)), "
+                    + "and writing the database failed: \(error)")
+        }
+        let set = newlySet ? "stale flag set" : "stale flag was already set"
+        if let unreachable {
+            Output.out("\(set) in the database; the daemon did not take the request (\(unreachable))\n")
+        } else {
+            Output.out("\(set)\n")
         }
         return ExitCode.ok
     }

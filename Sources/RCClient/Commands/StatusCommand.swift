@@ -24,12 +24,15 @@ enum StatusCommand {
                 storeProblem = error.description
             }
         }
-        // The daemon's own view (pid, whether it is fetching, its next fetch) when it runs.
-        var daemon: JSONValue?
-        switch ControlClient.connect(socket: config.socket) {
-        case let .connected(client):
-            client.close()
-            daemon = try? invocation.request(.status, timeout: .seconds(5))
+        // The daemon's own view (pid, whether it is fetching, its next fetch) when it runs. A daemon
+        // that does not answer (busy, too slow, refusing this user) still runs: only "nothing
+        // listens" is "not running".
+        let daemon: JSONValue?
+        switch ControlClient.ask(.status, socket: config.socket, timeout: .seconds(5)) {
+        case let .answered(response):
+            daemon = response
+        case let .noAnswer(why), let .refused(_, why):
+            daemon = .object([("note", .string("running, but not answering: \(why)"))])
         case let .denied(error):
             daemon = .object([("note", .string("running, but not reachable by this user: \(error)"))])
         case .notRunning:

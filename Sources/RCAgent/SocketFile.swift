@@ -1,0 +1,119 @@
+import CLinux
+import Glibc
+import RCCore
+
+/// The control socket's file: created with its final mode and group in one step, and removed only
+/// while it is still the file this daemon made.
+///
+/// Nothing here changes a file by path after `bind()`. The daemon is often root, and the socket's
+/// directory may be writable by another user (a `Socket=` in `/tmp`, a directory with loose modes):
+/// that user can swap the name for something else at any moment. A `chown(path)` after `bind()`
+/// then followed a symlink swapped in and gave a root-only file to the socket group.
+/// `lchown`/`fchownat(AT_SYMLINK_NOFOLLOW)` would still change a hard link swapped in, and
+/// `fchown` on the socket descriptor changes the socket's own inode, not the file (Linux).
+/// So the file is born right: `bind()` creates it with mode `0666 & ~umask` and the calling
+/// thread's file-system gid, and the daemon sets both around that one call (umask 0117 gives 0660;
+/// `setfsgid` is per thread, so no other thread creates files with that group meanwhile). What
+/// follows only reads (`fstatat` without following links): it reports a group the kernel did not
+/// give, and refuses to go on when the name no longer holds a socket of ours.
+final class SocketFile: Sendable {
+    let path: String
+    /// The listening socket.
+    let listener: Int32
+    /// The socket's directory, held open so that ``remove()`` unlinks in the directory that was
+    /// checked, whatever happens to the path's other components.
+    private let directory: Int32
+    private let name: String
+    private let device: UInt64
+    private let inode: UInt64
+
+    /// Binds and listens on `path` (mode 0660, group `groupId` when given), replacing a socket file
+    /// left by a daemon that died. Anything else at `path` is left alone and is an error.
+    init(path: String, groupId: UInt32?, groupName: String?, log: Logger) throws(SystemError) {
+        self.path = path
+        let slash = path.lastIndex(of: "/")
+        let directoryPath = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        guard !name.isEmpty else { throw SystemError("bind \(path) (not a file name)", errno: EISDIR) }
+        var address = try UnixSocket.address(path, for: "bind")
+        // mkdir never changes what exists; a symlinked component only decides where the socket
+        // lands, and that directory is what is checked below.
+        if directoryPath != "/" && directoryPath != "." { try FileBytes.makeDirectories(directoryPath) }
+        directory = open(directoryPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard directory >= 0 else { throw SystemError("open \(directoryPath)") }
+        var closeOnError = [directory]
+        defer { for fd in closeOnError { close(fd) } }
+
+        var info = stat()
+        if fstat(directory, &info) == 0, let who = Self.otherWriters(info) {
+            log.warning(
+                "The socket directory \(directoryPath) can be written by \(who): they can remove the socket or put "
+                    + "another in its place; use a directory only the daemon's user can write (like /run/rcagent)")
+        }
+
+        // A socket file left by a daemon that died is in the way; a live daemon would answer.
+        // Anything that is not a socket is not ours to delete.
+        if fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0 {
+            guard info.st_mode & S_IFMT == S_IFSOCK else {
+                throw SystemError("bind \(path) (it exists and is not a socket; not removing it)", errno: EEXIST)
+            }
+            if UnixSocket.answers(path) {
+                throw SystemError("bind \(path) (another rcagentd is running there)", errno: EADDRINUSE)
+            }
+            if unlinkat(directory, name, 0) != 0 && errno != ENOENT { throw SystemError("unlink \(path)") }
+        }
+
+        let fd = try UnixSocket.stream()
+        closeOnError.append(fd)
+        let umaskBefore = umask(0o117)
+        let fsgidBefore = groupId.map { rcagent_setfsgid($0) }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        let bindErrno = errno
+        if let fsgidBefore { _ = rcagent_setfsgid(UInt32(bitPattern: fsgidBefore)) }
+        umask(umaskBefore)
+        guard rc == 0 else { throw SystemError("bind \(path)", errno: bindErrno) }
+
+        guard fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFSOCK,
+            info.st_uid == geteuid()
+        else {
+            throw SystemError(
+                "bind \(path) (the socket file was replaced right after bind: another user can write \(directoryPath))",
+                errno: EEXIST)
+        }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        if let groupId, info.st_gid != groupId {
+            log.warning(
+                "Failed to give \(path) to group \(groupName ?? String(groupId)): it has group \(info.st_gid) "
+                    + "(a set-group-id directory, or a daemon that is neither root nor running with that group), ignoring"
+            )
+        }
+        guard listen(fd, 128) == 0 else { throw SystemError("listen \(path)") }
+        listener = fd
+        closeOnError = []
+    }
+
+    /// Who besides the daemon's user (and root) can add or remove names in a directory, or `nil`.
+    private static func otherWriters(_ info: stat) -> String? {
+        let mode = String(info.st_mode & 0o7777, radix: 8)
+        if info.st_uid != 0 && info.st_uid != geteuid() { return "its owner, uid \(info.st_uid) (mode \(mode))" }
+        if info.st_mode & S_IWOTH != 0 { return "every user (mode \(mode))" }
+        if info.st_mode & S_IWGRP != 0 { return "group \(info.st_gid) (mode \(mode))" }
+        return nil
+    }
+
+    /// Removes the socket file, if the name still holds the socket this daemon bound.
+    func remove() {
+        var info = stat()
+        if fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFSOCK,
+            UInt64(info.st_dev) == device, UInt64(info.st_ino) == inode
+        {
+            unlinkat(directory, name, 0)
+        }
+        close(directory)
+    }
+}
