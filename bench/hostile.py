@@ -8,6 +8,8 @@ Inputs (the shapes that crashed the daemon or cost it seconds before the one JSO
   - an 8 KB stale ping nesting 500 levels (cost 5.9 s of daemon CPU before);
   - a file document of 20 values nested 509 levels, about 20 KB (40 s to fetch before);
   - a 4 MiB file document of 100,000 distinct keys (the sort and duplicate check at size);
+  - a 60 KB request line written one byte at a time, and 10,000 ping lines in one write (the
+    socket's line reader at its worst: each byte searched once, lines taken without moving the rest);
   - peers: one ordinary ping line, and a 3,000-parameter template fetch.
 
 Usage: bench/hostile.py BIN_DIR [ROUNDS]
@@ -57,6 +59,32 @@ def request(line):
     return reply
 
 
+def drip(line):
+    """Writes `line` one byte per send, then reads the answer."""
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    for byte in (line + "\n").encode():
+        s.send(bytes([byte]))
+    reply = s.makefile().readline()
+    s.close()
+    return reply
+
+
+def pipelined(line, count):
+    """Writes `count` copies of `line` at once while a thread reads every answer."""
+    import threading
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    answers = []
+    replies = s.makefile()
+    reader = threading.Thread(target=lambda: answers.extend(replies.readline() for _ in range(count)))
+    reader.start()
+    s.sendall((line + "\n").encode() * count)
+    reader.join()
+    s.close()
+    assert all('"ok":true' in a for a in answers), answers[-1:]
+
+
 def cli(*args):
     return subprocess.run([f"{bin_dir}/rcagent", *args], env=env, capture_output=True, text=True)
 
@@ -78,6 +106,8 @@ cases = [
     ("ordinary ping line (peer)", "socket", '{"op":"message","message":{"data":{"CONFIG_STATE":"STALE"}}}'),
     ("socket line: 64 KiB of '['", "socket", "[" * (64 * 1024 - 2)),
     ("socket line: 8 KB ping nesting 500 levels", "socket", ping_8k),
+    ("socket: 60 KB line written a byte at a time", "drip", '{"op":"ping","x":"' + "y" * 60_000 + '"}'),
+    ("socket: 10,000 ping lines in one write", "pipeline", '{"op":"ping"}'),
     ("3,000-parameter template fetch (peer)", "file", template),
     ("file: 20 values nesting 509 levels (20 KB)", "file", deep_document),
     ("file: 100,000 keys (4 MiB)", "file", wide_document),
@@ -100,6 +130,10 @@ try:
             t0 = time.perf_counter()
             if channel == "socket":
                 request(payload)
+            elif channel == "drip":
+                drip(payload)
+            elif channel == "pipeline":
+                pipelined(payload, 10_000)
             else:
                 publish(payload)
                 cli("fetch", "--force", "--wait")
@@ -107,7 +141,7 @@ try:
             cpu.append(cpu_ms(daemon.pid) - before)
             if daemon.poll() is not None:
                 raise SystemExit(f"the daemon died on: {name}")
-        size = len(payload.encode())
+        size = len(payload.encode()) * (10_000 if channel == "pipeline" else 1)
         print(f"{name}: {size:,} bytes, daemon CPU median {statistics.median(cpu):.0f} ms (max {max(cpu):.0f}), "
               f"answer median {statistics.median(wall):.1f} ms (max {max(wall):.1f})")
         figures.append({"id": "hostile." + "".join(c if c.isalnum() else "_" for c in name)[:40].strip("_"),

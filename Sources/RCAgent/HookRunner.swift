@@ -1,3 +1,4 @@
+import CLinux
 @preconcurrency import Dispatch
 import Glibc
 import RCCore
@@ -141,7 +142,7 @@ final class HookRunner: @unchecked Sendable {
         let path = directory + "/" + name
         var input: [Int32] = [0, 0]
         var output: [Int32] = [0, 0]
-        guard pipe(&input) == 0, pipe(&output) == 0 else {
+        guard rcagent_pipe_cloexec(&input) == 0, rcagent_pipe_cloexec(&output) == 0 else {
             log.error("Failed to run hook \(name): \(SystemError("pipe"))")
             return
         }
@@ -151,7 +152,9 @@ final class HookRunner: @unchecked Sendable {
         posix_spawn_file_actions_adddup2(&actions, input[0], 0)
         posix_spawn_file_actions_adddup2(&actions, output[1], 1)
         posix_spawn_file_actions_adddup2(&actions, output[1], 2)
-        for fd in input + output { posix_spawn_file_actions_addclose(&actions, fd) }
+        // Nothing else the daemon has open reaches the hook (a socket, the database, another hook's
+        // pipe), whether or not whoever opened it asked for close-on-exec.
+        posix_spawn_file_actions_addclosefrom_np(&actions, 3)
         let environment = Environment.current().merging(event.environment()) { $1 }.map { "\($0.key)=\($0.value)" }
         // A process group of its own, so a timeout kills whatever the hook started too; SIGPIPE back
         // to its default (the daemon ignores it), as a shell script expects.
