@@ -1,26 +1,33 @@
 #ifndef RCAGENT_CLINUX_SHIM_H
 #define RCAGENT_CLINUX_SHIM_H
 // Linux interfaces Swift's Glibc module leaves out (libc itself, nothing to link).
+//
+// Only headers outside that module are included here (timerfd, the syscall numbers): a second module
+// that includes one of its headers (sys/socket.h, unistd.h, fcntl.h, spawn.h) takes over their
+// declarations in optimized builds, and files importing only Glibc lose them. What is needed from
+// those headers is declared below instead.
 #include <sys/timerfd.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
-#include <fcntl.h>
-#include <spawn.h>
-#include <unistd.h>
+
+extern long syscall(long number, ...);
+
+// SOCK_CLOEXEC and O_CLOEXEC: the same flag on Linux (asm-generic/fcntl.h).
+#define RCAGENT_CLOEXEC 02000000
 
 // accept4(2) is a _GNU_SOURCE declaration the Glibc module does not export: the accepted descriptor
 // is close-on-exec from birth, so a hook forked at that moment cannot inherit it.
 static inline int rcagent_accept_cloexec(int fd) {
-    return (int)syscall(SYS_accept4, fd, (void *)0, (void *)0, SOCK_CLOEXEC);
+    return (int)syscall(SYS_accept4, fd, (void *)0, (void *)0, RCAGENT_CLOEXEC);
 }
 
 // setfsgid(2) (also _GNU_SOURCE only): the group new files get, for the calling thread alone.
 static inline int rcagent_setfsgid(unsigned int gid) { return (int)syscall(SYS_setfsgid, gid); }
 
-// glibc 2.34's posix_spawn_file_actions_addclosefrom_np, declared only under _GNU_SOURCE: the spawned
-// hook gets no descriptor above stderr, whoever opened it and however.
-extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
-
 // pipe2(2) with O_CLOEXEC (_GNU_SOURCE only): a hook's pipes must not leak into another hook.
-static inline int rcagent_pipe_cloexec(int fds[2]) { return (int)syscall(SYS_pipe2, fds, O_CLOEXEC); }
+static inline int rcagent_pipe_cloexec(int fds[2]) { return (int)syscall(SYS_pipe2, fds, RCAGENT_CLOEXEC); }
+
+// glibc 2.34's posix_spawn_file_actions_addclosefrom_np (_GNU_SOURCE only), taking the
+// posix_spawn_file_actions_t as a plain pointer: the spawned hook gets no descriptor above stderr,
+// whoever opened it and however.
+extern int posix_spawn_file_actions_addclosefrom_np(void *actions, int from);
 #endif
