@@ -1,4 +1,5 @@
 import RCCore
+import TestSupport
 import Testing
 
 /// Each escaper of ``TextEscaping``, example by example. The shell / systemd round trip of arbitrary
@@ -183,21 +184,4 @@ import Testing
             #expect(!encoded.utf8.contains(UInt8(ascii: " ")))
         }
     }
-}
-
-/// `%HH` back to bytes (test helper).
-func percentDecoded(_ text: String) -> [UInt8] {
-    var out: [UInt8] = []
-    var bytes = Array(text.utf8)[...]
-    while let byte = bytes.popFirst() {
-        if byte == UInt8(ascii: "%"), bytes.count >= 2,
-            let value = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16)
-        {
-            out.append(value)
-            bytes = bytes.dropFirst(2)
-        } else {
-            out.append(byte)
-        }
-    }
-    return out
 }

@@ -11,19 +11,24 @@ import Testing
     func stopPromptly(_ daemon: DaemonProcess, bound: Double = 20) -> Int32? {
         let pid = daemon.process.processIdentifier
         kill(pid, SIGTERM)
-        let exited = DispatchSemaphore(value: 0)
-        // waitid with WNOWAIT: wait for the exit without reaping, so Process still sees its status.
-        Thread {
-            var info = siginfo_t()
-            while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR {}
-            exited.signal()
-        }.start()
-        guard exited.wait(timeout: .now() + bound) == .success else {
+        guard exits(pid, within: bound) else {
             daemon.killHard()
             return nil
         }
         daemon.process.waitUntilExit()
         return daemon.process.terminationStatus
+    }
+
+    /// Whether process `pid` exits within `bound` seconds. waitid with WNOWAIT waits for the exit
+    /// without reaping, so `Process` still sees its status.
+    func exits(_ pid: Int32, within bound: Double) -> Bool {
+        let exited = DispatchSemaphore(value: 0)
+        Thread {
+            var info = siginfo_t()
+            while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR {}
+            exited.signal()
+        }.start()
+        return exited.wait(timeout: .now() + bound) == .success
     }
 
     /// `rcagent ARGS` in `sandbox`, killed after `bound` seconds (a failure bound only): a CLI
@@ -38,13 +43,7 @@ import Testing
         process.standardError = err
         try process.run()
         let pid = process.processIdentifier
-        let exited = DispatchSemaphore(value: 0)
-        Thread {
-            var info = siginfo_t()
-            while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR {}
-            exited.signal()
-        }.start()
-        let finished = exited.wait(timeout: .now() + bound) == .success
+        let finished = exits(pid, within: bound)
         if !finished { kill(pid, SIGKILL) }
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         let stderr = err.fileHandleForReading.readDataToEndOfFile()
@@ -126,19 +125,7 @@ import Testing
 
     @Test func aSymlinkPlantedAtTheOldTemporaryNameIsNotFollowed() throws {
         // The installation credentials are the file the daemon writes atomically (firebase source).
-        let sandbox = try Sandbox()
-        let server = try FirebaseServer(in: sandbox)
-        try sandbox.writeConfig(
-            extra: """
-                [Source]
-                Type=firebase
-                ProjectId=demo-project
-                AppId=1:1234567890:linux:abcdef
-                APIKey=test-api-key
-                Endpoint=\(server.endpoint)
-                [Push]
-                Realtime=no
-                """)
+        let (sandbox, server) = try FirebaseSourceTests().sandbox()
         try server.publish(version: 1, entries: ["greeting": "hallo"])
         try FileManager.default.createDirectory(atPath: sandbox.statePath, withIntermediateDirectories: true)
         let victim = sandbox.root.appendingPathComponent("victim").path

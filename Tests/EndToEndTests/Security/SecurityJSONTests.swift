@@ -68,18 +68,7 @@ import Testing
     }
 
     @Test func aRetainedNestedMQTTMessageCannotCrashLoopTheDaemon() throws {
-        let sandbox = try Sandbox()
-        let server = try ConfigServer(in: sandbox)
-        let broker = try MosquittoBroker(in: sandbox)
-        try sandbox.writeConfig(
-            extra: """
-                [Source]
-                Type=http
-                URL=\(server.url)
-                [Push]
-                MQTT=mqtt://127.0.0.1:\(broker.port)
-                Jitter=0
-                """)
+        let (sandbox, server, broker) = try MQTTTests().setUp()
         try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
         // Retained: every subscriber gets it on every (re)connect, as a fleet would. 472 levels: within the
         // old syntax check's 512, past what the old recursive decoder's thread stack held.
@@ -104,19 +93,7 @@ import Testing
     }
 
     @Test func aNestedRealtimeLineIsIgnoredAndTheStreamGoesOn() throws {
-        let sandbox = try Sandbox()
-        let server = try FirebaseServer(in: sandbox)
-        try sandbox.writeConfig(
-            extra: """
-                [Source]
-                Type=firebase
-                ProjectId=demo-project
-                AppId=1:1234567890:linux:abcdef
-                APIKey=test-api-key
-                Endpoint=\(server.endpoint)
-                [Push]
-                Realtime=yes
-                """)
+        let (sandbox, server) = try FirebaseSourceTests().sandbox(realtime: "yes")
         try server.publish(version: 1, entries: ["key_0": "v1"])
         let daemon = try sandbox.startDaemon()
         #expect(eventually { !server.requests(api: "realtime").isEmpty }, "\(daemon.log)")
