@@ -100,7 +100,7 @@ enum CheckUpdateCommand {
         var configAge: Int64?
 
         var json: JSONValue {
-            let offer = verdict?.result == .none ? nil : verdict?.offer
+            let offer = verdict?.result == UpdateVerdict.Result.none ? nil : verdict?.offer
             func string(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
             var fields: [(key: String, value: JSONValue)] = [
                 ("result", .string(verdict?.result.rawValue ?? "unknown")),
