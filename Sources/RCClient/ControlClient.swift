@@ -5,6 +5,8 @@ import RCCore
 struct ControlClient {
     private let fd: Int32
     private var buffer: [UInt8] = []
+    /// How much of `buffer` holds no newline.
+    private var scanned = 0
 
     /// What connecting to the daemon's socket came to.
     enum Connection {
@@ -89,14 +91,24 @@ struct ControlClient {
         }
     }
 
-    /// The next line from the daemon, `nil` at end of stream.
+    /// The longest response line taken (an activation naming every key of a huge template is the
+    /// largest answer): whatever answers at the socket path cannot make the CLI hold unbounded memory.
+    static let maximumLineLength = 16 << 20
+
+    /// The next line from the daemon, `nil` at end of stream. Bytes already searched for a newline
+    /// are not searched again, so a line arriving in many pieces costs time linear in its length.
     mutating func readLine() throws(CLIError) -> [UInt8]? {
         var chunk = [UInt8](repeating: 0, count: 8192)
         while true {
-            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+            if let newline = buffer[scanned...].firstIndex(of: UInt8(ascii: "\n")) {
                 let line = Array(buffer[..<newline])
                 buffer.removeSubrange(...newline)
+                scanned = 0
                 return line
+            }
+            scanned = buffer.count
+            guard buffer.count <= Self.maximumLineLength else {
+                throw .failure("the daemon sent a response line longer than \(Self.maximumLineLength) bytes")
             }
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n < 0 && errno == EINTR { continue }

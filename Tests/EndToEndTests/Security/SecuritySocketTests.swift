@@ -289,6 +289,19 @@ import Testing
         #expect(refuser.connections >= 3)
     }
 
+    /// Whatever answers at the socket path (a directory another user could write) cannot make the
+    /// CLI read without bound: an endless response line ends with an error.
+    @Test func anEndlessResponseLineIsRefusedByTheCLI() throws {
+        let sandbox = try Sandbox()
+        let impostor = try BusySocket(
+            path: sandbox.socketPath, answer: Array(repeating: UInt8(ascii: "x"), count: 17 << 20))
+        let status = try sandbox.cli("status")
+        #expect(status.stdout.contains("response line longer than 16777216 bytes"), "\(status)")
+        let fetch = try sandbox.cli("fetch", "--wait")
+        #expect(fetch.status == 1 && fetch.stderr.contains("longer than 16777216 bytes"), "\(fetch)")
+        #expect(impostor.connections >= 2)
+    }
+
     // MARK: accept4: no client descriptor in a hook
 
     /// Hooks run while control clients come and go: none of them finds a socket among its
@@ -538,7 +551,12 @@ private final class BusySocket: @unchecked Sendable {
     private let count = Counter()
     var connections: Int { count.value }
 
-    init(path: String) throws {
+    /// `answer`: what every connection gets before it is closed (default: the daemon's `busy`).
+    init(
+        path: String,
+        answer: [UInt8] = Array(
+            (#"{"ok":false,"error":{"code":"busy","message":"too many connections (64); try again"}}"# + "\n").utf8)
+    ) throws {
         unlink(path)
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_un()
@@ -553,13 +571,18 @@ private final class BusySocket: @unchecked Sendable {
         let listener = fd
         let count = count
         Thread {
-            let answer = Array(
-                (#"{"ok":false,"error":{"code":"busy","message":"too many connections (64); try again"}}"# + "\n").utf8)
             while true {
                 let client = accept(listener, nil, nil)
                 if client < 0 { return }
                 count.add()
-                _ = answer.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                var sent = 0
+                while sent < answer.count {
+                    let n = answer.withUnsafeBytes {
+                        send(client, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL))
+                    }
+                    if n <= 0 { break }
+                    sent += n
+                }
                 close(client)
             }
         }.start()
