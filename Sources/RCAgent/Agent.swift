@@ -485,7 +485,10 @@ actor Agent {
     func subscribe(_ fd: Int32) -> Bool {
         // The acknowledgement goes out here, on the actor, so no event can overtake it.
         let ack = Array((JSONValue.ok([("watching", .bool(true))]).compactText + "\n").utf8)
-        let sent = ack.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        // Without blocking, like the events: a client that filled its socket with unread answers
+        // (278 pipelined pings, then `watch`) held the actor, and with it every request, fetch and
+        // watchdog ping, for the connection's whole send timeout (5 s per connection, any peer).
+        let sent = ack.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
         guard sent == ack.count else { return false }
         watchers.insert(fd)
         return true

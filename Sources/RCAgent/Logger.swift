@@ -18,8 +18,15 @@ public struct Logger: Sendable {
         // One event, one line: messages quote remote text (keys, errors, HTTP bodies, hook output),
         // and a line break in it (LF, CR, NEL, U+2028...) would start a forged journal line, an ESC
         // would reach whoever reads the journal on a terminal. Escaped here so no caller can forget.
-        sink("<\(priority.rawValue)>\(TextEscaping.logLine(message))\n")
+        // And bounded: journald cuts a stdout line at LineMax= (48 KiB by default) and reads the rest
+        // as a new line with its own `<N>` prefix, so a 49 KiB remote key in "keys changed" forged an
+        // entry at priority 0 (emerg, which journald also sends to every terminal with wall).
+        let text = TextEscaping.truncated(TextEscaping.logLine(message), maxBytes: Self.maximumMessageBytes)
+        sink("<\(priority.rawValue)>\(text)\n")
     }
+
+    /// The longest message written, in UTF-8 bytes, `…` included: far below journald's LineMax= (48 KiB).
+    public static let maximumMessageBytes = 4096
 
     public func error(_ message: String) { log(.error, message) }
     public func warning(_ message: String) { log(.warning, message) }

@@ -25,6 +25,9 @@ public struct SystemError: Error, CustomStringConvertible, Sendable {
     public var description: String { "\(operation): \(reason ?? String(cString: strerror(errno)))" }
 }
 
+/// Linux's O_PATH on x86-64, arm and arm64 (asm-generic), which Glibc's module leaves out (_GNU_SOURCE).
+private let O_PATH: Int32 = 0o10_000_000
+
 /// Whole-file reads and durable whole-file writes with plain POSIX calls (no Foundation needed).
 ///
 /// Every path read here may come from a config file, so reading never blocks and never reads
@@ -47,8 +50,7 @@ public enum FileBytes {
     public static func read(
         _ path: String, limit: Int = 64 << 20, symlinks: SymlinkPolicy = .any
     ) throws(SystemError) -> [UInt8]? {
-        if symlinks == .trustedOwners { try checkSymlinkOwners(path) }
-        guard let fd = try openRegularFile(path, flags: O_RDONLY) else { return nil }
+        guard let fd = try openRegularFile(path, flags: O_RDONLY, symlinks: symlinks) else { return nil }
         defer { close(fd) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65_536)
@@ -71,11 +73,81 @@ public enum FileBytes {
     /// Checks that `path` names a regular file that can be opened for reading, without blocking
     /// and without reading it: for paths handed to a library that opens them itself (TLS files).
     public static func checkRegularFile(_ path: String, symlinks: SymlinkPolicy = .trustedOwners) throws(SystemError) {
-        if symlinks == .trustedOwners { try checkSymlinkOwners(path) }
-        guard let fd = try openRegularFile(path, flags: O_RDONLY) else {
+        guard let fd = try openRegularFile(path, flags: O_RDONLY, symlinks: symlinks) else {
             throw SystemError("open \(path)", errno: ENOENT)
         }
         close(fd)
+    }
+
+    /// ``openRegularFile(_:flags:)`` under a ``SymlinkPolicy``. With `.trustedOwners` the path is
+    /// walked one component at a time through descriptors (`O_PATH|O_NOFOLLOW`), each link's owner
+    /// checked on the link that is then followed, and the file reopened from its own descriptor: a
+    /// check by path before the open left a window in which a user who can write a directory on the
+    /// way swapped a link of their own in (and back out), and the daemon read a file only it may read
+    /// (won within 40 s, the fetch that inotify starts being the starting signal).
+    static func openRegularFile(
+        _ path: String, flags: Int32, symlinks: SymlinkPolicy
+    ) throws(SystemError) -> Int32? {
+        guard symlinks == .trustedOwners else { return try openRegularFile(path, flags: flags) }
+        let me = geteuid()
+        var pending = Array(path.split(separator: "/", omittingEmptySubsequences: true).reversed().map(String.init))
+        var directory = open(path.hasPrefix("/") ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC)
+        guard directory >= 0 else { throw SystemError("open \(path)") }
+        defer { close(directory) }
+        var links = 0
+        // The path as walked so far, for errors: links replaced by what they point to.
+        var walked = path.hasPrefix("/") ? "" : "."
+        while let component = pending.popLast() {
+            var fd: Int32
+            repeat { fd = openat(directory, component, O_PATH | O_NOFOLLOW | O_CLOEXEC) } while fd < 0 && errno == EINTR
+            if fd < 0 {
+                if errno == ENOENT { return nil }
+                throw SystemError("open \(path)")
+            }
+            var info = stat()
+            guard fstat(fd, &info) == 0 else {
+                let error = SystemError("fstat \(path)")
+                close(fd)
+                throw error
+            }
+            if info.st_mode & S_IFMT == S_IFLNK {
+                defer { close(fd) }
+                guard info.st_uid == 0 || info.st_uid == me else {
+                    throw SystemError(
+                        "open \(path)",
+                        reason:
+                            "\(walked)/\(component) is a symbolic link owned by uid \(info.st_uid) (only links owned by root or uid \(me) are followed)",
+                        errno: EPERM)
+                }
+                links += 1
+                guard links <= 40 else { throw SystemError("open \(path)", errno: ELOOP) }
+                var target = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+                let n = readlinkat(fd, "", &target, target.count - 1)
+                guard n >= 0 else { throw SystemError("readlink \(path)") }
+                let text = String(decoding: target[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                if text.hasPrefix("/") {
+                    let root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)
+                    guard root >= 0 else { throw SystemError("open /") }
+                    close(directory)
+                    directory = root
+                    walked = ""
+                }
+                pending += text.split(separator: "/", omittingEmptySubsequences: true).reversed().map(String.init)
+                continue
+            }
+            if pending.isEmpty {
+                // The file itself: refuse special files before opening them for real, then reopen
+                // this very inode (not the path again) through /proc.
+                defer { close(fd) }
+                try requireRegular(info, path: path)
+                return try openRegularFile("/proc/self/fd/\(fd)", flags: flags, reportedAs: path)
+            }
+            close(directory)
+            directory = fd
+            walked += "/" + component
+        }
+        // An empty path, "/" or ".": a directory.
+        throw SystemError("open \(path)", reason: "is a directory, not a regular file", errno: EISDIR)
     }
 
     /// Opens `path` without blocking (O_NONBLOCK: a FIFO without a writer; O_NOCTTY: a terminal
@@ -83,14 +155,20 @@ public enum FileBytes {
     /// file; `nil` when nothing exists there. A `stat` first keeps special files from even being
     /// opened (opening some devices acts on them); the `fstat` after closes the race with a swap.
     public static func openRegularFile(_ path: String, flags: Int32) throws(SystemError) -> Int32? {
+        try openRegularFile(path, flags: flags, reportedAs: path)
+    }
+
+    private static func openRegularFile(
+        _ opened: String, flags: Int32, reportedAs path: String
+    ) throws(SystemError) -> Int32? {
         var info = stat()
-        if stat(path, &info) != 0 {
+        if stat(opened, &info) != 0 {
             if errno == ENOENT { return nil }
             throw SystemError("open \(path)")
         }
         try requireRegular(info, path: path)
         var fd: Int32
-        repeat { fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) } while fd < 0 && errno == EINTR
+        repeat { fd = open(opened, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) } while fd < 0 && errno == EINTR
         if fd < 0 {
             if errno == ENOENT { return nil }
             throw SystemError("open \(path)")
@@ -123,25 +201,6 @@ public enum FileBytes {
             }
         throw SystemError(
             "open \(path)", reason: "is \(what), not a regular file", errno: kind == S_IFDIR ? EISDIR : EINVAL)
-    }
-
-    /// Refuses `path` when it, or a directory on the way to it, is a symbolic link owned by
-    /// someone other than root or this process's effective user.
-    static func checkSymlinkOwners(_ path: String) throws(SystemError) {
-        let me = geteuid()
-        var prefix = path.hasPrefix("/") ? "" : "."
-        for component in path.split(separator: "/", omittingEmptySubsequences: true) {
-            prefix += "/" + component
-            var info = stat()
-            guard lstat(prefix, &info) == 0 else { return }  // the open reports what is missing
-            if info.st_mode & S_IFMT == S_IFLNK, info.st_uid != 0, info.st_uid != me {
-                throw SystemError(
-                    "open \(path)",
-                    reason:
-                        "\(prefix) is a symbolic link owned by uid \(info.st_uid) (only links owned by root or uid \(me) are followed)",
-                    errno: EPERM)
-            }
-        }
     }
 
     /// Replaces `path` with `bytes` so that a crash leaves either the old or the new file:

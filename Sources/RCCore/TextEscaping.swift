@@ -99,7 +99,9 @@ public enum TextEscaping {
     static let dangerousNames: Set<String> = [
         // Shells (POSIX, bash, dash) and their start-up files, prompts, globbing and read-only variables.
         "_", "PATH", "IFS", "ENV", "BASH_ENV", "SHELL", "SHELLOPTS", "BASHOPTS", "GLOBIGNORE", "CDPATH", "FPATH",
-        "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "PROMPT_DIRTRIM", "HOME", "PWD", "OLDPWD", "OPTIND", "OPTARG",
+        // PS0 is expanded, command substitutions included, before each command an interactive bash runs.
+        "PS0", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "FCEDIT", "ZDOTDIR", "TEXTDOMAINDIR", "PROMPT_DIRTRIM",
+        "HOME", "PWD", "OLDPWD", "OPTIND", "OPTARG",
         "OPTERR", "POSIXLY_CORRECT", "HISTFILE", "HISTCONTROL", "HISTIGNORE", "HISTSIZE", "HISTFILESIZE",
         "INPUTRC", "MAIL", "MAILCHECK", "MAILPATH", "SHLVL", "UID", "EUID", "PPID", "GROUPS", "RANDOM", "SRANDOM",
         "SECONDS", "LINENO", "FUNCNAME", "EPOCHREALTIME", "EPOCHSECONDS", "EXECIGNORE", "TIMEFORMAT", "TMOUT",
@@ -117,7 +119,7 @@ public enum TextEscaping {
         "OPENSSL_ENGINES", "SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE", "HTTP_PROXY", "HTTPS_PROXY",
         "ALL_PROXY", "NO_PROXY", "FTP_PROXY", "KRB5_CONFIG", "KRB5CCNAME", "GNUPGHOME", "XAUTHORITY", "DISPLAY",
         "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "DBUS_SYSTEM_BUS_ADDRESS", "NOTIFY_SOCKET",
-        "WATCHDOG_USEC", "WATCHDOG_PID", "INVOCATION_ID", "CREDENTIALS_DIRECTORY", "PKG_CONFIG_PATH",
+        "WATCHDOG_USEC", "WATCHDOG_PID", "INVOCATION_ID", "CREDENTIALS_DIRECTORY", "PKG_CONFIG_PATH", "SSLKEYLOGFILE",
     ]
 
     static let dangerousPrefixes: [String] = [

@@ -64,7 +64,8 @@ import Testing
     @Test(arguments: [
         "PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "IFS", "BASH_ENV", "ENV", "PS1", "PS4", "HOME", "SHELL",
         "SHELLOPTS", "BASHOPTS", "GLOBIGNORE", "CDPATH", "PROMPT_COMMAND", "TMPDIR", "LANG", "LC_ALL", "PYTHONPATH",
-        "PYTHONSTARTUP", "PERL5OPT", "NODE_OPTIONS", "BASH_FUNC_X", "GCONV_PATH", "GLIBC_TUNABLES", "_", "path",
+        "PYTHONSTARTUP", "PERL5OPT", "NODE_OPTIONS", "BASH_FUNC_X", "GCONV_PATH", "GLIBC_TUNABLES", "_", "path", "PS0",
+        "FCEDIT", "ZDOTDIR", "SSLKEYLOGFILE",
     ])
     func dangerousNames(_ name: String) {
         #expect(TextEscaping.isDangerousEnvironmentName(name))

@@ -123,6 +123,56 @@ import Testing
         #expect(daemon.stop() == 0)
     }
 
+    /// The same link swapped in *between* the check of the path and its open. Deterministic: strace
+    /// delays the entry of every `openat` of `Path=` by name by 2 s, and the link goes in while the
+    /// daemon sits there. The old code checked the links by path, then opened the path again: it read
+    /// the root-only file and served it. Now the path is walked through descriptors and the file
+    /// reopened from its own, so no name is resolved twice.
+    @Test(.enabled(if: getuid() == 0, "needs root: the planted link belongs to another user"))
+    func aSymlinkSwappedInWhileThePathIsOpenedIsNotFollowed() throws {
+        let sandbox = try Sandbox()
+        try sandbox.publish(Sandbox.document(version: 1))
+        let victim = sandbox.root.appendingPathComponent("root-only.json").path
+        try sandbox.write(Sandbox.document(version: 66), to: victim)
+        chmod(victim, 0o600)
+        let notify = try NotifySocket(path: sandbox.root.appendingPathComponent("notify").path)
+        let daemon = Process()
+        daemon.executableURL = URL(fileURLWithPath: "/usr/bin/strace")
+        daemon.arguments = [
+            "-f", "-qq", "-o", "/dev/null", "-P", sandbox.remotePath, "-e", "trace=openat", "-e",
+            "inject=openat:delay_enter=2000000", Binaries.url("rcagentd").path, "--config", sandbox.configPath,
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: "RCAGENT_CONFIG")
+        environment["NOTIFY_SOCKET"] = notify.path
+        daemon.environment = environment
+        try daemon.run()
+        defer {
+            // SIGTERM to rcagentd itself (strace's child): strace stops when its tracee does.
+            let children =
+                (try? String(
+                    contentsOfFile: "/proc/\(daemon.processIdentifier)/task/\(daemon.processIdentifier)/children",
+                    encoding: .utf8)) ?? ""
+            for child in children.split(separator: " ").compactMap({ Int32($0) }) { kill(child, SIGTERM) }
+            daemon.waitUntilExit()
+        }
+        #expect(notify.messages(until: { $0.contains("READY=1") }, timeout: 30).last?.contains("READY=1") == true)
+        #expect(try eventually(30) { try sandbox.cli("get", "key_0").stdout == "v1\n" })
+
+        #expect(try sandbox.cli("fetch", "--force").status == 0)
+        // The old code sits in its delayed open of the path here; the new one opens by descriptor
+        // (strace's -P does not see it) and may be done already.
+        _ = try eventually(5) { try sandbox.cli("status").stdout.contains(", fetching (") }
+        let link = sandbox.root.appendingPathComponent("planted").path
+        #expect(symlink(victim, link) == 0)
+        #expect(lchown(link, 65534, 65534) == 0)
+        #expect(rename(link, sandbox.remotePath) == 0)
+        #expect(try eventually(30) { !(try sandbox.cli("status").stdout.contains(", fetching (")) }, "the fetch ended")
+        let refused = try sandbox.cli("fetch", "--force", "--wait")
+        #expect(refused.stderr.contains("is a symbolic link owned by uid 65534"), "\(refused.stderr)")
+        #expect(try sandbox.cli("get", "key_0").stdout == "v1\n", "nothing from the root-only file is served")
+    }
+
     @Test func aSymlinkPlantedAtTheOldTemporaryNameIsNotFollowed() throws {
         // The installation credentials are the file the daemon writes atomically (firebase source).
         let (sandbox, server) = try FirebaseSourceTests().sandbox()

@@ -254,6 +254,28 @@ import Testing
         #expect(daemon.stop() == 0)
     }
 
+    /// A client that fills its connection with unread answers and then asks to `watch` cannot hold
+    /// the agent: the acknowledgement is not waited for. (It was sent blocking, on the agent's actor,
+    /// so each such connection stopped every request, fetch and watchdog ping for the 5 s send
+    /// timeout: three connections made `status` wait 15 s, twelve would outlast `WatchdogSec=60s`.)
+    @Test func aWatcherThatDoesNotReadCannotStallTheAgent() throws {
+        let sandbox = try Sandbox()
+        try sandbox.publish(Sandbox.document(version: 1))
+        let daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        let result = try runProcess(
+            "/usr/bin/python3",
+            [Self.fixtures.appendingPathComponent("watch_ack_stall.py").path, sandbox.socketPath, "3"])
+        let report = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        let queued = report?["queued"] as? Int ?? 0
+        let slowest = report?["slowestStatus"] as? Double ?? 99
+        #expect(queued > 0, "the probe measured how many answers a connection queues: \(result)")
+        #expect(report?["stillOpen"] as? Int == 0, "the daemon closed every full watcher: \(result)")
+        #expect(slowest < 1, "status answered at once while full watchers were refused: \(result)")
+        #expect(try sandbox.cli("status").stdout.hasPrefix("daemon:       running, pid \(daemon.pid)"))
+        #expect(daemon.stop() == 0)
+    }
+
     /// `mark-stale` keeps its promise when the daemon cannot take the request: with the daemon killed
     /// (its socket file left behind) and with a daemon that answers `busy`, the flag goes straight
     /// into the database; `status` says "not running" only in the first case.

@@ -171,6 +171,30 @@ import Testing
         #expect(daemon.stop() == 0)
     }
 
+    /// A key long enough to pass journald's LineMax= (48 KiB): journald cuts the line there and
+    /// reads what follows as a new line with its own `<N>` prefix, so `<0>` at each possible cut
+    /// (the bytes before the key vary with the timing text) forged an emergency entry. Every log
+    /// line stays far below the cut.
+    @Test func aLongRemoteKeyCannotForgeAJournalEntry() throws {
+        let sandbox = try Sandbox()
+        try sandbox.publish(Sandbox.document(version: 1))
+        let daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        let lineMax = 48 * 1024
+        var key = [UInt8](repeating: UInt8(ascii: "k"), count: lineMax * 26)
+        for (cut, before) in zip(1...25, 100...124) {
+            let forged = Array("<0>FORGED emergency".utf8)
+            key.replaceSubrange(cut * lineMax - before..<cut * lineMax - before + forged.count, with: forged)
+        }
+        try sandbox.publish(Sandbox.document(version: 2, extra: [String(decoding: key, as: UTF8.self): "v"]))
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        #expect(daemon.log.contains("Activated template 2"), "\(daemon.log.prefix(500))")
+        let longest = daemon.log.split(separator: "\n").map(\.utf8.count).max() ?? 0
+        #expect(longest <= 4 + 4096, "the longest log line has \(longest) bytes")
+        #expect(try sandbox.cli("get", "key_0").stdout == "v2\n")
+        #expect(daemon.stop() == 0)
+    }
+
     // MARK: Item 5: hooks on large changes
 
     @Test func aHookSeesEveryKeyOfALargeActivationUnambiguously() throws {
