@@ -11,8 +11,9 @@ internal import CPCRE2
 /// quantifiers); subjects and patterns are matched as UTF-8 code points.
 final class BoundedRegex {
     /// Steps one match may take: far more than any sensible pattern needs on a 500-character
-    /// signal value, about a millisecond of work.
-    static let matchLimit: UInt32 = 100_000
+    /// signal value (Firebase's limit), a fraction of a millisecond of work. A template holds at most
+    /// ``TemplateEvaluator/maximumRegexTargets`` patterns, so its regexes together stay bounded too.
+    static let matchLimit: UInt32 = 10_000
     static let heapLimitKiB: UInt32 = 1024
 
     /// Why a match gave up: the pattern needs more work than the limits allow.

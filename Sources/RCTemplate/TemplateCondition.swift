@@ -17,6 +17,17 @@ indirect enum TemplateCondition: Sendable, Equatable {
     case unknown(members: [String])
 
     /// Whether every node and operator of the tree is one this agent understands.
+    /// How many regular expressions evaluating this condition may match: each costs up to
+    /// ``BoundedRegex/matchLimit`` steps, so a template's total is bounded (see ``TemplateEvaluator``).
+    var regexTargetCount: Int {
+        switch self {
+        case let .or(conditions), let .and(conditions): conditions.reduce(0) { $0 + $1.regexTargetCount }
+        case let .customSignal(signal) where signal.customSignalOperator == .stringContainsRegex:
+            signal.targetCustomSignalValues.count
+        default: 0
+        }
+    }
+
     var isSupported: Bool {
         switch self {
         case let .or(conditions), let .and(conditions): conditions.allSatisfy(\.isSupported)

@@ -58,6 +58,15 @@ public enum TemplateEvaluator {
         }
 
         let conditions = try namedConditions(json["conditions"], reader: reader)
+        // Each regex may take BoundedRegex.matchLimit steps: the count bounds a template's evaluation.
+        let regexTargets = conditions.reduce(0) { total, condition in
+            guard case let .structured(tree) = condition.body else { return total }
+            return total + tree.regexTargetCount
+        }
+        guard regexTargets <= maximumRegexTargets else {
+            throw reader.error(
+                "\(regexTargets) STRING_CONTAINS_REGEX targets; a template may have at most \(maximumRegexTargets)")
+        }
         let evaluator = ConditionEvaluator(context: context)
         // Evaluated once each. A parameter then takes, of the true conditions it has values for, the one
         // first in `conditions` order: a walk over its own values, so the cost stays linear in the
@@ -93,6 +102,10 @@ public enum TemplateEvaluator {
             templateVersion: try templateVersion(json["version"], reader: reader),
             unsupportedConditions: Set(conditions.filter { !$0.isSupported }.map(\.name)).sorted())
     }
+
+    /// Regular expressions one template may hold in all its conditions: with ``BoundedRegex``'s limit
+    /// per match, a template's regexes cost at most this × 10,000 steps (a fraction of a second).
+    public static let maximumRegexTargets = 1_000
 
     /// A parameter value: `{"value": "..."}`, or `{"useInAppDefault": true}` (the key is left to the
     /// local defaults).

@@ -225,4 +225,23 @@ import Testing
             #"{"conditions": [], "parameters": {"p": {"defaultValue": {"value": "x"}, "conditionalValues": {"c": {"value": "\u0000"}}}}}"#,
             with: "parameters.p.conditionalValues.c.value: a value may not contain NUL (U+0000)")
     }
+
+    /// Each regex may take up to the match limit: a template may hold 1,000 of them in all, so its
+    /// evaluation stays a fraction of a second whatever the patterns.
+    @Test func regexTargetsPerTemplateAreBounded() throws {
+        func template(regexes: Int) -> String {
+            let targets = (0..<regexes).map { "\"(.*?)*(.*?)*\\\\b\\\\B\($0)\"" }
+            let signal =
+                #"{"customSignal": {"customSignalOperator": "STRING_CONTAINS_REGEX", "customSignalKey": "store", "targetCustomSignalValues": ["#
+                + targets.joined(separator: ",") + "]}}"
+            // Split over two conditions, one nested: the count is the template's, not a condition's.
+            return #"{"conditions": [{"name": "a", "condition": "# + signal
+                + #"}, {"name": "b", "condition": {"orCondition": {"conditions": ["#
+                + signal
+                + #"]}}}], "parameters": {"p": {"defaultValue": {"value": "d"}, "conditionalValues": {"a": {"value": "A"}}}}}"#
+        }
+        #expect(
+            try TemplateFixtures.evaluate(template(regexes: 500), signals: ["store": "berlin-12"]).values == ["p": "d"])
+        fails(template(regexes: 501), with: "1002 STRING_CONTAINS_REGEX targets; a template may have at most 1000")
+    }
 }
