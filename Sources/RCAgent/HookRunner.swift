@@ -182,15 +182,26 @@ final class HookRunner: @unchecked Sendable {
                     + String(cString: strerror(rc)) + "; the hook missed this event")
             return
         }
-        // The event on stdin, from a thread of its own: a hook that never reads must not stall us.
+        // The event on stdin, from a thread of its own: a hook that never reads must not stall us,
+        // and the thread ends by the hook's timeout even when something the hook started (outside
+        // its process group) holds stdin open without reading.
         let stdin = Array(event.stdin.utf8)
         let writer = input[1]
+        let deadline = ContinuousClock.now + timeout
+        _ = fcntl(writer, F_SETFL, O_NONBLOCK)
         DetachedThread.start {
             var offset = 0
             while offset < stdin.count {
                 let n = stdin.withUnsafeBytes { write(writer, $0.baseAddress! + offset, $0.count - offset) }
-                if n <= 0 { break }
-                offset += n
+                if n > 0 {
+                    offset += n
+                    continue
+                }
+                if n < 0 && errno == EINTR { continue }
+                let left = deadline - ContinuousClock.now
+                guard n < 0 && errno == EAGAIN, left > .zero else { break }
+                var poller = pollfd(fd: writer, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&poller, 1, Int32(min(left.milliseconds, 1_000)))
             }
             close(writer)
         }
@@ -223,7 +234,8 @@ final class HookRunner: @unchecked Sendable {
                 log.info("hook \(name): \(String(decoding: buffer[..<newline], as: UTF8.self))")
                 buffer.removeSubrange(...newline)
             }
-            if all && !buffer.isEmpty {
+            // A line that never ends is logged in pieces, not held in memory without bound.
+            if (all || buffer.count >= 4096) && !buffer.isEmpty {
                 log.info("hook \(name): \(String(decoding: buffer, as: UTF8.self))")
                 buffer = []
             }

@@ -102,4 +102,29 @@ import Testing
         #expect(daemon.log.contains("Activated template 1 fetched before this start: 1 key(s) changed: key_0"))
         #expect(daemon.stop() == 0)
     }
+
+    /// Something a hook starts outside its process group keeps stdin open and never reads it: the
+    /// thread writing the event gives up at the hook's timeout instead of staying blocked for good
+    /// (one leaked thread per run).
+    @Test func stdinHeldOpenByAnEscapedChildDoesNotKeepAThread() throws {
+        let (sandbox, hooks) = try sandbox(timeout: "1s")
+        let pids = sandbox.root.appendingPathComponent("pids").path
+        try hook("50-escape", in: hooks, "exec 3<&0\nsetsid sleep 60 <&3 >/dev/null 2>&1 & echo $! >> \(pids)\nexit 0")
+        try sandbox.publish(Sandbox.document(version: 1))
+        let daemon = try sandbox.startDaemon()
+        defer { for pid in lines(pids).compactMap({ Int32($0) }) { kill(pid, SIGKILL) } }
+        let threads = daemon.threadCount
+        // Each event on stdin is far beyond a pipe's 64 KiB, so the writer blocks on the held pipe.
+        // (Through fd 3: sh gives a background command /dev/null unless its stdin is redirected from
+        // another descriptor.)
+        for version in 2...4 {
+            try sandbox.publish(Sandbox.document(version: version, keys: 3_000))
+            #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        }
+        #expect(eventually { lines(pids).count == 4 }, "start and three fetches: \(daemon.log)")
+        // (+2: the runtime's own worker threads come and go; three stuck writers would stay.)
+        #expect(
+            eventually(10) { daemon.threadCount <= threads + 2 }, "\(daemon.threadCount) threads, \(threads) before")
+        #expect(daemon.stop() == 0)
+    }
 }
