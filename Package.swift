@@ -47,6 +47,7 @@ let package = Package(
         .testTarget(name: "RCCoreTests", dependencies: ["RCCore", "RCFuzzing", "TestSupport"]),
         .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "RCFuzzing", "TestSupport"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
+        .testTarget(name: "RCAgentTests", dependencies: ["RCAgent", "RCStore", "RCCore"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["rcagent", "rcagentd", "rcadmin", "RCStore", "RCCore", "RCFuzzing", "TestSupport"]),

@@ -237,19 +237,20 @@ actor Agent {
 
     private func recordFailure(_ error: SourceError, status: StoreStatus) -> FetchOutcome {
         let now = Timestamp.now()
-        let step = status.backoffStep + 1
-        var next = now + policy.backoff(step: step)
-        var throttledUntil: Timestamp?
-        if case let .throttled(retryAfter) = error.kind {
-            // The server asked for a pause: its Retry-After, else the backoff, holds every fetch
-            // (forced ones too, unless --ignore-throttle).
-            // At least 30 s even when the server says less: a `Retry-After: 0` loop must not hammer it.
-            next = retryAfter.map { now + max($0, .seconds(30)) } ?? next
-            throttledUntil = next
+        var throttled = false
+        var retryAfter: Duration?
+        if case let .throttled(serverDelay) = error.kind {
+            throttled = true
+            retryAfter = serverDelay
         }
+        let failure = policy.afterFailure(
+            previousStep: status.backoffStep, throttled: throttled, retryAfter: retryAfter, now: now)
+        let next = failure.nextAttempt
         do {
             try store.recordFetch(
-                .failure(error: error.message, backoffStep: step, nextAttempt: next, throttledUntil: throttledUntil),
+                .failure(
+                    error: error.message, backoffStep: failure.backoffStep, nextAttempt: next,
+                    throttledUntil: failure.throttledUntil),
                 at: now, activate: false)
         } catch {
             log.error("Failed to record a fetch failure: \(error)")

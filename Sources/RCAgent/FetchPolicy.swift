@@ -47,6 +47,35 @@ public struct FetchPolicy: Sendable {
         return latest - now
     }
 
+    /// A server's `Retry-After` is honoured, but never below this: a `Retry-After: 0` loop must not
+    /// hammer it.
+    public var retryAfterFloor: Duration = .seconds(30)
+
+    /// What a failed fetch leaves behind: the failure count, when to try again, and, when the server
+    /// asked for a pause, until when every fetch is held (forced ones too, unless `--ignore-throttle`).
+    public struct Failure: Sendable, Equatable {
+        public var backoffStep: Int
+        public var nextAttempt: Timestamp
+        public var throttledUntil: Timestamp?
+    }
+
+    /// The state after a failure that followed `previousStep` failures in a row. A throttling answer
+    /// (429/503) holds fetches until its `Retry-After` (at least ``retryAfterFloor``), or for the
+    /// backoff when it names no time.
+    public func afterFailure(
+        previousStep: Int, throttled: Bool, retryAfter: Duration?, now: Timestamp,
+        random: Double = Double.random(in: 0..<1)
+    ) -> Failure {
+        let step = previousStep + 1
+        var next = now + backoff(step: step, random: random)
+        var throttledUntil: Timestamp?
+        if throttled {
+            next = retryAfter.map { now + max($0, retryAfterFloor) } ?? next
+            throttledUntil = next
+        }
+        return Failure(backoffStep: step, nextAttempt: next, throttledUntil: throttledUntil)
+    }
+
     /// The wait after the `step`-th consecutive failure (1-based), with ±50% jitter.
     public func backoff(step: Int, random: Double = Double.random(in: 0..<1)) -> Duration {
         let exponent = min(max(step - 1, 0), 20)

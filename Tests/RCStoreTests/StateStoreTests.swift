@@ -78,7 +78,6 @@ import Testing
 
             let raw = try rawConnection(path)
             #expect(try raw.query("PRAGMA user_version") { $0.integer(0) } == [Int64(Schema.currentVersion)])
-            #expect(Schema.currentVersion == Schema.migrations.count)
             #expect(try raw.query("PRAGMA journal_mode") { $0.text(0) } == ["wal"])
             let tables = try raw.query(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
