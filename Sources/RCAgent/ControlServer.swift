@@ -2,6 +2,7 @@ import CLinux
 import Glibc
 import RCCore
 import RCStore
+import Synchronization
 
 /// The Unix control socket (SPEC §6): newline-delimited JSON, one request → one response, `watch`
 /// keeps the connection for events. Each connection gets its own thread; ``ControlConnections``
@@ -12,6 +13,8 @@ final class ControlServer: Sendable {
     private let agent: Agent
     private let access: PeerAccess
     private let log: Logger
+    /// Set by ``stop()``: the listener's end is then expected, not a failure.
+    private let stopped = Atomic<Bool>(false)
     private let connections = ControlConnections(
         capacity: maximumConnections, reserve: reservedConnections, watcherCapacity: maximumWatchers,
         watcherReserve: reservedWatchers)
@@ -37,19 +40,24 @@ final class ControlServer: Sendable {
         socket = try SocketFile(path: config.socket, groupId: access.groupId, groupName: config.socketGroup, log: log)
     }
 
-    /// Accepts connections on a thread of its own until ``stop()``.
-    func start() {
-        DetachedThread.start { [self] in acceptLoop() }
+    /// Accepts connections on a thread of its own until ``stop()``. Should accepting fail for any
+    /// other reason, `onFailure` is told why: a daemon whose socket is dead must not go on answering
+    /// the watchdog as if it were well.
+    func start(onFailure: @escaping @Sendable (String) -> Void) throws(SystemError) {
+        guard DetachedThread.start({ [self] in acceptLoop(onFailure: onFailure) }) else {
+            throw SystemError("start the control socket's thread", errno: EAGAIN)
+        }
     }
 
     /// Stops accepting and removes the socket file.
     func stop() {
+        stopped.store(true, ordering: .sequentiallyConsistent)
         socket.remove()
         shutdown(socket.listener, Int32(SHUT_RDWR))
         close(socket.listener)
     }
 
-    private func acceptLoop() {
+    private func acceptLoop(onFailure: @Sendable (String) -> Void) {
         while true {
             // accept4(SOCK_CLOEXEC): with accept() then fcntl(FD_CLOEXEC), a hook spawned in between
             // inherited the client's descriptor.
@@ -61,7 +69,11 @@ final class ControlServer: Sendable {
                     usleep(100_000)
                     continue
                 }
-                return  // the listener was closed: shutting down
+                // The listener closed by stop(), or something else: then the socket is dead.
+                if !stopped.load(ordering: .sequentiallyConsistent) {
+                    onFailure("Failed to accept control connections: \(SystemError("accept"))")
+                }
+                return
             }
             UnixSocket.setTimeout(fd, SO_SNDTIMEO, Self.sendTimeout)
             let peer = PeerAccess.credentials(of: fd)

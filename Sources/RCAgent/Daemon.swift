@@ -81,9 +81,13 @@ public enum Daemon {
             try MQTTChannel(config: config, deviceId: status.deviceId ?? "", agent: agent, log: log)
         }
         let server = try ControlServer(config: config, agent: agent, log: log)
-        server.start()
+        // What ends the daemon: a signal, or a service that stopped working (then exit 1, and
+        // systemd starts the daemon again).
+        let (lifecycle, lifecycleInput) = AsyncStream<LifecycleEvent>.makeStream()
+        try server.start { reason in lifecycleInput.yield(.serviceFailed(reason)) }
 
         let signals = try SignalStream([SIGTERM, SIGINT, SIGHUP])
+        let forwarding = Task { for await signal in signals.stream { lifecycleInput.yield(.signal(signal)) } }
         var watcher: FileWatcher?
         if let file = source as? FileSource {
             watcher = FileWatcher(path: file.path) { Task { await agent.request(.sourceChanged) } }
@@ -123,15 +127,22 @@ public enum Daemon {
             }
         }
 
-        for await signal in signals.stream {
-            if signal == SIGHUP {
+        var exitStatus: Int32 = 0
+        events: for await event in lifecycle {
+            switch event {
+            case .signal(SIGHUP):
                 log.notice("Reloading defaults (SIGHUP)")
                 await agent.reloadDefaults()
-                continue
+            case let .signal(signal):
+                log.notice("Stopping (signal \(signal))")
+                break events
+            case let .serviceFailed(reason):
+                log.error("\(reason); stopping (exit status 1) so that the daemon is started again")
+                exitStatus = 1
+                break events
             }
-            log.notice("Stopping (signal \(signal))")
-            break
         }
+        forwarding.cancel()
         notifier.stopping()
         server.stop()
         watcher?.stop()
@@ -144,7 +155,13 @@ public enum Daemon {
         await fetchLoop.value
         notifier.flush()
         log.notice("Stopped")
-        return 0
+        return exitStatus
+    }
+
+    /// What the daemon's main loop waits for.
+    private enum LifecycleEvent: Sendable {
+        case signal(Int32)
+        case serviceFailed(String)
     }
 
     static func makeSource(_ config: AgentConfig, deviceId: String, log: Logger) -> any ConfigSource {

@@ -123,7 +123,13 @@ final class HookRunner: @unchecked Sendable {
             defer { running = true }
             return !running
         }
-        if start { DetachedThread.start { [self] in drain() } }
+        guard start else { return }
+        if !DetachedThread.start({ [self] in drain() }) {
+            // No thread now: leave the events queued and let the next event try again, rather than
+            // stay "running" with nothing running, which would stop hooks for good.
+            lock.withLock { running = false }
+            log.error("Failed to start the hook thread; the hooks run with the next event")
+        }
     }
 
     private func drain() {
