@@ -104,23 +104,14 @@ final class ControlServer: Sendable {
     /// Reads requests line by line and answers each, until the peer closes, idles out, misses the
     /// line deadline, misbehaves or is evicted.
     private func serve(_ fd: Int32, id: Int, peer: PeerCredentials?) {
-        // The line being read starts at `start`; its first `scanned` bytes hold no newline. Each byte
-        // is searched once and lines are taken without moving what follows them, so a line dripped
-        // byte by byte, or thousands of lines in one chunk, cost time linear in their size.
-        var buffer: [UInt8] = []
-        var start = 0
-        var scanned = 0
+        var lines = LineBuffer(maximumLength: ControlRequest.maximumLineLength)
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        // When the first byte of the line in `buffer` arrived (or the answer before it was sent):
+        // When the first byte of the line being read arrived (or the answer before it was sent):
         // the deadline runs from there, however the bytes trickle in.
         var lineStarted: ContinuousClock.Instant?
         while true {
-            if let newline = buffer[(start + scanned)...].firstIndex(of: UInt8(ascii: "\n")),
-                newline - start <= ControlRequest.maximumLineLength
-            {
-                let line = Array(buffer[start..<newline])
-                start = newline + 1
-                scanned = 0
+            switch lines.next() {
+            case let .line(line):
                 if !line.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 13 }) {
                     connections.enter(id, .handling)
                     switch respond(to: line, fd: fd, id: id, peer: peer) {
@@ -131,11 +122,9 @@ final class ControlServer: Sendable {
                         return
                     }
                 }
-                lineStarted = start == buffer.count ? nil : .now
+                lineStarted = lines.hasPartialLine ? .now : nil
                 continue
-            }
-            scanned = buffer.count - start
-            if scanned > ControlRequest.maximumLineLength {
+            case .tooLong:
                 // No newline within the limit (or a line past it): refuse and close, there is no
                 // telling where the next request would start.
                 send(
@@ -143,6 +132,7 @@ final class ControlServer: Sendable {
                     ControlError(.lineTooLong, "request line longer than \(ControlRequest.maximumLineLength) bytes")
                         .response)
                 return
+            case .needMore: break
             }
             connections.enter(id, lineStarted == nil ? .idle : .reading)
             let wait = lineStarted.map { Self.lineDeadline - (ContinuousClock.now - $0) } ?? Self.idleTimeout
@@ -170,13 +160,8 @@ final class ControlServer: Sendable {
                 }
                 return
             }
-            if start == buffer.count { lineStarted = .now }
-            // Lines taken since the last read are dropped once, before more bytes come in.
-            if start > 0 {
-                buffer.removeFirst(start)
-                start = 0
-            }
-            buffer.append(contentsOf: chunk[0..<n])
+            if !lines.hasPartialLine { lineStarted = .now }
+            lines.append(chunk[0..<n])
         }
     }
 

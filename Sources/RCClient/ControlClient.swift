@@ -4,9 +4,7 @@ import RCCore
 /// The CLI's side of the daemon's control socket: one request line, one response line.
 struct ControlClient {
     private let fd: Int32
-    private var buffer: [UInt8] = []
-    /// How much of `buffer` holds no newline.
-    private var scanned = 0
+    private var lines = LineBuffer(maximumLength: ControlClient.maximumLineLength)
 
     /// What connecting to the daemon's socket came to.
     enum Connection {
@@ -95,20 +93,15 @@ struct ControlClient {
     /// largest answer): whatever answers at the socket path cannot make the CLI hold unbounded memory.
     static let maximumLineLength = 16 << 20
 
-    /// The next line from the daemon, `nil` at end of stream. Bytes already searched for a newline
-    /// are not searched again, so a line arriving in many pieces costs time linear in its length.
+    /// The next line from the daemon, `nil` at end of stream.
     mutating func readLine() throws(CLIError) -> [UInt8]? {
         var chunk = [UInt8](repeating: 0, count: 8192)
         while true {
-            if let newline = buffer[scanned...].firstIndex(of: UInt8(ascii: "\n")) {
-                let line = Array(buffer[..<newline])
-                buffer.removeSubrange(...newline)
-                scanned = 0
-                return line
-            }
-            scanned = buffer.count
-            guard buffer.count <= Self.maximumLineLength else {
+            switch lines.next() {
+            case let .line(line): return line
+            case .tooLong:
                 throw .failure("the daemon sent a response line longer than \(Self.maximumLineLength) bytes")
+            case .needMore: break
             }
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n < 0 && errno == EINTR { continue }
@@ -116,7 +109,7 @@ struct ControlClient {
                 throw .failure("timed out waiting for the daemon")
             }
             if n <= 0 { return nil }
-            buffer.append(contentsOf: chunk[0..<n])
+            lines.append(chunk[0..<n])
         }
     }
 
