@@ -158,11 +158,22 @@ final class MosquittoBroker {
         let (sandbox, server, broker) = try setUp()
         let daemon = try startConnected(sandbox, server)
         // Published while the broker is down: no ping can announce it, only the refetch after the reconnect.
+        // `status` follows the connection in order: connected, then lost, then connected again.
+        func push() throws -> String {
+            try sandbox.cli("status").stdout.split(separator: "\n").first { $0.hasPrefix("push:") }.map(String.init)
+                ?? ""
+        }
+        #expect(
+            try eventually {
+                try push().hasSuffix("connected, topics PUSH_RC, PUSH_RC/\(FirebaseSourceTests().deviceId(sandbox))")
+            })
         broker.stop()
         #expect(eventually { daemon.log.contains("MQTT connection to 127.0.0.1:\(broker.port) lost") }, "\(daemon.log)")
+        #expect(try eventually { try push().hasSuffix("disconnected, reconnecting") }, "\((try? push()) ?? "")")
         try server.serve(Sandbox.document(version: 2), etag: "\"v2\"")
         try broker.start()
         #expect(try eventually(20) { try sandbox.cli("get", "key_0").stdout == "v2\n" }, "\(daemon.log)")
+        #expect(try eventually { try push().contains(" connected, topics ") }, "\((try? push()) ?? "")")
         daemon.stop()
     }
 

@@ -23,6 +23,18 @@ final class MQTTChannel: @unchecked Sendable {
     private var stopped = false
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
+    /// What the connection did, in the order libmosquitto's thread saw it: one task hands it to the
+    /// agent, so `status` never shows an older state after a newer one ("connecting" after
+    /// "connected" when a task per callback raced).
+    private let events: AsyncStream<ConnectionEvent>
+    private let eventInput: AsyncStream<ConnectionEvent>.Continuation
+    private var delivery: Task<Void, Never>?
+
+    private enum ConnectionEvent: Sendable {
+        case state(String)
+        /// Connected (`first`: for the first time since start): a ping may have been missed.
+        case connected(state: String, first: Bool)
+    }
 
     struct SetupError: Error, CustomStringConvertible {
         let description: String
@@ -37,6 +49,7 @@ final class MQTTChannel: @unchecked Sendable {
         }
         self.agent = agent
         self.log = log
+        (events, eventInput) = AsyncStream.makeStream()
         self.host = host
         self.port = port
         jitter = config.jitter
@@ -99,7 +112,23 @@ final class MQTTChannel: @unchecked Sendable {
     /// gives up (broker refused or gone, TLS failure) waits 1 s doubling to 60 s, ±50% jitter so a
     /// fleet does not reconnect in step, and tries again, until ``stop()``.
     func start() {
-        Task { await agent.setPushState("mqtt \(host):\(port) connecting") }
+        let (agent, jitter, events) = (agent, jitter, events)
+        delivery = Task {
+            for await event in events {
+                switch event {
+                case let .state(state): await agent.setPushState(state)
+                case let .connected(state, first):
+                    await agent.setPushState(state)
+                    // A ping may have been missed while disconnected (at start too: the broker may hold none).
+                    if first {
+                        await agent.request(.pushReconnect)
+                    } else {
+                        await agent.requestAfterJitter(.pushReconnect, jitter: jitter)
+                    }
+                }
+            }
+        }
+        eventInput.yield(.state("mqtt \(host):\(port) connecting"))
         DetachedThread.start { [self] in
             networkLoop()
             finished.signal()
@@ -112,6 +141,8 @@ final class MQTTChannel: @unchecked Sendable {
         wake.signal()
         // The thread must be done with the handle before `deinit` destroys it.
         _ = finished.wait(timeout: .now() + .seconds(3))
+        eventInput.finish()
+        delivery?.cancel()
     }
 
     private var isStopped: Bool { lock.withLock { stopped } }
@@ -156,18 +187,8 @@ final class MQTTChannel: @unchecked Sendable {
             return !everConnected
         }
         log.info("MQTT connected to \(host):\(port), subscribed to \(topics.joined(separator: ", "))")
-        let agent = agent
-        let jitter = jitter
-        let state = "mqtt \(host):\(port) connected, topics \(topics.joined(separator: ", "))"
-        Task {
-            await agent.setPushState(state)
-            // A ping may have been missed while disconnected (at start too: the broker may hold none).
-            if first {
-                await agent.request(.pushReconnect)
-            } else {
-                await agent.requestAfterJitter(.pushReconnect, jitter: jitter)
-            }
-        }
+        eventInput.yield(
+            .connected(state: "mqtt \(host):\(port) connected, topics \(topics.joined(separator: ", "))", first: first))
     }
 
     private func didDisconnect(_ rc: Int32) {
@@ -179,9 +200,7 @@ final class MQTTChannel: @unchecked Sendable {
             log.warning(
                 "MQTT connection to \(host):\(port) lost (\(String(cString: mosquitto_strerror(rc)))); reconnecting")
         }
-        let state = "mqtt \(host):\(port) disconnected, reconnecting"
-        let agent = agent
-        Task { await agent.setPushState(state) }
+        eventInput.yield(.state("mqtt \(host):\(port) disconnected, reconnecting"))
     }
 
     private func didReceive(_ payload: [UInt8], topic: String) {
