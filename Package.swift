@@ -44,8 +44,8 @@ let package = Package(
         .executableTarget(name: "rcfuzz", dependencies: ["RCFuzzing"]),
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "RCCoreTests", dependencies: ["RCCore", "RCFuzzing", "TestSupport"]),
-        .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "RCFuzzing", "TestSupport"]),
+        .testTarget(name: "RCCoreTests", dependencies: ["RCCore", "TestSupport"]),
+        .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "TestSupport"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
         .testTarget(name: "RCAgentTests", dependencies: ["RCAgent", "RCStore", "RCCore"]),
         .testTarget(

@@ -1,6 +1,5 @@
 import Foundation
 import RCCore
-import RCFuzzing
 import TestSupport
 import Testing
 

@@ -1,6 +1,5 @@
 import FoundationEssentials
 import RCCore
-import RCFuzzing
 import TestSupport
 import Testing
 

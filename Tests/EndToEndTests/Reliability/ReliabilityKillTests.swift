@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import RCFuzzing
+import RCCore
 import Testing
 
 extension Reliability {
