@@ -77,6 +77,11 @@ public enum RemoteDocument: Sendable, Equatable {
         do { json = try JSONValue.parse(bytes) } catch {
             throw DocumentError(document: name, reason: error.description)
         }
+        return try read(json, name: name)
+    }
+
+    /// The same from a document already parsed (the reader of templates parses once for both).
+    public static func read(_ json: JSONValue, name: String) throws(DocumentError) -> RemoteDocument {
         guard json.objectMembers != nil else {
             throw DocumentError(document: name, reason: "expected a JSON object, got \(json.typeName)")
         }

@@ -44,9 +44,18 @@ public enum TemplateEvaluator {
     public static func evaluate(_ bytes: [UInt8], name: String, context: EvaluationContext) throws(DocumentError)
         -> TemplateEvaluation
     {
-        let reader = ConditionReader(document: name)
         let json: JSONValue
-        do { json = try JSONValue.parse(bytes) } catch { throw reader.error(error.description) }
+        do { json = try JSONValue.parse(bytes) } catch {
+            throw DocumentError(document: name, reason: error.description)
+        }
+        return try evaluate(json, name: name, context: context)
+    }
+
+    /// The same for a template already parsed.
+    public static func evaluate(_ json: JSONValue, name: String, context: EvaluationContext) throws(DocumentError)
+        -> TemplateEvaluation
+    {
+        let reader = ConditionReader(document: name)
         guard json.objectMembers != nil else {
             throw reader.error("not a template: expected a JSON object with \"parameters\", got \(json.typeName)")
         }

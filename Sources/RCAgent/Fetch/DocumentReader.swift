@@ -26,12 +26,15 @@ package final class DocumentReader: Sendable {
         return FileSource.etag(of: Array(text.utf8))
     }
 
+    /// Parses the document once; a template with `conditions` is then evaluated for this device.
     package func read(_ bytes: [UInt8], name: String) throws(DocumentError) -> RemoteDocument {
-        // Only a document that mentions conditions may need the evaluator; the rest take the fast path.
-        guard Self.mentionsConditions(bytes) else { return try RemoteDocument.parse(bytes, name: name) }
-        let shape = try RemoteDocument.parse(bytes, name: name)
-        guard case .update = shape, (try? JSONValue.parse(bytes))?["parameters"] != nil else { return shape }
-        let evaluation = try TemplateEvaluator.evaluate(bytes, name: name, context: context)
+        let json: JSONValue
+        do { json = try JSONValue.parse(bytes) } catch {
+            throw DocumentError(document: name, reason: error.description)
+        }
+        let shape = try RemoteDocument.read(json, name: name)
+        guard case .update = shape, json["parameters"] != nil, json["conditions"] != nil else { return shape }
+        let evaluation = try TemplateEvaluator.evaluate(json, name: name, context: context)
         let fresh = reported.withLock {
             let new = evaluation.unsupportedConditions.filter { !alreadyReported.contains($0) }
             alreadyReported.formUnion(new)
@@ -43,24 +46,5 @@ package final class DocumentReader: Sendable {
             )
         }
         return .update(values: evaluation.values, templateVersion: evaluation.templateVersion)
-    }
-
-    /// Whether the document may have a `conditions` member: the name written out, or any `\u` escape,
-    /// which could spell it (`"condition\u0073"`) and must not make the agent skip the conditions.
-    private static func mentionsConditions(_ bytes: [UInt8]) -> Bool {
-        contains(bytes, Array("\"conditions\"".utf8)) || contains(bytes, Array("\\u".utf8))
-    }
-
-    private static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
-        guard haystack.count >= needle.count, let first = needle.first else { return false }
-        var index = 0
-        let last = haystack.count - needle.count
-        while index <= last {
-            if haystack[index] == first && haystack[index..<(index + needle.count)].elementsEqual(needle) {
-                return true
-            }
-            index += 1
-        }
-        return false
     }
 }
