@@ -38,7 +38,7 @@ actor Agent {
         self.log = log
         self.notifier = notifier
         hooks = HookRunner(directory: config.hooksDirectory, timeout: config.hookTimeout, log: log)
-        lastEventId = try store.events(after: 0, limit: Int.max).last?.id ?? 0
+        lastEventId = try store.lastEventId()
     }
 
     // MARK: - The fetch loop

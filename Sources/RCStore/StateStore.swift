@@ -156,6 +156,13 @@ public final class StateStore {
         }
     }
 
+    /// The id of the newest event (0 when there is none): where a reader of new events starts.
+    public func lastEventId() throws(StoreError) -> Int64 {
+        try Self.wrap { () throws(SQLiteError) in
+            try db.query("SELECT coalesce(max(id), 0) FROM events", [], row: { $0.integer(0) ?? 0 }).first ?? 0
+        }
+    }
+
     private static func event(_ row: Row) -> StoredEvent {
         StoredEvent(
             id: row.integer(0) ?? 0, at: Timestamp(milliseconds: row.integer(1) ?? 0), kind: row.text(2) ?? "",

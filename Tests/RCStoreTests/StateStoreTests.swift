@@ -309,6 +309,16 @@ import Testing
 
     // MARK: - Stale flag
 
+    @Test func lastEventIdIsTheNewestEventsId() throws {
+        try withStore { (store, _) throws in
+            #expect(try store.lastEventId() == 0)
+            _ = try store.markStale(reason: "a", at: t0)
+            _ = try store.markStale(reason: "b", at: t1)
+            #expect(try store.lastEventId() == store.events().last?.id)
+            #expect(try store.lastEventId() > 0)
+        }
+    }
+
     @Test func markStaleKeepsTheFirstTimeAndPersists() throws {
         try TemporaryDirectory.with { (dir) throws in
             let path = dir.file("state.db")
