@@ -405,27 +405,22 @@ actor Agent {
     /// Handles an FCM-style message exactly as a push channel delivers it (SPEC §4.1, §4.4). With
     /// `wait`, the response also carries the outcome of the fetch the message started.
     func handle(_ message: PushMessage, from channel: String, wait: Bool = false, jitter: Duration = .zero) async throws
-        -> JSONValue
+        -> MessageResponse
     {
         guard message.marksStale else {
             let note =
                 message.hasLiveActivity ? "live activity messages are not handled yet" : "no CONFIG_STATE in data"
-            return .ok([("stale", .bool(false)), ("ignored", .string(note))])
+            return .ignored(note)
         }
         if let announced = message.templateVersion, let current = try currentTemplateVersion(), announced <= current {
             log.info("Ignoring a stale ping from \(channel) for template \(announced): template \(current) is current")
-            return .ok([
-                ("stale", .bool(false)),
-                ("ignored", .string("template \(announced) is at or below the current \(current)")),
-            ])
+            return .ignored("template \(announced) is at or below the current \(current)")
         }
         let state = message.data["CONFIG_STATE"] ?? ""
         let version = message.templateVersion.map { ", template \($0)" } ?? ""
         let (newlySet, outcome) = try await markStale(
             reason: "\(channel): CONFIG_STATE=\(state)\(version)", wait: wait, jitter: jitter)
-        var fields: [(key: String, value: JSONValue)] = [("stale", .bool(true)), ("newlySet", .bool(newlySet))]
-        if let outcome { fields.append(("fetch", outcome.response)) }
-        return .ok(fields)
+        return .markedStale(newlySet: newlySet, fetch: outcome?.reply)
     }
 
     /// Fetches after a realtime invalidation until the template reaches `target` (up to three
@@ -485,7 +480,7 @@ actor Agent {
     /// keep up is dropped (its socket shut down), never allowed to stall the agent.
     func subscribe(_ fd: Int32) -> Bool {
         // The acknowledgement goes out here, on the actor, so no event can overtake it.
-        let ack = Array((JSONValue.ok([("watching", .bool(true))]).compactText + "\n").utf8)
+        let ack = Array((WatchAck().json.compactText + "\n").utf8)
         // Without blocking, like the events: a client that filled its socket with unread answers
         // (278 pipelined pings, then `watch`) held the actor, and with it every request, fetch and
         // watchdog ping, for the connection's whole send timeout (5 s per connection, any peer).
@@ -543,8 +538,7 @@ actor Agent {
     }
 
     static func watchLine(_ event: StoredEvent) -> JSONValue {
-        .object(
-            [("event", .string(event.kind)), ("at", .string(event.at.iso8601))] + (event.detail.objectMembers ?? []))
+        WatchEvent(kind: event.kind, at: event.at.iso8601, fields: event.detail.objectMembers ?? []).json
     }
 
     // MARK: - Status line

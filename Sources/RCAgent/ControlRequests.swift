@@ -2,42 +2,48 @@ import Glibc
 import RCCore
 import RCStore
 
-/// Turns one control request into the agent call it names and the response line it gets.
+/// Turns one control request into the agent call it names and the response line it gets. Every
+/// answer is built from the typed responses the CLI decodes (RCCore's ControlResponses.swift).
 enum ControlRequests {
     static func answer(_ request: ControlRequest, agent: Agent) async -> JSONValue {
         do {
             switch request {
             case .ping:
-                return .ok([("pid", .integer(Int64(getpid())))])
+                return PingResponse(pid: Int64(getpid())).json
             case .status:
-                return .ok([
-                    ("pid", .integer(Int64(getpid()))),
-                    ("state", .string(await agent.fetching ? "fetching" : "idle")),
-                    ("nextFetchAt", (await agent.nextFetch).map { .string($0.iso8601) } ?? .null),
-                    ("push", (await agent.pushState).map(JSONValue.string) ?? .null),
-                ])
+                return StatusResponse(
+                    pid: Int64(getpid()), state: await agent.fetching ? "fetching" : "idle",
+                    nextFetchAt: await agent.nextFetch?.iso8601, push: await agent.pushState
+                ).json
             case let .fetch(force, ignoreThrottle, wait):
                 let outcome = await agent.fetch(.manual(force: force, ignoreThrottle: ignoreThrottle), wait: wait)
-                return outcome?.response ?? .ok([("outcome", .string("requested"))])
+                return outcome?.reply.json ?? FetchResponse.requested.json
             case .activate:
                 guard let activation = try await agent.activate() else {
-                    return .ok([("activated", .bool(false)), ("changedKeys", .array([]))])
+                    return ActivateResponse.nothingToActivate.json
                 }
-                return .ok([
-                    ("activated", .bool(true)),
-                    ("templateVersion", activation.templateVersion.map(JSONValue.string) ?? .null),
-                    ("changedKeys", .array(activation.changedKeys.map(JSONValue.string))),
-                ])
+                return ActivateResponse.activated(
+                    templateVersion: activation.templateVersion, changedKeys: activation.changedKeys
+                ).json
             case let .markStale(reason):
                 let (newlySet, _) = try await agent.markStale(reason: reason ?? "rcagent mark-stale")
-                return .ok([("stale", .bool(true)), ("newlySet", .bool(newlySet))])
+                return MarkStaleResponse(newlySet: newlySet).json
             case let .message(message, _, wait):
-                return try await agent.handle(message, from: "socket", wait: wait)
+                return try await agent.handle(message, from: "socket", wait: wait).json
             case .watch:
-                return ControlError(.badRequest, "watch is handled by the connection").response
+                return ControlError(.badRequest, "watch is handled by the connection").json
             }
         } catch {
-            return ControlError(.internalError, "\(error)").response
+            return refusal(for: error).json
+        }
+    }
+
+    /// The error code says what failed: a store error (a full disk, a read-only or damaged database,
+    /// a lock held past the busy timeout) is `storage`, so a client can tell it from a daemon bug.
+    static func refusal(for error: any Error) -> ControlError {
+        switch error {
+        case is SQLiteError, is StoreError: ControlError(.storage, "\(error)")
+        default: ControlError(.internalError, "\(error)")
         }
     }
 }

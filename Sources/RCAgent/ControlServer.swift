@@ -81,7 +81,7 @@ final class ControlServer: Sendable {
             switch connections.admit(fd, privileged: access.allows(peer)) {
             case let .admitted(admitted): id = admitted
             case let .refused(reason):
-                send(fd, ControlError(.busy, reason).response)
+                send(fd, ControlError(.busy, reason).json)
                 close(fd)
                 continue
             }
@@ -90,7 +90,7 @@ final class ControlServer: Sendable {
                 finish(fd, id: id)
             }
             if !started {
-                send(fd, ControlError(.busy, "cannot start a connection handler").response)
+                send(fd, ControlError(.busy, "cannot start a connection handler").json)
                 finish(fd, id: id)
             }
         }
@@ -130,7 +130,7 @@ final class ControlServer: Sendable {
                 send(
                     fd,
                     ControlError(.lineTooLong, "request line longer than \(ControlRequest.maximumLineLength) bytes")
-                        .response)
+                        .json)
                 return
             case .needMore: break
             }
@@ -144,7 +144,7 @@ final class ControlServer: Sendable {
                         ControlError(
                             .timeout,
                             "request line not complete within \(Self.lineDeadline.milliseconds / 1_000) s of its first byte"
-                        ).response)
+                        ).json)
                 }
                 return
             }
@@ -156,7 +156,7 @@ final class ControlServer: Sendable {
                     send(
                         fd,
                         ControlError(.busy, "connection closed to make room for a peer that may change state")
-                            .response)
+                            .json)
                 }
                 return
             }
@@ -172,7 +172,7 @@ final class ControlServer: Sendable {
         do {
             request = try ControlRequest.parse(line)
         } catch {
-            return send(fd, error.response) ? .keepOpen : .close
+            return send(fd, error.json) ? .keepOpen : .close
         }
         if request.changesState, !access.allows(peer) {
             let who = peer.map { "uid \($0.uid)" } ?? "an unknown peer"
@@ -181,11 +181,11 @@ final class ControlServer: Sendable {
                 ControlError(
                     .permissionDenied,
                     "\(who) may not change the agent's state (needs root, the daemon's user\(access.groupName.map { " or group \($0)" } ?? ""))"
-                ).response) ? .keepOpen : .close
+                ).json) ? .keepOpen : .close
         }
         if case .watch = request {
             if let refusal = connections.startWatching(id) {
-                return send(fd, ControlError(.busy, refusal).response) ? .keepOpen : .close
+                return send(fd, ControlError(.busy, refusal).json) ? .keepOpen : .close
             }
             let agent = agent
             return blockingWait { await agent.subscribe(fd) } ? .watching : .close

@@ -52,29 +52,16 @@ enum FetchOutcome: Sendable {
     case failed(String)
     case cancelled
 
-    var response: JSONValue {
+    /// The answer to `fetch` with `wait` (and the `fetch` member of a `message` answer).
+    var reply: Result<FetchResponse, ControlError> {
         switch self {
-        case let .updated(changed, version):
-            var fields: [(key: String, value: JSONValue)] = [
-                ("outcome", .string("updated")), ("templateVersion", version.map(JSONValue.string) ?? .null),
-                ("activated", .bool(changed != nil)),
-            ]
-            if let changed { fields.append(("changedKeys", .array(changed.map(JSONValue.string)))) }
-            return .ok(fields)
-        case .noChange:
-            return .ok([("outcome", .string("no-change"))])
-        case let .skipped(reason, next):
-            return .ok([
-                ("outcome", .string("skipped")), ("reason", .string(reason)),
-                ("nextFetchAt", next.map { .string($0.iso8601) } ?? .null),
-            ])
+        case let .updated(changed, version): .success(.updated(templateVersion: version, changedKeys: changed))
+        case .noChange: .success(.noChange)
+        case let .skipped(reason, next): .success(.skipped(reason: reason, nextFetchAt: next?.iso8601))
         case let .throttled(until):
-            return ControlError(.throttled, "fetch refused: the server throttles fetches until \(until.iso8601)")
-                .response
-        case let .failed(message):
-            return ControlError(.fetchFailed, message).response
-        case .cancelled:
-            return ControlError(.internalError, "the daemon is shutting down").response
+            .failure(ControlError(.throttled, "fetch refused: the server throttles fetches until \(until.iso8601)"))
+        case let .failed(message): .failure(ControlError(.fetchFailed, message))
+        case .cancelled: .failure(ControlError(.shuttingDown, "the daemon is shutting down"))
         }
     }
 }

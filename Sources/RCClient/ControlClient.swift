@@ -28,13 +28,13 @@ struct ControlClient {
     }
 
     /// What asking the daemon once came to.
-    enum Reply {
+    enum Reply<Response: ControlResponse> {
         /// The daemon answered `{"ok":true,...}`.
-        case answered(JSONValue)
+        case answered(Response)
         /// The daemon answered with an error other than `busy`: it considered the request and said no.
-        case refused(code: String, message: String)
+        case refused(ControlError)
         /// A daemon runs but did not take the request: it was busy (every slot taken), closed the
-        /// connection, or did not answer in time.
+        /// connection, did not answer in time, or answered something unreadable.
         case noAnswer(String)
         /// A daemon runs, but this user may not connect to its socket.
         case denied(SystemError)
@@ -44,7 +44,9 @@ struct ControlClient {
 
     /// Sends one request on a connection of its own and classifies the outcome, so that a command
     /// can tell "no daemon" from "a daemon that did not answer" (`status`, `mark-stale`).
-    static func ask(_ request: ControlRequest, socket path: String, timeout: Duration) -> Reply {
+    static func ask<Response: ControlResponse>(
+        _ request: ControlRequest, expecting: Response.Type, socket path: String, timeout: Duration
+    ) -> Reply<Response> {
         var client: ControlClient
         switch connect(socket: path) {
         case let .connected(connected): client = connected
@@ -52,17 +54,19 @@ struct ControlClient {
         case let .denied(error): return .denied(error)
         }
         defer { client.close() }
-        let response: JSONValue
+        let reply: Result<Response, ControlError>
         do {
-            response = try client.send(request.json, timeout: timeout)
-        } catch {
+            reply = try Response.reply(try client.send(request.json, timeout: timeout))
+        } catch let error as CLIError {
             return .noAnswer(error.message)
+        } catch {
+            return .noAnswer("the daemon sent an unreadable response: \(error)")
         }
-        if case .bool(true) = response["ok"] { return .answered(response) }
-        let code = response["error"]?["code"]?.stringValue ?? "unknown"
-        let message = response["error"]?["message"]?.stringValue ?? response.compactText
-        return code == ControlError.Code.busy.rawValue
-            ? .noAnswer("busy: \(message)") : .refused(code: code, message: message)
+        switch reply {
+        case let .success(response): return .answered(response)
+        case let .failure(error) where error.code == .busy: return .noAnswer("busy: \(error.message)")
+        case let .failure(error): return .refused(error)
+        }
     }
 
     func close() { Glibc.close(fd) }
@@ -132,18 +136,34 @@ extension Invocation {
         }
     }
 
-    /// Sends one request and returns the `ok` response; a refusal becomes exit 1 with its message.
-    func request(_ request: ControlRequest, timeout: Duration? = nil) throws(CLIError) -> JSONValue {
-        try send(request.json, timeout: timeout)
-    }
-
-    func send(_ request: JSONValue, timeout: Duration? = nil) throws(CLIError) -> JSONValue {
+    /// Sends one request and returns the `ok` response, decoded, with the line it came in (for
+    /// `--json`, which prints the daemon's answer as it is); a refusal becomes exit 1 with its message.
+    func request<Response: ControlResponse>(
+        _ request: ControlRequest, expecting: Response.Type, timeout: Duration? = nil
+    ) throws(CLIError) -> DaemonAnswer<Response> {
         var client = try daemon()
         defer { client.close() }
-        let response = try client.send(request, timeout: timeout)
-        guard case .bool(true) = response["ok"] else {
-            throw .failure(response["error"]?["message"]?.stringValue ?? "the daemon refused: \(response.compactText)")
-        }
-        return response
+        let json = try client.send(request.json, timeout: timeout)
+        return DaemonAnswer(response: try Self.decode(json, as: Response.self), json: json)
     }
+
+    /// The response in `json`, or the daemon's refusal as exit 1.
+    static func decode<Response: ControlResponse>(_ json: JSONValue, as: Response.Type) throws(CLIError)
+        -> Response
+    {
+        let reply: Result<Response, ControlError>
+        do { reply = try Response.reply(json) } catch {
+            throw .failure("the daemon sent an unreadable response: \(error)")
+        }
+        switch reply {
+        case let .success(response): return response
+        case let .failure(error): throw .failure(error.message)
+        }
+    }
+}
+
+/// A decoded answer and the JSON it was read from.
+struct DaemonAnswer<Response: ControlResponse> {
+    let response: Response
+    let json: JSONValue
 }

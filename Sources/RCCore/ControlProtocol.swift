@@ -78,20 +78,34 @@ public enum ControlRequest: Sendable, Equatable {
     }
 }
 
-/// A request the daemon refused, with a machine-readable code.
+/// A request the daemon refused or could not carry out, with a machine-readable code that says what
+/// failed (docs/protocol.md, ERROR CODES).
 public struct ControlError: Error, CustomStringConvertible, Sendable, Equatable {
-    public enum Code: String, Sendable {
-        case badJSON = "bad-json"
-        case badRequest = "bad-request"
-        case badMessage = "bad-message"
-        case unknownOp = "unknown-op"
-        case lineTooLong = "line-too-long"
-        case permissionDenied = "permission-denied"
-        case busy
-        case throttled
-        case fetchFailed = "fetch-failed"
-        case timeout
-        case internalError = "internal"
+    /// An open set: a code this side does not know (from a newer daemon) is kept as it is.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        // The request itself.
+        public static let badJSON = Code(rawValue: "bad-json")
+        public static let badRequest = Code(rawValue: "bad-request")
+        public static let badMessage = Code(rawValue: "bad-message")
+        public static let unknownOp = Code(rawValue: "unknown-op")
+        public static let lineTooLong = Code(rawValue: "line-too-long")
+        public static let timeout = Code(rawValue: "timeout")
+        // Who asked, and whether there was room.
+        public static let permissionDenied = Code(rawValue: "permission-denied")
+        public static let busy = Code(rawValue: "busy")
+        // What carrying it out came to.
+        public static let throttled = Code(rawValue: "throttled")
+        public static let fetchFailed = Code(rawValue: "fetch-failed")
+        /// The state database failed (a full disk, a read-only or damaged file, a lock held too long).
+        public static let storage = Code(rawValue: "storage")
+        /// The daemon is stopping and will not carry the request out.
+        public static let shuttingDown = Code(rawValue: "shutting-down")
+        /// Anything else: a bug.
+        public static let internalError = Code(rawValue: "internal")
     }
 
     public let code: Code
@@ -104,7 +118,8 @@ public struct ControlError: Error, CustomStringConvertible, Sendable, Equatable 
 
     public var description: String { message }
 
-    public var response: JSONValue {
+    /// `{"ok":false,"error":{"code":"...","message":"..."}}`.
+    public var json: JSONValue {
         .object([
             ("ok", .bool(false)),
             ("error", .object([("code", .string(code.rawValue)), ("message", .string(message))])),

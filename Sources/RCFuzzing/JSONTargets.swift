@@ -2,7 +2,7 @@ import RCCore
 
 /// The JSON documents and messages (SPEC §3, §6): the JSON reader itself and what is built on it.
 enum JSONTargets {
-    static let all = [json, defaults, remoteDocument, pushMessage, controlRequest]
+    static let all = [json, defaults, remoteDocument, pushMessage, controlRequest, controlResponse]
 
     /// `JSONValue.parse`, under every document the agent reads.
     static let json = FuzzTarget(
@@ -140,11 +140,8 @@ enum JSONTargets {
                 let codes: [ControlError.Code] = [.badJSON, .badRequest, .badMessage, .unknownOp]
                 try check.require(codes.contains(error.code), "unexpected error code \(error.code)")
                 try check.require(!error.message.isEmpty, "empty error message")
-                let response = try? JSONValue.parse(error.response.compactText)
-                try check.require(
-                    response?["ok"] == .bool(false) && response?["error"]?["code"] == .string(error.code.rawValue)
-                        && response?["error"]?["message"] == .string(error.message),
-                    "error response \(error.response.compactText) does not read back")
+                let response = (try? JSONValue.parse(error.json.compactText)).flatMap { try? ControlError.parse($0) }
+                try check.require(response == error, "error response \(error.json.compactText) does not read back")
                 continue
             }
             accepted = true
@@ -155,6 +152,70 @@ enum JSONTargets {
             try check.require(again == request, "\(request.json.compactText) reads back differently")
         }
         return accepted ? .accepted : .rejected
+    }
+
+    /// The daemon's answers, one JSON value per line, read as every response type the CLI decodes.
+    static let controlResponse = FuzzTarget(
+        "control-response",
+        "control socket answers: each response type either decodes a line (and then re-encodes to text that "
+            + "decodes to an equal value, also with a member added) or refuses it with an error naming the member",
+        checkControlResponse)
+
+    private static func checkControlResponse(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation)
+        -> FuzzOutcome
+    {
+        var accepted = false
+        for line in bytes.split(separator: UInt8(ascii: "\n")) {
+            guard let json = try? JSONValue.parse(Array(line)) else { continue }
+            accepted = try checkResponse(PingResponse.self, json, check) || accepted
+            accepted = try checkResponse(StatusResponse.self, json, check) || accepted
+            accepted = try checkResponse(FetchResponse.self, json, check) || accepted
+            accepted = try checkResponse(ActivateResponse.self, json, check) || accepted
+            accepted = try checkResponse(MarkStaleResponse.self, json, check) || accepted
+            accepted = try checkResponse(MessageResponse.self, json, check) || accepted
+            accepted = try checkResponse(WatchAck.self, json, check) || accepted
+            accepted = try checkWatchEvent(json, check) || accepted
+        }
+        return accepted ? .accepted : .rejected
+    }
+
+    /// decode(encode(x)) == x for whatever `R` accepts; a refusal names the member at fault.
+    private static func checkResponse<R: ControlResponse>(_ type: R.Type, _ json: JSONValue, _ check: Checker)
+        throws(PropertyViolation) -> Bool
+    {
+        let reply: Result<R, ControlError>
+        do { reply = try R.reply(json) } catch {
+            try check.requireNamed(error, prefix: "invalid response: ")
+            try check.require(
+                json.objectMembers == nil || !error.field.isEmpty, "\(R.self): error \"\(error)\" names no member")
+            return false
+        }
+        let text = reply.json.compactText
+        let again = (try? JSONValue.parse(text)).flatMap { try? R.reply($0) }
+        try check.require(again == reply, "\(R.self): \(text) reads back differently")
+        if case let .object(members) = json {
+            // Tolerant of members it does not know: a newer daemon may add some.
+            let extended = JSONValue.object(members + [("x-added", .array([.null, .bool(true)]))])
+            try check.require((try? R.reply(extended)) == reply, "\(R.self): an added member changes the reading")
+        }
+        return true
+    }
+
+    private static func checkWatchEvent(_ json: JSONValue, _ check: Checker) throws(PropertyViolation) -> Bool {
+        let event: WatchEvent
+        do { event = try WatchEvent.parse(json) } catch {
+            try check.requireNamed(error, prefix: "invalid response: ")
+            try check.require(json.objectMembers == nil || !error.field.isEmpty, "error \"\(error)\" names no member")
+            return false
+        }
+        let text = event.json.compactText
+        let again = (try? JSONValue.parse(text)).flatMap { try? WatchEvent.parse($0) }
+        try check.require(
+            again.map {
+                $0.kind == event.kind && $0.at == event.at && sameValue(.object($0.fields), .object(event.fields))
+            }
+                == true, "watch event \(text) reads back differently")
+        return true
     }
 
     /// Compact text parses back to the same value, and after that one round the text is stable.

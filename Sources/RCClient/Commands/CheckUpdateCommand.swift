@@ -83,9 +83,9 @@ enum CheckUpdateCommand {
     static func refresh(_ invocation: Invocation, config: AgentConfig) throws(CLIError) -> (ok: Bool, note: String?) {
         let timeout = try invocation.duration("timeout") ?? config.fetchTimeout + .seconds(10)
         do {
-            let response = try invocation.request(
-                .fetch(force: true, ignoreThrottle: false, wait: true), timeout: timeout)
-            return (true, FetchCommand.describeOutcome(response).text)
+            let answer = try invocation.request(
+                .fetch(force: true, ignoreThrottle: false, wait: true), expecting: FetchResponse.self, timeout: timeout)
+            return (true, FetchCommand.describeOutcome(answer.response).text)
         } catch {
             return (false, "could not refresh (\(error.message)); using the cached config")
         }

@@ -17,32 +17,31 @@ enum FetchCommand {
         let wait = arguments.has("wait")
         let fetchTimeout = try invocation.config().fetchTimeout
         let timeout = try invocation.duration("timeout") ?? fetchTimeout + .seconds(10)
-        let response = try invocation.request(
+        let answer = try invocation.request(
             .fetch(force: arguments.has("force"), ignoreThrottle: arguments.has("ignore-throttle"), wait: wait),
-            timeout: wait ? timeout : .seconds(10))
+            expecting: FetchResponse.self, timeout: wait ? timeout : .seconds(10))
         if invocation.json {
-            Output.raw(response.compactText + "\n")
+            Output.raw(answer.json.compactText + "\n")
             return ExitCode.ok
         }
-        Output.out("\(describeOutcome(response))\n")
+        Output.out("\(describeOutcome(answer.response))\n")
         return ExitCode.ok
     }
 
     /// One line for a fetch outcome as the daemon reports it.
-    static func describeOutcome(_ response: JSONValue) -> TerminalText {
-        switch response["outcome"]?.stringValue {
-        case "updated":
-            let version = response["templateVersion"]?.stringValue ?? "-"
-            if case let .array(keys)? = response["changedKeys"] {
-                return
-                    "fetched and activated template \(version); changed keys: \(keys.compactMap(\.stringValue).joined(separator: " "))"
+    static func describeOutcome(_ response: FetchResponse) -> TerminalText {
+        switch response {
+        case let .updated(templateVersion, changedKeys):
+            let version = templateVersion ?? "-"
+            if let changedKeys {
+                return "fetched and activated template \(version); changed keys: \(changedKeys.joined(separator: " "))"
             }
             return "fetched template \(version); not activated yet (rcagent activate)"
-        case "no-change": return "no change"
-        case "skipped":
-            return "not fetched: \(response["reason"]?.stringValue ?? "not due")"
-                + (response["nextFetchAt"]?.stringValue.map { "; next fetch at \($0)" } ?? TerminalText(verbatim: ""))
-        default: return "fetch requested"
+        case .noChange: return "no change"
+        case let .skipped(reason, nextFetchAt):
+            return "not fetched: \(reason)"
+                + (nextFetchAt.map { "; next fetch at \($0)" } ?? TerminalText(verbatim: ""))
+        case .requested: return "fetch requested"
         }
     }
 }
@@ -54,11 +53,11 @@ enum ActivateCommand {
         options: [.flag("json", "print the daemon's response as JSON")], run: run)
 
     static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
-        let response = try invocation.request(.activate, timeout: .seconds(30))
+        let answer = try invocation.request(.activate, expecting: ActivateResponse.self, timeout: .seconds(30))
         if invocation.json {
-            Output.raw(response.compactText + "\n")
-        } else if case .bool(true) = response["activated"], case let .array(keys)? = response["changedKeys"] {
-            Output.out(keys.compactMap { $0.stringValue.map { "\($0)\n" as TerminalText } }.joined())
+            Output.raw(answer.json.compactText + "\n")
+        } else if case let .activated(_, changedKeys) = answer.response {
+            Output.out(changedKeys.map { "\($0)\n" as TerminalText }.joined())
         } else {
             Output.err("nothing to activate\n")
         }
@@ -80,9 +79,10 @@ enum NotifyCommand {
     static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
         let text = invocation.arguments.positionals[0]
         let raw: JSONValue
+        let message: PushMessage
         do {
             raw = try JSONValue.parse(text)
-            _ = try PushMessage.parse(raw)
+            message = try PushMessage.parse(raw)
         } catch let error as JSONParseError {
             throw .failure("the message is not JSON: \(error.reason)")
         } catch {
@@ -91,22 +91,24 @@ enum NotifyCommand {
         let wait = invocation.arguments.has("wait")
         let fetchTimeout = try invocation.config().fetchTimeout
         let timeout = try invocation.duration("timeout") ?? fetchTimeout + .seconds(10)
-        let request = JSONValue.object([("op", .string("message")), ("message", raw), ("wait", .bool(wait))])
-        let response = try invocation.send(request, timeout: wait ? timeout : .seconds(30))
+        let answer = try invocation.request(
+            .message(message, raw: raw, wait: wait), expecting: MessageResponse.self,
+            timeout: wait ? timeout : .seconds(30))
         if invocation.json {
-            Output.raw(response.compactText + "\n")
-        } else if let ignored = response["ignored"]?.stringValue {
-            Output.out("ignored: \(ignored)\n")
-        } else if let fetch = response["fetch"] {
-            guard case .bool(true) = fetch["ok"] else {
-                throw .failure(
-                    "config marked stale; " + (fetch["error"]?["message"]?.stringValue ?? "the fetch failed"))
-            }
-            Output.out("config marked stale; \(FetchCommand.describeOutcome(fetch))\n")
-        } else {
-            Output.out("config marked stale; the daemon is fetching\n")
+            Output.raw(answer.json.compactText + "\n")
+            if wait, case .markedStale(_, .failure?) = answer.response { return ExitCode.failure }
+            return ExitCode.ok
         }
-        if wait, case .bool(false)? = response["fetch"]?["ok"] { return ExitCode.failure }
+        switch answer.response {
+        case let .ignored(why):
+            Output.out("ignored: \(why)\n")
+        case .markedStale(_, fetch: nil):
+            Output.out("config marked stale; the daemon is fetching\n")
+        case let .markedStale(_, fetch: .success(outcome)?):
+            Output.out("config marked stale; \(FetchCommand.describeOutcome(outcome))\n")
+        case let .markedStale(_, fetch: .failure(error)?):
+            throw .failure("config marked stale; \(error.message)")
+        }
         return ExitCode.ok
     }
 }
@@ -120,14 +122,11 @@ enum WatchCommand {
     static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
         var client = try invocation.daemon()
         defer { client.close() }
-        let response = try client.send(ControlRequest.watch.json)
-        guard case .bool(true) = response["ok"] else {
-            throw .failure(response["error"]?["message"]?.stringValue ?? "watch refused")
-        }
+        _ = try Invocation.decode(try client.send(ControlRequest.watch.json), as: WatchAck.self)
         while let line = try client.readLine() {
             if invocation.json {
                 Output.raw(String(decoding: line, as: UTF8.self) + "\n")
-            } else if let event = try? JSONValue.parse(line) {
+            } else if let json = try? JSONValue.parse(line), let event = try? WatchEvent.parse(json) {
                 Output.out("\(describe(event))\n")
             }
         }
@@ -135,18 +134,15 @@ enum WatchCommand {
     }
 
     /// `2026-11-29T13:47:17Z activated template 7: kiosk_url welcome_message`.
-    static func describe(_ event: JSONValue) -> TerminalText {
-        let at = event["at"]?.stringValue ?? "-"
-        let kind = event["event"]?.stringValue ?? "?"
-        var details = (event.objectMembers ?? []).filter { $0.key != "at" && $0.key != "event" }.map {
-            member -> TerminalText in
+    static func describe(_ event: WatchEvent) -> TerminalText {
+        var details = event.fields.map { member -> TerminalText in
             if case let .array(items) = member.value {
                 return "\(member.key)=\(items.map { $0.stringValue ?? $0.compactText }.joined(separator: ","))"
             }
             return "\(member.key)=\(member.value.stringValue ?? member.value.compactText)"
         }
-        details.insert("\(kind)", at: 0)
-        return "\(at) " + details.joined(separator: " ")
+        details.insert("\(event.kind)", at: 0)
+        return "\(event.at) " + details.joined(separator: " ")
     }
 }
 

@@ -65,16 +65,16 @@ enum DoctorCommand {
         case let .connected(client):
             client.close()
             let socket = Check(name: "socket", ok: true, detail: "\(config.socket) accepts connections")
-            guard let response = try? invocation.request(.status, timeout: .seconds(5)) else {
+            guard
+                let status = try? invocation.request(.status, expecting: StatusResponse.self, timeout: .seconds(5))
+                    .response
+            else {
                 return [socket, Check(name: "daemon", ok: false, detail: "connected, but no answer to status")]
             }
-            let state = response["state"]?.stringValue ?? "?"
-            let push = response["push"]?.stringValue.map { "; \($0)" } ?? ""
+            let push = status.push.map { "; \($0)" } ?? ""
             return [
                 socket,
-                Check(
-                    name: "daemon", ok: true,
-                    detail: "running (pid \(response["pid"]?.compactText ?? "?"), \(state))\(push)"),
+                Check(name: "daemon", ok: true, detail: "running (pid \(status.pid), \(status.state))\(push)"),
             ]
         case let .denied(error):
             return [

@@ -18,15 +18,17 @@ enum MarkStaleCommand {
         let config = try invocation.config()
         let reason = invocation.arguments.value("reason") ?? "rcagent mark-stale"
         let unreachable: String?
-        switch ControlClient.ask(.markStale(reason: reason), socket: config.socket, timeout: timeout) {
+        let reply = ControlClient.ask(
+            .markStale(reason: reason), expecting: MarkStaleResponse.self, socket: config.socket, timeout: timeout)
+        switch reply {
         case let .answered(response):
-            let newlySet = response["newlySet"] == .bool(true)
-            Output.out((newlySet ? "stale flag set" : "stale flag was already set") + "; the daemon is fetching\n")
+            Output.out(
+                (response.newlySet ? "stale flag set" : "stale flag was already set") + "; the daemon is fetching\n")
             return ExitCode.ok
-        case let .refused(_, message):
-            // The daemon considered the request and said no (permission-denied, ...): not a reason
-            // to go around it.
-            throw .failure(message)
+        case let .refused(error):
+            // The daemon considered the request and said no (permission-denied, storage, ...): not a
+            // reason to go around it.
+            throw .failure(error.message)
         case let .noAnswer(why):
             unreachable = why
         case let .denied(error):

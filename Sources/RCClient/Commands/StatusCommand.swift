@@ -27,14 +27,16 @@ enum StatusCommand {
         // The daemon's own view (pid, whether it is fetching, its next fetch) when it runs. A daemon
         // that does not answer (busy, too slow, refusing this user) still runs: only "nothing
         // listens" is "not running".
-        let daemon: JSONValue?
-        switch ControlClient.ask(.status, socket: config.socket, timeout: .seconds(5)) {
+        let daemon: DaemonView?
+        switch ControlClient.ask(.status, expecting: StatusResponse.self, socket: config.socket, timeout: .seconds(5)) {
         case let .answered(response):
-            daemon = response
-        case let .noAnswer(why), let .refused(_, why):
-            daemon = .object([("note", .string("running, but not answering: \(why)"))])
+            daemon = .answered(response)
+        case let .noAnswer(why):
+            daemon = .note("running, but not answering: \(why)")
+        case let .refused(error):
+            daemon = .note("running, but not answering: \(error.message)")
         case let .denied(error):
-            daemon = .object([("note", .string("running, but not reachable by this user: \(error)"))])
+            daemon = .note("running, but not reachable by this user: \(error)")
         case .notRunning:
             daemon = nil
         }
@@ -52,8 +54,17 @@ enum StatusCommand {
         return ExitCode.ok
     }
 
+    /// A running daemon's answer to `status`, or why there is none.
+    enum DaemonView {
+        case answered(StatusResponse)
+        case note(String)
+
+        var status: StatusResponse? { if case let .answered(status) = self { status } else { nil } }
+        var note: String? { if case let .note(note) = self { note } else { nil } }
+    }
+
     static func json(
-        _ status: StoreStatus?, recovery: StoredEvent?, config: AgentConfig, daemon: JSONValue?, storeProblem: String?
+        _ status: StoreStatus?, recovery: StoredEvent?, config: AgentConfig, daemon: DaemonView?, storeProblem: String?
     ) -> JSONValue {
         func time(_ t: Timestamp?) -> JSONValue { t.map { .string($0.iso8601) } ?? .null }
         func string(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
@@ -65,9 +76,9 @@ enum StatusCommand {
                 "daemon",
                 .object([
                     ("running", .bool(daemon != nil)), ("socket", .string(config.socket)),
-                    ("pid", daemon?["pid"] ?? .null), ("state", daemon?["state"] ?? .null),
-                    ("note", daemon?["note"] ?? .null),
-                    ("push", daemon?["push"] ?? .null),
+                    ("pid", daemon?.status.map { .integer($0.pid) } ?? .null),
+                    ("state", string(daemon?.status?.state)), ("note", string(daemon?.note)),
+                    ("push", string(daemon?.status?.push)),
                 ])
             ),
             ("source", .object([("type", .string(config.sourceType.rawValue))])),
@@ -107,7 +118,7 @@ enum StatusCommand {
                 ])
             ),
             ("throttledUntil", time(status?.throttledUntil)),
-            ("nextFetchAt", daemon?["nextFetchAt"] ?? time(status?.nextFetchAt)),
+            ("nextFetchAt", daemon?.status.map { string($0.nextFetchAt) } ?? time(status?.nextFetchAt)),
             ("backoffStep", .integer(Int64(status?.backoffStep ?? 0))),
         ])
     }
@@ -115,17 +126,19 @@ enum StatusCommand {
     /// Every value that came from outside (stale reason, errors, template versions, the daemon's
     /// answers) is interpolated into ``TerminalText`` and so escaped: one field cannot make two lines.
     static func text(
-        _ status: StoreStatus?, recovery: StoredEvent?, config: AgentConfig, daemon: JSONValue?, storeProblem: String?,
+        _ status: StoreStatus?, recovery: StoredEvent?, config: AgentConfig, daemon: DaemonView?, storeProblem: String?,
         now: Timestamp
     ) -> TerminalText {
         func time(_ t: Timestamp?) -> String { t.map { "\($0.iso8601) (\(age(now - $0)))" } ?? "never" }
         let running = daemon.map { d -> TerminalText in
-            if let note = d["note"]?.stringValue { return "\(note)" }
-            return "running, pid \(d["pid"]?.compactText ?? "-"), \(d["state"]?.stringValue ?? "-") (\(config.socket))"
+            switch d {
+            case let .note(note): "\(note)"
+            case let .answered(answer): "running, pid \(answer.pid), \(answer.state) (\(config.socket))"
+            }
         }
         var lines: [TerminalText] = ["daemon:       \(running ?? "not running (\(config.socket))")"]
         lines.append("source:       \(config.sourceType.rawValue)")
-        if let push = daemon?["push"]?.stringValue { lines.append("push:         \(push)") }
+        if let push = daemon?.status?.push { lines.append("push:         \(push)") }
         guard let status else {
             let state = storeProblem.map { "unreadable: \($0)" } ?? "none yet"
             lines.append("database:     \(state) (\(config.databasePath)); values come from \(config.defaults)")
@@ -153,7 +166,7 @@ enum StatusCommand {
         )
         if let error = status.lastError { lines.append("last error:   \(error)") }
         if let until = status.throttledUntil, until > now { lines.append("throttled:    until \(until.iso8601)") }
-        if let next = daemon?["nextFetchAt"]?.stringValue ?? status.nextFetchAt?.iso8601 {
+        if let next = daemon?.status?.nextFetchAt ?? status.nextFetchAt?.iso8601 {
             lines.append("next fetch:   \(next)")
         }
         return lines.joined(separator: "\n") + "\n"

@@ -68,6 +68,10 @@ extension Reliability {
                 #"{"op":"message","message":{"data":{"CONFIG_STATE":"STALE"}}}"#)
             let refused = ping?["ok"] as? Bool == false
             #expect(refused, "the full disk refused the flag: else this tests nothing; \(ping ?? [:])")
+            // The code says what failed: the store, not a daemon bug (it was "internal").
+            #expect((ping?["error"] as? [String: Any])?["code"] as? String == "storage", "\(ping ?? [:])")
+            let cli = try sandbox.cli("notify", #"{"data":{"CONFIG_STATE":"STALE"}}"#)
+            #expect(cli.status == 1 && cli.stderr.contains("full"), "\(cli)")
             try FileManager.default.removeItem(atPath: filler)
             #expect(
                 try eventually(15) { try StateSnapshot(path: sandbox.databasePath).staleSet },
