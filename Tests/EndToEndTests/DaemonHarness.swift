@@ -2,6 +2,16 @@ import Foundation
 import Glibc
 import Testing
 
+/// Binds `fd` to the Unix socket path `path`; `bind`'s result.
+func bindUnix(_ fd: Int32, _ path: String) -> Int32 {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+}
+
 /// A datagram socket standing in for systemd's NOTIFY_SOCKET: the daemon's sd_notify messages
 /// arrive here in order. Like systemd, it drains the socket all the time (a full queue would
 /// block the sender), keeping the messages for the test to read.
@@ -15,15 +25,7 @@ final class NotifySocket: @unchecked Sendable {
     init(path: String) throws {
         self.path = path
         fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard rc == 0 else { throw POSIXError(.EADDRINUSE) }
+        guard bindUnix(fd, path) == 0 else { throw POSIXError(.EADDRINUSE) }
         let thread = Thread { [self] in drain() }
         thread.start()
     }

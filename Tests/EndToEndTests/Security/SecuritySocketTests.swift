@@ -581,15 +581,7 @@ private final class BusySocket: @unchecked Sendable {
     ) throws {
         unlink(path)
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard rc == 0, listen(fd, 16) == 0 else { throw DaemonError("bind \(path): errno \(errno)") }
+        guard bindUnix(fd, path) == 0, listen(fd, 16) == 0 else { throw DaemonError("bind \(path): errno \(errno)") }
         let listener = fd
         let count = count
         Thread {
