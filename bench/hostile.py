@@ -14,27 +14,14 @@ Inputs (the shapes that crashed the daemon or cost it seconds before the one JSO
 
 Usage: bench/hostile.py BIN_DIR [ROUNDS]
 """
-import json, os, socket, statistics, subprocess, sys, tempfile, time
+import json, os, socket, statistics, subprocess, sys, time
+
+from agentsetup import FileAgent
 
 bin_dir = sys.argv[1]
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-work = tempfile.mkdtemp(prefix="rcbench-hostile-")
-remote = os.path.join(work, "remote.json")
-conf = os.path.join(work, "agent.conf")
-sock = os.path.join(work, "agent.sock")
-with open(os.path.join(work, "defaults.json"), "w") as f:
-    f.write("{}")
-with open(conf, "w") as f:
-    f.write(f"""[Agent]
-StateDirectory={work}/state
-Socket={sock}
-SocketGroup=
-Defaults={work}/defaults.json
-[Source]
-Type=file
-Path={remote}
-""")
-env = dict(os.environ, RCAGENT_CONFIG=conf)
+agent = FileAgent("rcbench-hostile-")
+work, remote, conf, sock, env = agent.work, agent.remote, agent.conf, agent.sock, agent.env
 ticks = os.sysconf("SC_CLK_TCK")
 
 

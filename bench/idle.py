@@ -9,20 +9,16 @@ what each woken thread returned from, and the timer periods it re-armed.
 
 Usage: bench/idle.py BIN_DIR [SECONDS]
 """
-import collections, json, os, re, shutil, subprocess, sys, tempfile, time
+import collections, json, os, re, shutil, subprocess, sys, time
+
+from agentsetup import FileAgent
 
 bin_dir = os.path.abspath(sys.argv[1])
 seconds = int(sys.argv[2]) if len(sys.argv) > 2 else 60
-work = tempfile.mkdtemp(prefix="rcidle-")
-conf = os.path.join(work, "agent.conf")
-with open(conf, "w") as f:
-    f.write(f"[Agent]\nStateDirectory={work}/state\nSocket={work}/agent.sock\nSocketGroup=\n"
-            f"Defaults={work}/defaults.json\n[Source]\nType=file\nPath={work}/remote.json\n")
-with open(f"{work}/defaults.json", "w") as f:
-    f.write('{"kiosk_url": "https://example.com"}')
-with open(f"{work}/remote.json", "w") as f:
+agent = FileAgent("rcidle-", defaults='{"kiosk_url": "https://example.com"}')
+work, conf, env = agent.work, agent.conf, agent.env
+with open(agent.remote, "w") as f:
     f.write('{"state": "UPDATE", "templateVersion": "1", "entries": {"kiosk_url": "https://example.com/remote"}}')
-env = dict(os.environ, RCAGENT_CONFIG=conf)
 
 
 def threads(pid):

@@ -9,31 +9,18 @@ triggers each fetch (not inotify). Each round writes a new version, sends one pi
 
 Usage: bench/ping.py BIN_DIR [ROUNDS]
 """
-import json, os, socket, statistics, subprocess, sys, tempfile, time
+import json, os, socket, statistics, subprocess, sys, time
+
+from agentsetup import FileAgent
 
 bin_dir = sys.argv[1]
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 200
-work = tempfile.mkdtemp(prefix="rcbench-")
+agent = FileAgent("rcbench-")
+work, conf, sock, env = agent.work, agent.conf, agent.sock, agent.env
 data = os.path.join(work, "data")
 os.makedirs(data)
 target = os.path.join(data, "remote.json")
-link = os.path.join(work, "remote.json")
-os.symlink(target, link)
-conf = os.path.join(work, "agent.conf")
-sock = os.path.join(work, "agent.sock")
-with open(os.path.join(work, "defaults.json"), "w") as f:
-    f.write("{}")
-with open(conf, "w") as f:
-    f.write(f"""[Agent]
-StateDirectory={work}/state
-Socket={sock}
-SocketGroup=
-Defaults={work}/defaults.json
-[Source]
-Type=file
-Path={link}
-""")
-env = dict(os.environ, RCAGENT_CONFIG=conf)
+os.symlink(target, agent.remote)
 
 
 def report(figures):
