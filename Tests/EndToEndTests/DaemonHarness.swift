@@ -239,4 +239,14 @@ extension Sandbox {
         try daemon.waitUntilReady()
         return daemon
     }
+
+    /// Publishes template `version` (``document(version:keys:extra:)``), starts the daemon and waits
+    /// for a fetch: the daemon then serves that template, the last good values a test attacks.
+    func startServing(version: Int = 1) throws -> DaemonProcess {
+        try publish(Sandbox.document(version: version))
+        let daemon = try startDaemon()
+        let fetch = try cli("fetch", "--wait")
+        guard fetch.status == 0 else { throw DaemonError("the first fetch failed: \(fetch.stderr)\n\(daemon.log)") }
+        return daemon
+    }
 }

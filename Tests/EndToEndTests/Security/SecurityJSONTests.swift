@@ -20,13 +20,6 @@ import Testing
     /// The most nesting that fits one request line: `[` repeated to the line limit.
     static let widest = String(repeating: "[", count: 64 * 1024 - 2)
 
-    func startServing(_ sandbox: Sandbox, version: Int = 1) throws -> DaemonProcess {
-        try sandbox.publish(Sandbox.document(version: version))
-        let daemon = try sandbox.startDaemon()
-        #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v\(version)\n" }, "\(daemon.log)")
-        return daemon
-    }
-
     /// The owner's commands work and the last good value is served: the daemon kept its state.
     func expectHealthy(_ sandbox: Sandbox, _ daemon: DaemonProcess, value: String = "v1") throws {
         #expect(daemon.process.isRunning, "\(daemon.log)")
@@ -38,7 +31,7 @@ import Testing
 
     @Test func nestedSocketLinesGetAnErrorAndTheDaemonAnswers() throws {
         let sandbox = try Sandbox()
-        let daemon = try startServing(sandbox)
+        let daemon = try sandbox.startServing()
         let client = try SocketClient(path: sandbox.socketPath)
         var lines = Self.depths.flatMap { depth in
             (0..<4).flatMap { shape in
@@ -120,7 +113,7 @@ import Testing
 
     @Test func aDeeplyNestedFileDocumentFailsTheFetchQuickly() throws {
         let sandbox = try Sandbox()
-        let daemon = try startServing(sandbox)
+        let daemon = try sandbox.startServing()
         try sandbox.publish(Self.deepDocument)
         let started = Date()
         let fetch = try sandbox.cli("fetch", "--force", "--wait")
@@ -168,7 +161,7 @@ import Testing
     ])
     func keysAndValuesTheStoreCannotKeepAreRefusedByName(_ document: String) throws {
         let sandbox = try Sandbox()
-        let daemon = try startServing(sandbox)
+        let daemon = try sandbox.startServing()
         try sandbox.publish(document)
         let fetch = try sandbox.cli("fetch", "--force", "--wait")
         #expect(fetch.status == 1)

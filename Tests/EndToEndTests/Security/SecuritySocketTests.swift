@@ -166,9 +166,7 @@ import Testing
     /// and every dripper is cut off by the total line deadline, 5 s after its first byte.
     @Test func drippingClientsAreCutAtTheLineDeadlineAndTheOwnerGetsThrough() throws {
         let sandbox = try Sandbox()
-        try sandbox.publish(Sandbox.document(version: 1))
-        let daemon = try sandbox.startDaemon()
-        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        let daemon = try sandbox.startServing()
         let threads = daemon.threadCount
 
         let crowd = try SocketCrowd(sandbox, count: 64, mode: "drip")
@@ -228,9 +226,7 @@ import Testing
     /// connection, which the owner may evict). The owner's commands work, and the watchers hear them.
     @Test func idleWatchersCannotTakeEverySlot() throws {
         let sandbox = try Sandbox()
-        try sandbox.publish(Sandbox.document(version: 1))
-        let daemon = try sandbox.startDaemon()
-        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        let daemon = try sandbox.startServing()
         var crowd: [SocketClient] = []
         for _ in 0..<64 { crowd.append(try SocketClient(path: sandbox.socketPath)) }
         var watchers: [SocketClient] = []
@@ -260,9 +256,7 @@ import Testing
     /// timeout: three connections made `status` wait 15 s, twelve would outlast `WatchdogSec=60s`.)
     @Test func aWatcherThatDoesNotReadCannotStallTheAgent() throws {
         let sandbox = try Sandbox()
-        try sandbox.publish(Sandbox.document(version: 1))
-        let daemon = try sandbox.startDaemon()
-        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        let daemon = try sandbox.startServing()
         let result = try runProcess(
             "/usr/bin/python3",
             [Self.fixtures.appendingPathComponent("watch_ack_stall.py").path, sandbox.socketPath, "3"])
@@ -281,9 +275,7 @@ import Testing
     /// into the database; `status` says "not running" only in the first case.
     @Test func markStaleWritesTheDatabaseWhenTheDaemonCannotTakeIt() throws {
         let sandbox = try Sandbox()
-        try sandbox.publish(Sandbox.document(version: 1))
-        let daemon = try sandbox.startDaemon()
-        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        let daemon = try sandbox.startServing()
         daemon.killHard()
         #expect(exists(sandbox.socketPath), "kill -9 leaves the socket file")
         let down = try sandbox.cli("mark-stale", "--reason", "daemon down")

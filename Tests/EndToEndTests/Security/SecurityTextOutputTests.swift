@@ -93,9 +93,7 @@ import Testing
 
     @Test func aParameterNameCannotInjectNotifyAssignmentsOrForgeStatusLines() throws {
         let sandbox = try Sandbox()
-        try sandbox.publish(Sandbox.document(version: 1))
-        let daemon = try sandbox.startDaemon()
-        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        let daemon = try sandbox.startServing()
 
         // A template whose parameter name is quoted into the fetch error, and from there into the
         // status line, the log, `rcagent status` and `fetch --wait`.
@@ -177,9 +175,7 @@ import Testing
     /// line stays far below the cut.
     @Test func aLongRemoteKeyCannotForgeAJournalEntry() throws {
         let sandbox = try Sandbox()
-        try sandbox.publish(Sandbox.document(version: 1))
-        let daemon = try sandbox.startDaemon()
-        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        let daemon = try sandbox.startServing()
         let lineMax = 48 * 1024
         var key = [UInt8](repeating: UInt8(ascii: "k"), count: lineMax * 26)
         for (cut, before) in zip(1...25, 100...124) {
