@@ -1,5 +1,5 @@
-"""The set-up the bench scripts share: a work directory holding a defaults file and an agent.conf whose
-source is a JSON file, for one rcagentd and the rcagent calls around it."""
+"""What the bench scripts share: a work directory holding a defaults file and an agent.conf whose
+source is a JSON file, for one rcagentd and the rcagent calls around it; a process's CPU time."""
 import os, tempfile
 
 
@@ -18,3 +18,10 @@ class FileAgent:
             f.write(f"[Agent]\nStateDirectory={self.work}/state\nSocket={self.sock}\nSocketGroup=\n"
                     f"Defaults={self.work}/defaults.json\n[Source]\nType=file\nPath={self.remote}\n")
         self.env = dict(os.environ, RCAGENT_CONFIG=self.conf)
+
+
+def cpu_ms(pid):
+    """CPU time (utime + stime) process `pid` has used, in milliseconds (clock-tick resolution)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 // os.sysconf("SC_CLK_TCK")

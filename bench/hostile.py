@@ -16,13 +16,12 @@ Usage: bench/hostile.py BIN_DIR [ROUNDS]
 """
 import json, os, socket, statistics, subprocess, sys, time
 
-from agentsetup import FileAgent
+from agentsetup import FileAgent, cpu_ms
 
 bin_dir = sys.argv[1]
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 agent = FileAgent("rcbench-hostile-")
 work, remote, conf, sock, env = agent.work, agent.remote, agent.conf, agent.sock, agent.env
-ticks = os.sysconf("SC_CLK_TCK")
 
 
 def publish(text):
@@ -30,11 +29,6 @@ def publish(text):
     with open(tmp, "w") as f:
         f.write(text)
     os.rename(tmp, remote)
-
-
-def cpu_ms(pid):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 / ticks
 
 
 def request(line):

@@ -11,7 +11,7 @@ Usage: bench/idle.py BIN_DIR [SECONDS]
 """
 import collections, json, os, re, shutil, subprocess, sys, time
 
-from agentsetup import FileAgent
+from agentsetup import FileAgent, cpu_ms
 
 bin_dir = os.path.abspath(sys.argv[1])
 seconds = int(sys.argv[2]) if len(sys.argv) > 2 else 60
@@ -36,12 +36,6 @@ def threads(pid):
         except (OSError, AttributeError):
             pass  # the thread ended while we looked
     return result
-
-
-def cpu_ms(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 // os.sysconf("SC_CLK_TCK")
 
 
 def rollup(pid):
