@@ -4,11 +4,12 @@ import Testing
 
 /// Hooks in HooksDirectory after activations and stale changes (issue: local integration).
 @Suite struct HookTests {
-    func sandbox(timeout: String = "5s") throws -> (Sandbox, URL) {
+    /// A sandbox with a hooks directory; `agent`: more `[Agent]` lines.
+    func sandbox(timeout: String = "5s", agent: String = "") throws -> (Sandbox, URL) {
         let sandbox = try Sandbox(extraConfig: "")
         let hooks = sandbox.root.appendingPathComponent("hooks")
         try FileManager.default.createDirectory(at: hooks, withIntermediateDirectories: true)
-        try sandbox.writeConfig(extra: "[Agent]\nHooksDirectory=\(hooks.path)\nHookTimeout=\(timeout)")
+        try sandbox.writeConfig(extra: "[Agent]\nHooksDirectory=\(hooks.path)\nHookTimeout=\(timeout)\n\(agent)")
         return (sandbox, hooks)
     }
 

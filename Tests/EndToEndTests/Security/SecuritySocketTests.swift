@@ -327,23 +327,20 @@ import Testing
     /// (fdinfo flags of every socket of the daemon, and what the hooks see), and the code makes the
     /// window impossible (accept4 with SOCK_CLOEXEC, socket() with SOCK_CLOEXEC).
     @Test func hooksInheritNoControlConnection() throws {
-        let sandbox = try Sandbox()
-        let hooks = sandbox.root.appendingPathComponent("hooks")
-        try FileManager.default.createDirectory(at: hooks, withIntermediateDirectories: true)
-        try sandbox.writeConfig(extra: "[Agent]\nHooksDirectory=\(hooks.path)\nMinimumFetchInterval=0")
+        let (sandbox, hooks) = try HookTests().sandbox(timeout: "30s", agent: "MinimumFetchInterval=0")
         let record = sandbox.root.appendingPathComponent("fds").path
         let hook = hooks.appendingPathComponent("50-fds").path
         // One file per hook run: the shell's descriptors, listed by a child whose output goes to a
         // file (a command substitution would hold a pipe of the shell's own open while it looks),
         // then one line: the event and the targets of every other descriptor (dash keeps a copy of
         // stdout above 9 while it redirects: the same pipe as 1 and 2, so not counted).
-        try """
-        #!/bin/sh
-        ls -l /proc/$$/fd > \(record).$$
-        targets=$(sed -n 's/^.* \\([0-9]*\\) -> \\(.*\\)$/\\1 \\2/p' \(record).$$ | sort -n | awk '$1 <= 2 { own[$2] = 1 } $1 > 2 && !($2 in own) { print $2 }' | tr '\\n' ' ')
-        echo "$RCAGENT_EVENT $targets" >> \(record)
-        """.write(toFile: hook, atomically: true, encoding: .utf8)
-        chmod(hook, 0o755)
+        try HookTests().hook(
+            "50-fds", in: hooks,
+            """
+            ls -l /proc/$$/fd > \(record).$$
+            targets=$(sed -n 's/^.* \\([0-9]*\\) -> \\(.*\\)$/\\1 \\2/p' \(record).$$ | sort -n | awk '$1 <= 2 { own[$2] = 1 } $1 > 2 && !($2 in own) { print $2 }' | tr '\\n' ' ')
+            echo "$RCAGENT_EVENT $targets" >> \(record)
+            """)
         try sandbox.publish(Sandbox.document(version: 1))
         let daemon = try CleanDaemon(sandbox)
 

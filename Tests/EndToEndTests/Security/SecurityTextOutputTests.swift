@@ -194,22 +194,17 @@ import Testing
     // MARK: Item 5: hooks on large changes
 
     @Test func aHookSeesEveryKeyOfALargeActivationUnambiguously() throws {
-        let sandbox = try Sandbox()
-        let hooks = sandbox.root.appendingPathComponent("hooks")
-        try FileManager.default.createDirectory(at: hooks, withIntermediateDirectories: true)
-        try sandbox.writeConfig(extra: "[Agent]\nHooksDirectory=\(hooks.path)\nHookTimeout=20s")
+        let (sandbox, hooks) = try HookTests().sandbox(timeout: "20s")
         let out = sandbox.root.appendingPathComponent("seen").path
-        let hook = hooks.appendingPathComponent("50-record").path
-        try sandbox.write(
+        try HookTests().hook(
+            "50-record", in: hooks,
             """
-            #!/bin/sh
             n=$(cat "\(out)/n" 2>/dev/null || echo 0); n=$((n+1))
             printf '%s' "$RCAGENT_CHANGED_KEYS" > "\(out)/keys.$n"
             printf '%s %s' "$RCAGENT_CHANGED_KEYS_COMPLETE" "$RCAGENT_CHANGED_KEYS_COUNT" > "\(out)/complete.$n"
             cat > "\(out)/stdin.$n"
             echo $n > "\(out)/n"
-            """, to: hook)
-        chmod(hook, 0o755)
+            """)
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
 
         // 6,000 keys, with spaces and percent signs: as one space-joined list ~150 KiB, past the
