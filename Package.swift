@@ -3,7 +3,10 @@
 //
 // Layering (the dependency graph is also the startup budget):
 //   C* system libraries → RCCore (pure domain) → RCStore (SQLite state) → RCAgent (daemon) / RCClient (CLI)
-// `rcagent` → RCClient → RCStore + RCCore must never reach libcurl or full Foundation.
+//   network modules, shared by the daemon and the operator tool, none of them knowing either:
+//     RCHTTP (libcurl) → RCFirebase (installations, fetch, realtime); RCMQTT (libmosquitto)
+//   RCAgent → RCStore, RCTemplate, RCHTTP, RCFirebase, RCMQTT; RCAdmin (rcadmin) → RCMQTT, never RCAgent.
+// `rcagent` → RCClient → RCStore + RCCore must never reach libcurl, libmosquitto or full Foundation.
 import PackageDescription
 
 let package = Package(
@@ -24,12 +27,17 @@ let package = Package(
 
         .target(name: "RCCore"),
         .target(name: "RCStore", dependencies: ["RCCore", "CSQLite"]),
+        .target(name: "RCHTTP", dependencies: ["RCCore", "CCurl"]),
+        .target(name: "RCMQTT", dependencies: ["RCCore", "CMosquitto"]),
+        .target(name: "RCFirebase", dependencies: ["RCCore", "RCHTTP"]),
         .target(
             name: "RCAgent",
-            dependencies: ["RCCore", "RCStore", "RCTemplate", "CSystemd", "CCurl", "CMosquitto", "CLinux"]),
+            dependencies: [
+                "RCCore", "RCStore", "RCTemplate", "RCHTTP", "RCFirebase", "RCMQTT", "CSystemd", "CLinux",
+            ]),
         .target(name: "RCClient", dependencies: ["RCCore", "RCStore"]),
         .target(name: "RCTemplate", dependencies: ["RCCore", "CCrypto", "CPCRE2"]),
-        .target(name: "RCAdmin", dependencies: ["RCCore", "CMosquitto"]),
+        .target(name: "RCAdmin", dependencies: ["RCCore", "RCMQTT"]),
 
         .executableTarget(
             name: "rcagent", dependencies: ["RCClient"],
@@ -40,7 +48,7 @@ let package = Package(
         .executableTarget(name: "rcadmin", dependencies: ["RCAdmin"]),
 
         // Parser fuzz targets (`make fuzz`; the corpus run is a Reliability suite of EndToEndTests).
-        .target(name: "RCFuzzing", dependencies: ["RCCore", "RCTemplate", "RCAgent"]),
+        .target(name: "RCFuzzing", dependencies: ["RCCore", "RCTemplate", "RCAgent", "RCHTTP", "RCFirebase"]),
         .executableTarget(name: "rcfuzz", dependencies: ["RCFuzzing"]),
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -48,6 +56,7 @@ let package = Package(
         .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "TestSupport"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
         .testTarget(name: "RCAgentTests", dependencies: ["RCAgent", "RCStore", "RCCore"]),
+        .testTarget(name: "RCNetworkTests", dependencies: ["RCHTTP", "RCFirebase", "RCMQTT", "RCCore", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["rcagent", "rcagentd", "rcadmin", "RCStore", "RCCore", "RCFuzzing", "TestSupport"]),

@@ -1,8 +1,9 @@
-internal import CMosquitto
-import Glibc
 import RCCore
+import RCMQTT
+import Synchronization
 
-/// Publishes one message at QoS 1 and returns once the broker acknowledged it (PUBACK).
+/// Publishes one message at QoS 1 and returns once the broker acknowledged it (PUBACK): rcadmin's
+/// `notify-stale --mqtt`, on RCMQTT's client.
 enum MQTTPublisher {
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -15,38 +16,55 @@ enum MQTTPublisher {
         guard let (tls, host, port) = MQTTAddress.parse(url) else {
             throw Failure(description: "not an mqtt:// or mqtts:// URL: \(url)")
         }
-        mosquitto_lib_init()
-        guard let handle = mosquitto_new(nil, true, nil) else {
-            throw Failure(description: "cannot create an MQTT client")
-        }
-        defer { mosquitto_destroy(handle) }
-        if let username { mosquitto_username_pw_set(handle, username, password) }
-        if tls {
-            let rc = mosquitto_tls_set(handle, caFile, caFile == nil ? "/etc/ssl/certs" : nil, nil, nil, nil)
-            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-                throw Failure(description: "TLS: \(String(cString: mosquitto_strerror(rc)))")
+        var options = MQTTClient.Options()
+        options.username = username
+        options.password = password
+        options.tls = tls
+        options.caFile = caFile
+        let client: MQTTClient
+        do { client = try MQTTClient(options) } catch { throw Failure(description: error.description) }
+        // What the broker said, from the event handler (which runs inside `loop`, on this thread).
+        let outcome = Outcome()
+        client.onEvent { [unowned client] event in
+            switch event {
+            case .published:
+                outcome.set(.acknowledged)
+                client.disconnect()  // the loop below then ends
+            case let .refused(reason): outcome.set(.refused(reason))
+            default: break
             }
         }
-        // The publish callback ends the loop once the broker acknowledged the message.
-        mosquitto_publish_callback_set(handle) { mosq, _, _ in mosquitto_disconnect(mosq) }
-        var rc = mosquitto_connect(handle, host, port, 30)
-        guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-            throw Failure(description: "cannot connect to \(host):\(port): \(String(cString: mosquitto_strerror(rc)))")
-        }
-        let bytes = Array(payload.utf8)
-        rc = bytes.withUnsafeBytes { mosquitto_publish(handle, nil, topic, Int32($0.count), $0.baseAddress, 1, false) }
-        guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-            throw Failure(description: "cannot publish to \(topic): \(String(cString: mosquitto_strerror(rc)))")
+        do {
+            try client.connect(host: host, port: port, keepAlive: 30)
+            try client.publish(Array(payload.utf8), topic: topic, qos: 1)
+        } catch {
+            throw Failure(description: error.description)
         }
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            rc = mosquitto_loop(handle, 200, 1)
-            if rc == MOSQ_ERR_NO_CONN.rawValue { return }  // disconnected by the publish callback: acknowledged
-            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-                throw Failure(
-                    description: "connection to \(host):\(port) failed: \(String(cString: mosquitto_strerror(rc)))")
+            var failure: MQTTError?
+            do { try client.loop(timeout: .milliseconds(200)) } catch { failure = error }
+            switch outcome.value {
+            case .acknowledged?: return
+            case let .refused(reason)?: throw Failure(description: "\(host):\(port) refused the connection: \(reason)")
+            case nil:
+                if let failure {
+                    throw Failure(description: "connection to \(host):\(port) failed: \(failure.reason)")
+                }
             }
         }
         throw Failure(description: "the broker did not acknowledge the message within \(DurationText.format(timeout))")
+    }
+
+    private enum Answer {
+        case acknowledged
+        case refused(String)
+    }
+
+    /// The broker's first answer, set from the event handler.
+    private final class Outcome: Sendable {
+        private let answer = Mutex<Answer?>(nil)
+        func set(_ value: Answer) { answer.withLock { if $0 == nil { $0 = value } } }
+        var value: Answer? { answer.withLock { $0 } }
     }
 }

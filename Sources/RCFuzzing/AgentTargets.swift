@@ -1,5 +1,6 @@
-import RCAgent
 import RCCore
+import RCFirebase
+import RCHTTP
 
 /// What the daemon reads from servers: the realtime stream, `Retry-After`, the installation token.
 enum AgentTargets {
@@ -49,7 +50,7 @@ enum AgentTargets {
 
     static let now = Timestamp(milliseconds: 1_800_000_000_000)
 
-    /// `HTTPSource.retryAfter`: delay-seconds or an HTTP-date.
+    /// `RetryAfter.parse`: delay-seconds or an HTTP-date.
     static let retryAfter = FuzzTarget(
         "retry-after",
         "Retry-After header value: a delay is never negative, never beyond the cap (so the throttle time "
@@ -57,13 +58,13 @@ enum AgentTargets {
 
     private static func checkRetryAfter(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
         let value = text(bytes)
-        guard let delay = HTTPSource.retryAfter(value, now: now) else { return .rejected }
+        guard let delay = RetryAfter.parse(value, now: now) else { return .rejected }
         try check.require(delay >= .zero, "negative delay \(delay)")
-        try check.require(delay <= HTTPSource.maximumRetryAfter, "delay \(delay) over the cap")
+        try check.require(delay <= RetryAfter.maximum, "delay \(delay) over the cap")
         let trimmed = value.trimmingSpaces()
         if let seconds = Int64(trimmed), seconds >= 0 {
             try check.require(
-                delay == min(.seconds(seconds), HTTPSource.maximumRetryAfter), "\(seconds) s read as \(delay)")
+                delay == min(.seconds(seconds), RetryAfter.maximum), "\(seconds) s read as \(delay)")
         }
         _ = now + delay
         return .accepted

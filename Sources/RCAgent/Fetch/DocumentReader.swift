@@ -1,5 +1,6 @@
 import RCCore
 import RCTemplate
+import Synchronization
 
 /// Reads what the file and http sources deliver (SPEC §3): a fetch response, or a template whose
 /// server-template conditions are evaluated here with the device id and `[Signals]` as context.
@@ -8,8 +9,8 @@ import RCTemplate
 package final class DocumentReader: Sendable {
     private let context: EvaluationContext
     private let log: Logger
-    private let reported = NSLockLite()
-    nonisolated(unsafe) private var alreadyReported: Set<String> = []
+    /// The conditions already reported, so each is logged once however often it comes back.
+    private let alreadyReported = Mutex<Set<String>>([])
 
     package init(deviceId: String, signals: [(name: String, value: String)], log: Logger) {
         context = EvaluationContext(deviceId: deviceId, signals: Dictionary(signals.map { ($0.name, $0.value) }) { $1 })
@@ -35,9 +36,9 @@ package final class DocumentReader: Sendable {
         let shape = try RemoteDocument.read(json, name: name)
         guard case .update = shape, json["parameters"] != nil, json["conditions"] != nil else { return shape }
         let evaluation = try TemplateEvaluator.evaluate(json, name: name, context: context)
-        let fresh = reported.withLock {
-            let new = evaluation.unsupportedConditions.filter { !alreadyReported.contains($0) }
-            alreadyReported.formUnion(new)
+        let fresh = alreadyReported.withLock { reported in
+            let new = evaluation.unsupportedConditions.filter { !reported.contains($0) }
+            reported.formUnion(new)
             return new
         }
         if !fresh.isEmpty {

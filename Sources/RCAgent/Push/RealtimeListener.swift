@@ -1,27 +1,52 @@
 import RCCore
+import RCFirebase
 
-/// Firebase's realtime invalidation stream (`streamFetchInvalidations`, SPEC §6): a long-lived
-/// POST whose body is a sequence of JSON objects. A `latestTemplateVersionNumber` above the current
-/// version triggers a fetch that must reach it; `featureDisabled` stops the stream; `retryIntervalSeconds`
-/// sets the next reconnect. Failed connections back off exponentially with jitter, counted across
-/// restarts; every successful (re)connect refetches once, since a message may have been missed.
+/// The daemon's side of Firebase's realtime invalidation stream (SPEC §6; the protocol is
+/// RCFirebase's ``RealtimeStream``): a `latestTemplateVersionNumber` above the current version
+/// triggers a fetch that must reach it; `featureDisabled` stops reconnecting. Failed connections back
+/// off exponentially with jitter, counted across restarts; every successful (re)connect refetches
+/// once, since a message may have been missed.
 final class RealtimeListener: Sendable {
-    private let source: FirebaseSource
+    private let stream: RealtimeStream
     private let agent: Agent
     private let log: Logger
     private let policy: FetchPolicy
 
-    /// Statuses after which reconnecting makes sense (the SDKs' list); others stop the stream.
-    static let retryable: Set<Int> = [408, 429, 502, 503, 504]
-
     init(source: FirebaseSource, agent: Agent, log: Logger) {
-        self.source = source
+        stream = source.realtime
         self.agent = agent
         self.log = log
         policy = FetchPolicy(minimumInterval: .zero)
     }
 
+    /// What a connection asks of the agent, in the order the stream said it.
+    private enum Work: Sendable {
+        case refetch(toReach: Int64?)
+    }
+
+    /// Connects and reconnects until cancelled, or until the server says not to. The connection's
+    /// events reach the agent through one ordered stream, handled by one child task: a fetch an
+    /// announcement starts never overtakes the one the stream's opening started.
     func run() async {
+        let (work, input) = AsyncStream<Work>.makeStream()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [agent, log] in
+                for await item in work {
+                    switch item {
+                    case .refetch(toReach: nil): await agent.refetch(toReach: nil)
+                    case let .refetch(toReach: version?):
+                        guard await agent.isNewer(version) else { continue }
+                        log.info("Realtime: template \(version) published; fetching")
+                        await agent.refetch(toReach: version)
+                    }
+                }
+            }
+            await connectLoop(input)
+            input.finish()
+        }
+    }
+
+    private func connectLoop(_ work: AsyncStream<Work>.Continuation) async {
         var failures = Int(await agent.note("realtime.failures") ?? "") ?? 0
         // Streams the server ends soon after opening: each reconnects after twice the wait of the
         // last (1 s, 2 s, 4 s ... 5 min), so a server that keeps closing at once is not hammered.
@@ -31,9 +56,20 @@ final class RealtimeListener: Sendable {
                 try? await Task.sleep(for: wait)
                 if Task.isCancelled { return }
             }
-            let session = StreamSession(listener: self)
+            let lastKnown = (try? await agent.currentTemplateVersion()) ?? nil
+            let etag = (try? await agent.status())?.fetched.etag
             let opened = ContinuousClock.now
-            let result = await session.run()
+            let result = await stream.connect(lastKnownVersion: lastKnown, etag: etag) { [log] event in
+                switch event {
+                case .opened:
+                    log.info("Realtime stream open")
+                    work.yield(.refetch(toReach: nil))  // a message may have been missed while disconnected
+                case let .templatePublished(version):
+                    work.yield(.refetch(toReach: version))
+                case let .unreadable(text):
+                    log.warning("Ignoring an unreadable realtime message: \(text)")
+                }
+            }
             switch result {
             case .disabled:
                 log.notice("Realtime updates are disabled for this project (featureDisabled); not reconnecting")
@@ -68,140 +104,4 @@ final class RealtimeListener: Sendable {
         await agent.setNote("realtime.failures", String(failures))
         await agent.setNote("realtime.retryAt", String((Timestamp.now() + wait).milliseconds))
     }
-
-    enum Outcome {
-        case ended(retryInterval: Duration?)
-        case failed(String, retryInterval: Duration?)
-        case disabled
-        case stopped(String)
-    }
-
-    /// One connection of the stream.
-    private final class StreamSession: @unchecked Sendable {
-        let listener: RealtimeListener
-        private let lock = NSLockLite()
-        private var framer = RealtimeStreamFramer()
-        private var disabled = false
-        private var retryInterval: Duration?
-        private var receiver: StreamReceiver?
-
-        init(listener: RealtimeListener) {
-            self.listener = listener
-        }
-
-        func run() async -> Outcome {
-            let agent = listener.agent
-            let source = listener.source
-            let credentials: (fid: String, token: String)
-            do { credentials = try await source.installations.token() } catch {
-                return .failed(error.message, retryInterval: nil)
-            }
-            let lastKnown = (try? await agent.currentTemplateVersion()) ?? nil
-            let etag = (try? await agent.status())?.fetched.etag
-            var request = source.base
-            request.url = source.endpoints.streamInvalidations
-            request.method = "POST"
-            request.timeout = .zero
-            request.headers = [
-                "Content-Type: application/json", "Accept: application/json",
-                "X-Goog-Api-Key: \(source.endpoints.apiKey)",
-                "X-Goog-Firebase-Installations-Auth: \(credentials.token)", "X-Accept-Response-Streaming: true",
-                "If-None-Match: \(etag ?? "*")",
-            ]
-            request.body = Array(
-                JSONValue.object([
-                    ("project", .string(source.endpoints.project)), ("namespace", .string("firebase")),
-                    ("lastKnownVersionNumber", .string(String(lastKnown ?? 0))),
-                    ("appId", .string(source.appIdentifier)),
-                    ("sdkVersion", .string(BuildInfo.version)), ("appInstanceId", .string(credentials.fid)),
-                ]).compactText.utf8)
-            let receiver = StreamReceiver { [self] bytes in receive(bytes) }
-            lock.withLock { self.receiver = receiver }
-            let opened = OpenFlag()
-            receiver.onOpen = { [listener] in
-                opened.set()
-                listener.log.info("Realtime stream open")
-                // A message may have been missed while disconnected.
-                Task { await agent.refetch(toReach: nil) }
-            }
-            let response: HTTPResponse
-            do {
-                response = try await withTaskCancellationHandler { () async throws(HTTPError) -> HTTPResponse in
-                    try await HTTPClient.stream(request, into: receiver)
-                } onCancel: {
-                    receiver.cancel()
-                }
-            } catch let error as HTTPError {
-                if isDisabled { return .disabled }
-                return opened.isSet
-                    ? .ended(retryInterval: retry)
-                    : .failed("\(error.message) (\(error.kind.rawValue))", retryInterval: retry)
-            } catch {
-                return .failed("\(error)", retryInterval: retry)
-            }
-            if isDisabled { return .disabled }
-            if response.status == 200 { return .ended(retryInterval: retry) }
-            let message = FirebaseSource.describe(response).replacing("Firebase fetch", with: "realtime")
-            if response.status == 401 {
-                await source.installations.invalidateToken()
-                return .failed(message, retryInterval: nil)
-            }
-            return RealtimeListener.retryable.contains(response.status)
-                ? .failed(message, retryInterval: retry) : .stopped(message)
-        }
-
-        private var isDisabled: Bool { lock.withLock { disabled } }
-        private var retry: Duration? { lock.withLock { retryInterval } }
-
-        /// Splits the stream into top-level JSON objects and handles each.
-        private func receive(_ bytes: [UInt8]) {
-            let messages = lock.withLock { framer.append(bytes) }
-            for message in messages { handle(message) }
-        }
-
-        private func handle(_ bytes: [UInt8]) {
-            guard let json = try? JSONValue.parse(bytes) else {
-                listener.log.warning(
-                    "Ignoring an unreadable realtime message: \(String(decoding: bytes.prefix(200), as: UTF8.self))")
-                return
-            }
-            if case .bool(true) = json["featureDisabled"] {
-                let receiver = lock.withLock {
-                    disabled = true
-                    return self.receiver
-                }
-                receiver?.cancel()  // end this stream; `run` then stops reconnecting
-                return
-            }
-            if let seconds = json["retryIntervalSeconds"].flatMap(Self.integer), seconds >= 0 {
-                lock.withLock { retryInterval = .seconds(seconds) }
-            }
-            if let version = json["latestTemplateVersionNumber"].flatMap(Self.integer) {
-                let agent = listener.agent
-                let log = listener.log
-                Task {
-                    guard await agent.isNewer(version) else { return }
-                    log.info("Realtime: template \(version) published; fetching")
-                    await agent.refetch(toReach: version)
-                }
-            }
-        }
-
-        /// Realtime numbers arrive as strings (proto3 int64) or numbers.
-        private static func integer(_ value: JSONValue) -> Int64? {
-            switch value {
-            case let .integer(i): i
-            case let .string(s): Int64(s)
-            default: nil
-            }
-        }
-    }
-}
-
-/// Set once from the transfer thread, read after it.
-private final class OpenFlag: @unchecked Sendable {
-    private let lock = NSLockLite()
-    private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
 }

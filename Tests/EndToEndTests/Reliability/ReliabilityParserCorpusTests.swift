@@ -60,36 +60,8 @@ extension Reliability {
             #expect(accepted > 0, "no mutated input of \(name) was accepted")
         }
 
-        // Crashes the targets found in the daemon's readers of server responses (no RCAgent unit-test
-        // target exists; the inputs are also in the corpus).
-
-        @Test func retryAfterIsCappedAndYearsOutOfRangeDoNotTrap() {
-            let now = Timestamp(milliseconds: 1_800_000_000_000)
-            // `year - 1900` and the seconds-to-milliseconds product overflowed and trapped.
-            #expect(HTTPSource.retryAfter("Sun, 06 Nov -2147483648 08:49:37 GMT", now: now) == nil)
-            #expect(HTTPSource.retryAfter("Sun, 06 Nov 2147483647 08:49:37 GMT", now: now) == nil)
-            #expect(HTTPSource.retryAfter("Sun, 06 Nov 9999 08:49:37 GMT", now: now) == HTTPSource.maximumRetryAfter)
-            #expect(HTTPSource.retryAfter("9223372036854775807", now: now) == HTTPSource.maximumRetryAfter)
-            #expect(HTTPSource.retryAfter("120", now: now) == .seconds(120))
-            #expect(HTTPSource.retryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now: now) == .zero)
-            #expect(HTTPSource.retryAfter("Sun, 06 Nov 1994 25:49:37 GMT", now: now) == nil)
-        }
-
-        @Test func installationTokenExpiryIsCheckedAndCapped() throws {
-            let now = Timestamp(milliseconds: 1_800_000_000_000)
-            func expiry(_ expiresIn: String) -> Timestamp? {
-                try? InstallationClient.token(
-                    from: Array(#"{"token": "t", "expiresIn": "\#(expiresIn)"}"#.utf8), now: now
-                )
-                .1
-            }
-            // Int64(seconds * 1000) trapped on these.
-            #expect(expiry("1e300s") == now + InstallationClient.maximumTokenLifetime)
-            #expect(expiry("nans") == nil)
-            #expect(expiry("infs") == nil)
-            #expect(expiry("-5s") == nil)
-            #expect(expiry("3600s") == now + .seconds(3600))
-        }
+        // The crashes the targets found in Retry-After and the installation token are regression
+        // tests of RCNetworkTests (RetryAfterTests, InstallationTokenTests).
 
         /// DocumentReader looked for the bytes `"conditions"` to decide whether to evaluate conditions, so
         /// a key written with an escape (`"condition\u0073"`) made it ignore them.

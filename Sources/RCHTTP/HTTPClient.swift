@@ -6,8 +6,6 @@ import RCCore
 /// cooperative-pool thread. Proxies come from the environment (`http_proxy`, `https_proxy`,
 /// `no_proxy`) as curl reads them.
 public enum HTTPClient {
-    public static let version = BuildInfo.version
-
     private static let initialized: Bool = {
         curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
     }()
@@ -17,13 +15,16 @@ public enum HTTPClient {
         _ = initialized
     }
 
+    /// Sends `request` and returns the whole response; an HTTP error status is a response, not a throw.
     public static func send(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
         try await perform(request, stream: nil)
     }
 
     /// A long-lived request whose 200 body arrives piece by piece in `stream`; returns when the
     /// server ends it or the receiver is cancelled. Other statuses come back with their body.
-    static func stream(_ request: HTTPRequest, into stream: StreamReceiver) async throws(HTTPError) -> HTTPResponse {
+    public static func stream(_ request: HTTPRequest, into stream: StreamReceiver) async throws(HTTPError)
+        -> HTTPResponse
+    {
         try await perform(request, stream: stream)
     }
 

@@ -1,15 +1,17 @@
 import Glibc
 
-/// Starts `body` on a new detached OS thread: for blocking socket work that must not sit on the
-/// cooperative pool.
-enum DetachedThread {
+/// Starts `body` on a new detached OS thread: for blocking work (sockets, curl transfers, the MQTT
+/// network loop) that must not sit on the cooperative pool. In RCCore because the daemon and the
+/// network modules (RCHTTP, RCMQTT) all start such threads.
+public enum DetachedThread {
     private final class Box {
         let body: () -> Void
         init(_ body: @escaping () -> Void) { self.body = body }
     }
 
+    /// Whether the thread started (pthread_create can fail when threads or memory run out).
     @discardableResult
-    static func start(stackSize: Int = 512 * 1024, _ body: @escaping @Sendable () -> Void) -> Bool {
+    public static func start(stackSize: Int = 512 * 1024, _ body: @escaping @Sendable () -> Void) -> Bool {
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
         defer { pthread_attr_destroy(&attributes) }
@@ -34,7 +36,7 @@ enum DetachedThread {
 
 /// Runs an async operation from a plain thread and waits for its result. Only for our own
 /// blocking threads (connection handlers), never from the cooperative pool.
-func blockingWait<T: Sendable>(_ operation: @escaping @Sendable () async -> T) -> T {
+package func blockingWait<T: Sendable>(_ operation: @escaping @Sendable () async -> T) -> T {
     let slot = ResultSlot<T>()
     sem_init(&slot.semaphore, 0, 0)
     defer { sem_destroy(&slot.semaphore) }

@@ -1,19 +1,22 @@
+import Glibc
 import RCCore
 
-/// The three Google APIs the firebase source talks to. `Endpoint=` replaces scheme, host and
-/// port of all three; the paths stay as Google documents them (SPEC §6).
-struct FirebaseEndpoints: Sendable {
-    let installations: String
-    let remoteConfig: String
-    let realtime: String
-    let project: String
-    let apiKey: String
+/// The three Google APIs a Firebase client talks to (installations, Remote Config fetch, realtime),
+/// for one project and API key. An `endpoint` (the daemon's `Endpoint=`, a test server) replaces
+/// scheme, host and port of all three; the paths stay as Google documents them (SPEC §6).
+public struct FirebaseEndpoints: Sendable {
+    public let installations: String
+    public let remoteConfig: String
+    public let realtime: String
+    public let project: String
+    public let apiKey: String
 
-    init(config: AgentConfig) {
-        project = config.projectId ?? ""
-        apiKey = config.apiKey ?? ""
+    /// `endpoint`: a URL whose origin replaces Google's hosts (its path is ignored), or `nil`.
+    public init(project: String, apiKey: String, endpoint: String? = nil) {
+        self.project = project
+        self.apiKey = apiKey
         func origin(_ host: String) -> String {
-            config.endpoint.flatMap { URLText.origin(of: $0).map(String.init) } ?? "https://\(host)"
+            endpoint.flatMap { URLText.origin(of: $0).map(String.init) } ?? "https://\(host)"
         }
         installations = origin("firebaseinstallations.googleapis.com")
         remoteConfig = origin("firebaseremoteconfig.googleapis.com")
@@ -34,15 +37,17 @@ struct FirebaseEndpoints: Sendable {
 }
 
 /// What the fetch request says about the device (the Firebase client fields).
-struct DeviceFacts: Sendable {
-    var languageCode = "en-US"
-    var countryCode: String?
-    var timeZone = "UTC"
-    var platformVersion = "Linux"
+public struct DeviceFacts: Sendable {
+    public var languageCode = "en-US"
+    public var countryCode: String?
+    public var timeZone = "UTC"
+    public var platformVersion = "Linux"
+
+    public init() {}
 
     /// Reads the locale from LANG/LC_ALL, the zone from TZ or /etc/timezone or /etc/localtime, the
     /// kernel release from uname.
-    static func current(environment: [String: String]) -> DeviceFacts {
+    public static func current(environment: [String: String]) -> DeviceFacts {
         var facts = DeviceFacts()
         let locale = environment["LC_ALL"].flatMap { $0.isEmpty ? nil : $0 } ?? environment["LANG"] ?? ""
         let tag = locale.split(separator: ".").first.map(String.init) ?? ""
@@ -60,5 +65,16 @@ struct DeviceFacts: Sendable {
         }
         facts.platformVersion = "Linux " + Uname.release
         return facts
+    }
+}
+
+/// The kernel release (`uname -r`).
+enum Uname {
+    static var release: String {
+        var info = utsname()
+        guard uname(&info) == 0 else { return "unknown" }
+        return withUnsafeBytes(of: info.release) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
     }
 }

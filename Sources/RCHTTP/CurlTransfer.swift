@@ -1,6 +1,7 @@
 internal import CCurl
 import Glibc
 import RCCore
+import Synchronization
 
 /// One libcurl easy handle, owned: created in `init`, cleaned up in `deinit`. `perform` blocks,
 /// so it only ever runs on a thread of its own (see ``HTTPClient``), never on the cooperative pool.
@@ -130,7 +131,7 @@ final class CurlTransfer {
         set(rc_curl_setopt_long(h, CURLOPT_TCP_KEEPALIVE, 1))  // a dead peer ends an idle stream too
         set(rc_curl_setopt_string(h, CURLOPT_ACCEPT_ENCODING, ""))  // every encoding curl can decode
         set(rc_curl_setopt_off(h, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maximumResponseSize)))
-        set(rc_curl_setopt_string(h, CURLOPT_USERAGENT, "rcagent/\(HTTPClient.version)"))
+        set(rc_curl_setopt_string(h, CURLOPT_USERAGENT, request.userAgent))
         if let caFile = request.caFile {
             // Only this CA: without clearing CAPATH, OpenSSL would still trust /etc/ssl/certs too.
             set(rc_curl_setopt_string(h, CURLOPT_CAINFO, caFile))
@@ -222,21 +223,25 @@ final class CurlTransfer {
     }
 }
 
-/// Where a streamed response body goes, chunk by chunk, on the transfer's thread.
-final class StreamReceiver: @unchecked Sendable {
-    private let lock = NSLockLite()
-    private var cancelled = false
+/// Where a streamed response body goes, chunk by chunk, on the transfer's thread (see
+/// ``HTTPClient/stream(_:into:)``): a long-lived response read as it arrives, such as Firebase's
+/// realtime invalidation stream. Cancelling it ends the transfer within about a second.
+public final class StreamReceiver: Sendable {
+    private let cancelled = Mutex(false)
+    /// Called with each chunk of a 200 response's body, in order, on the transfer's thread.
     let receive: @Sendable ([UInt8]) -> Void
+    /// Called once the response headers of a 200 are complete: the stream is open.
+    let onOpen: @Sendable () -> Void
 
-    init(receive: @escaping @Sendable ([UInt8]) -> Void) {
+    public init(onOpen: @escaping @Sendable () -> Void = {}, receive: @escaping @Sendable ([UInt8]) -> Void) {
+        self.onOpen = onOpen
         self.receive = receive
     }
 
-    /// Called once the response headers of a 200 are complete: the stream is open.
-    var onOpen: (@Sendable () -> Void)?
+    public var isCancelled: Bool { cancelled.withLock { $0 } }
 
-    var isCancelled: Bool { lock.withLock { cancelled } }
-    func cancel() { lock.withLock { cancelled = true } }
+    /// Ends the transfer (from any thread): it returns as if the server had closed the stream.
+    public func cancel() { cancelled.withLock { $0 = true } }
 }
 
 /// What the callbacks collect during one transfer.
@@ -284,7 +289,7 @@ private final class TransferState {
         if line == "\r\n" || line == "\n", let stream {
             var status = 0
             _ = rc_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-            if status == 200 { stream.onOpen?() }
+            if status == 200 { stream.onOpen() }
         } else if line.hasPrefix("HTTP/") {
             headers = []  // a new response (redirect, 100 Continue): only the last one's headers count
         } else if let colon = line.firstIndex(of: ":") {
@@ -302,23 +307,5 @@ extension StringProtocol {
         guard let start = firstIndex(where: { !drop($0) }) else { return "" }
         let end = lastIndex(where: { !drop($0) })!
         return String(self[start...end])
-    }
-}
-
-/// A pthread mutex, owned: initialized in `init`, destroyed in `deinit`.
-final class NSLockLite: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-
-    init() { pthread_mutex_init(mutex, nil) }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
     }
 }

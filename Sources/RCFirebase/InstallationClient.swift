@@ -1,10 +1,11 @@
 import Glibc
 import RCCore
+import RCHTTP
 
 /// Firebase Installations (FIS): the device's installation, registered once, and the short-lived
-/// auth token every Remote Config call carries. The refresh token lives in a 0600 file beside the
-/// database (`installation.json`), written atomically.
-package actor InstallationClient {
+/// auth token every Remote Config call (fetch and realtime) carries. The refresh token lives in a
+/// 0600 file (the daemon's is `installation.json` beside the database), written atomically.
+public actor InstallationClient {
     struct Credentials: Equatable {
         var fid: String
         var refreshToken: String
@@ -28,17 +29,22 @@ package actor InstallationClient {
     /// The longest an auth token is taken to live, whatever the server says (the SDKs' tokens last 7 days).
     package static let maximumTokenLifetime: Duration = .seconds(30 * 24 * 3600)
 
-    init(endpoints: FirebaseEndpoints, appId: String, deviceId: String, stateDirectory: String, base: HTTPRequest) {
+    /// `installationId`: the id to register if `credentialsPath` holds no installation yet (the
+    /// daemon's device id). `base`: timeouts, size limit and TLS files every request starts from.
+    public init(
+        endpoints: FirebaseEndpoints, appId: String, installationId: String, credentialsPath: String,
+        base: HTTPRequest
+    ) {
         self.endpoints = endpoints
         self.appId = appId
-        self.fid = deviceId
-        self.path = stateDirectory + "/installation.json"
+        self.fid = installationId
+        self.path = credentialsPath
         self.base = base
         credentials = Self.load(path)
     }
 
     /// The installation id and a valid auth token, registering or refreshing as needed.
-    func token() async throws(SourceError) -> (fid: String, token: String) {
+    public func token() async throws(FirebaseError) -> (fid: String, token: String) {
         if let current = credentials, let token = current.authToken, let expiry = current.expiresAt,
             expiry > .now() + Self.expiryBuffer
         {
@@ -49,16 +55,16 @@ package actor InstallationClient {
         defer { inFlight = nil }
         do {
             return try await task.value
-        } catch let error as SourceError {
+        } catch let error as FirebaseError {
             throw error
         } catch {
-            throw SourceError(.other, "Firebase Installations: \(error)")
+            throw FirebaseError(.other, "Firebase Installations: \(error)")
         }
     }
 
-    private func obtainToken() async throws(SourceError) -> (fid: String, token: String) {
+    private func obtainToken() async throws(FirebaseError) -> (fid: String, token: String) {
         if credentials == nil { try await register() }
-        guard var current = credentials else { throw SourceError(.other, "Firebase Installations: no credentials") }
+        guard var current = credentials else { throw FirebaseError(.other, "Firebase Installations: no credentials") }
         if let token = current.authToken, let expiry = current.expiresAt, expiry > .now() + Self.expiryBuffer {
             return (current.fid, token)
         }
@@ -81,7 +87,7 @@ package actor InstallationClient {
             forget()
             try await register()
             guard let fresh = credentials, let token = fresh.authToken else {
-                throw SourceError(.other, "Firebase Installations: re-registration gave no token")
+                throw FirebaseError(.other, "Firebase Installations: re-registration gave no token")
             }
             return (fresh.fid, token)
         default:
@@ -90,12 +96,12 @@ package actor InstallationClient {
     }
 
     /// Drops the cached auth token (the fetch said 401): the next call refreshes it.
-    func invalidateToken() {
+    public func invalidateToken() {
         credentials?.authToken = nil
         credentials?.expiresAt = nil
     }
 
-    private func register() async throws(SourceError) {
+    private func register() async throws(FirebaseError) {
         var response = try await create()
         if response.status == 409 {
             // Another installation has this id (ALREADY_EXISTS): the SDKs make a new one and register
@@ -106,10 +112,11 @@ package actor InstallationClient {
         guard response.status == 200 else { throw Self.failure("create the installation", response) }
         let json: JSONValue
         do { json = try JSONValue.parse(response.body) } catch {
-            throw SourceError(.badDocument, "Firebase Installations: \(error)")
+            throw FirebaseError(.badDocument, "Firebase Installations: \(error)")
         }
         guard let refreshToken = json["refreshToken"]?.stringValue, let auth = json["authToken"] else {
-            throw SourceError(.badDocument, "Firebase Installations: the create response lacks refreshToken/authToken")
+            throw FirebaseError(
+                .badDocument, "Firebase Installations: the create response lacks refreshToken/authToken")
         }
         let (token, expiresAt) = try Self.token(from: Array(auth.compactText.utf8))
         // The server may assign another id; the SDKs use the server's.
@@ -118,7 +125,7 @@ package actor InstallationClient {
         try save(credentials)
     }
 
-    private func create() async throws(SourceError) -> HTTPResponse {
+    private func create() async throws(FirebaseError) -> HTTPResponse {
         var request = jsonRequest(endpoints.createInstallation)
         request.body = Array(
             JSONValue.object([
@@ -138,37 +145,35 @@ package actor InstallationClient {
         return request
     }
 
-    private func send(_ request: HTTPRequest, what: String) async throws(SourceError) -> HTTPResponse {
+    private func send(_ request: HTTPRequest, what: String) async throws(FirebaseError) -> HTTPResponse {
         do {
             let response = try await HTTPClient.send(request)
             // One retry on a server error, as the SDKs do.
             if (500...599).contains(response.status) { return try await HTTPClient.send(request) }
             return response
         } catch {
-            throw SourceError(
+            throw FirebaseError(
                 .unavailable, "Firebase Installations: cannot \(what): \(error.message) (\(error.kind.rawValue))")
         }
     }
 
     /// `{"token": "...", "expiresIn": "604800s"}` (package access: the parser fuzz targets call it).
-    package static func token(from body: [UInt8], now: Timestamp = .now()) throws(SourceError) -> (String, Timestamp) {
+    package static func token(from body: [UInt8], now: Timestamp = .now()) throws(FirebaseError) -> (String, Timestamp)
+    {
         guard let json = try? JSONValue.parse(body), let token = json["token"]?.stringValue,
             let expires = json["expiresIn"]?.stringValue, expires.hasSuffix("s"),
             let seconds = Double(expires.dropLast()), seconds.isFinite, seconds >= 0
         else {
-            throw SourceError(.badDocument, "Firebase Installations: unreadable auth token response")
+            throw FirebaseError(.badDocument, "Firebase Installations: unreadable auth token response")
         }
         // Capped before the conversion: a huge expiresIn would overflow Int64 and trap.
         let lifetime = min(seconds, Double(maximumTokenLifetime.components.seconds))
         return (token, now + .milliseconds(Int64(lifetime * 1_000)))
     }
 
-    private static func failure(_ what: String, _ response: HTTPResponse) -> SourceError {
-        let message = (try? JSONValue.parse(response.body))?["error"]?["message"]?.stringValue
-        let text =
-            "Firebase Installations: cannot \(what): HTTP \(response.status)"
-            + (message.map { ": \(TextEscaping.snippet($0))" } ?? "")
-        return SourceError(
+    private static func failure(_ what: String, _ response: HTTPResponse) -> FirebaseError {
+        let text = FirebaseError.describe(response, call: "Firebase Installations: cannot \(what)")
+        return FirebaseError(
             response.status == 429 || response.status == 503 ? .throttled(retryAfter: nil) : .other, text)
     }
 
@@ -177,7 +182,7 @@ package actor InstallationClient {
         unlink(path)
     }
 
-    private func save(_ credentials: Credentials) throws(SourceError) {
+    private func save(_ credentials: Credentials) throws(FirebaseError) {
         self.credentials = credentials
         let json = JSONValue.object([
             ("fid", .string(credentials.fid)), ("refreshToken", .string(credentials.refreshToken)),
@@ -187,7 +192,7 @@ package actor InstallationClient {
         do {
             try FileBytes.writeAtomically(path, Array(json.compactText.utf8), mode: 0o600)
         } catch {
-            throw SourceError(.other, "cannot store the installation credentials: \(error)")
+            throw FirebaseError(.other, "cannot store the installation credentials: \(error)")
         }
     }
 
@@ -199,16 +204,5 @@ package actor InstallationClient {
         if case let .integer(ms)? = json["expiresAt"] { expiresAt = Timestamp(milliseconds: ms) }
         return Credentials(
             fid: fid, refreshToken: refresh, authToken: json["authToken"]?.stringValue, expiresAt: expiresAt)
-    }
-}
-
-/// The kernel release (`uname -r`).
-enum Uname {
-    static var release: String {
-        var info = utsname()
-        guard uname(&info) == 0 else { return "unknown" }
-        return withUnsafeBytes(of: info.release) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
     }
 }

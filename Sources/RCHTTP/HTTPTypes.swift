@@ -1,6 +1,8 @@
 import RCCore
 
-/// One HTTP request as the sources make it. TLS peer and host verification are always on.
+/// One HTTP request, as the daemon's sources and the operator tool make it. TLS peer and host
+/// verification are always on; the request's headers go to its own origin only, never to another
+/// host a redirect names.
 public struct HTTPRequest: Sendable {
     public var url: String
     public var method = "GET"
@@ -15,30 +17,21 @@ public struct HTTPRequest: Sendable {
     public var caFile: String?
     public var clientCertificate: String?
     public var clientKey: String?
+    public var userAgent = "rcagent/\(BuildInfo.version)"
 
     public init(url: String) {
         self.url = url
     }
-
-    /// A request with the config's timeouts (total = FetchTimeout, connect at most 10 s), size
-    /// limit and TLS files: what every source request starts from.
-    init(url: String, config: AgentConfig) {
-        self.url = url
-        timeout = config.fetchTimeout
-        connectTimeout = min(config.fetchTimeout, .seconds(10))
-        maximumResponseSize = config.maxResponseSize
-        caFile = config.caFile
-        clientCertificate = config.clientCertificate
-        clientKey = config.clientKey
-    }
 }
 
+/// What the server answered (after any redirects were followed): status, headers and the body.
 public struct HTTPResponse: Sendable {
     public let status: Int
     /// Header names lower-cased, in the order received (of the final response after redirects).
     public let headers: [(name: String, value: String)]
     public let body: [UInt8]
 
+    /// The last value of the header `name` (any case), if the response has it.
     public func header(_ name: String) -> String? {
         let lower = name.lowercased()
         return headers.last { $0.name == lower }?.value

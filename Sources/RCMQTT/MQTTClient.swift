@@ -1,0 +1,216 @@
+internal import CMosquitto
+import Glibc
+import RCCore
+import Synchronization
+
+/// One MQTT client connection, owned: the libmosquitto handle is created in `init` and destroyed in
+/// `deinit`. It connects, subscribes, publishes and runs the network loop on the caller's thread
+/// (never the cooperative pool: every call but ``disconnect()`` may block); what the broker does
+/// arrives as ``Event``s on that thread. The daemon's push channel and rcadmin's publisher both use
+/// it. Unchecked Sendable: libmosquitto locks its own state, so ``disconnect()`` may come from
+/// another thread while the loop runs; the event handler is behind a Mutex.
+public final class MQTTClient: @unchecked Sendable {
+    /// How the client identifies itself and secures the connection.
+    public struct Options: Sendable {
+        /// `nil`: the broker gets a random id (and the session must be clean).
+        public var clientId: String?
+        /// Off: the broker keeps the subscriptions and QoS 1 messages while the client is away.
+        public var cleanSession = true
+        public var username: String?
+        public var password: String?
+        /// TLS on; then `caFile` is the only CA trusted, or the system's in /etc/ssl/certs without one.
+        public var tls = false
+        public var caFile: String?
+
+        public init(clientId: String? = nil, cleanSession: Bool = true) {
+            self.clientId = clientId
+            self.cleanSession = cleanSession
+        }
+    }
+
+    /// What the broker did, delivered on the thread running the loop, in order.
+    public enum Event: Sendable {
+        /// The broker accepted the connection (CONNACK 0).
+        case connected
+        /// The broker refused the connection: its CONNACK reason.
+        case refused(String)
+        /// The connection ended; `reason` is libmosquitto's text ("No error" after ``disconnect()``).
+        case disconnected(reason: String)
+        /// A message arrived on `topic`.
+        case message(topic: String, payload: [UInt8])
+        /// The broker acknowledged the message with this id (PUBACK at QoS 1).
+        case published(messageId: Int32)
+        /// The broker granted the subscription with this id (SUBACK).
+        case subscribed(messageId: Int32)
+    }
+
+    private let handle: OpaquePointer
+    private let handler = Mutex<(@Sendable (Event) -> Void)?>(nil)
+
+    /// mosquitto_lib_init is not thread-safe: it runs once, before the first handle exists.
+    private static let initialized: Bool = { mosquitto_lib_init() == MOSQ_ERR_SUCCESS.rawValue }()
+
+    public init(_ options: Options) throws(MQTTError) {
+        _ = Self.initialized
+        guard let handle = mosquitto_new(options.clientId, options.cleanSession, nil) else {
+            throw MQTTError(.setup, "cannot create an MQTT client: \(String(cString: strerror(errno)))")
+        }
+        self.handle = handle
+        if let username = options.username { mosquitto_username_pw_set(handle, username, options.password) }
+        if options.tls {
+            // libmosquitto fopen()s the CA file itself: a FIFO there would block the caller for good.
+            if let caFile = options.caFile {
+                do { try FileBytes.checkRegularFile(caFile) } catch {
+                    mosquitto_destroy(handle)
+                    throw MQTTError(.tls, "cannot use the CA file \(caFile): \(error)")
+                }
+            }
+            let rc = mosquitto_tls_set(
+                handle, options.caFile, options.caFile == nil ? "/etc/ssl/certs" : nil, nil, nil, nil)
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                mosquitto_destroy(handle)
+                throw MQTTError(.tls, "cannot set up TLS: \(String(cString: mosquitto_strerror(rc)))")
+            }
+        }
+        // The callbacks find this object through the handle's user data. Unretained: the owner stops
+        // the loop before it lets go of the client, and `deinit` destroys the handle.
+        mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
+        mosquitto_connect_callback_set(handle) { _, context, rc in
+            let client = Unmanaged<MQTTClient>.fromOpaque(context!).takeUnretainedValue()
+            client.deliver(rc == 0 ? .connected : .refused(String(cString: mosquitto_connack_string(rc))))
+        }
+        mosquitto_disconnect_callback_set(handle) { _, context, rc in
+            let client = Unmanaged<MQTTClient>.fromOpaque(context!).takeUnretainedValue()
+            client.deliver(.disconnected(reason: String(cString: mosquitto_strerror(rc))))
+        }
+        mosquitto_publish_callback_set(handle) { _, context, messageId in
+            Unmanaged<MQTTClient>.fromOpaque(context!).takeUnretainedValue().deliver(.published(messageId: messageId))
+        }
+        mosquitto_subscribe_callback_set(handle) { _, context, messageId, _, _ in
+            Unmanaged<MQTTClient>.fromOpaque(context!).takeUnretainedValue().deliver(.subscribed(messageId: messageId))
+        }
+        mosquitto_message_callback_set(handle) { _, context, message in
+            guard let context, let message else { return }
+            // Copied out: libmosquitto frees the message when the callback returns.
+            let payload =
+                message.pointee.payload.map {
+                    Array(UnsafeRawBufferPointer(start: $0, count: Int(message.pointee.payloadlen)))
+                } ?? []
+            let topic = message.pointee.topic.map { String(cString: $0) } ?? "?"
+            Unmanaged<MQTTClient>.fromOpaque(context).takeUnretainedValue().deliver(
+                .message(topic: topic, payload: payload))
+        }
+    }
+
+    deinit {
+        mosquitto_destroy(handle)
+    }
+
+    /// Where events go; set it before connecting (a later one replaces it).
+    public func onEvent(_ handler: @escaping @Sendable (Event) -> Void) {
+        self.handler.withLock { $0 = handler }
+    }
+
+    private func deliver(_ event: Event) {
+        let handler = handler.withLock { $0 }
+        handler?(event)
+    }
+
+    /// How ``loopForever(timeout:)`` reconnects after a lost connection: `initial` growing to `maximum`.
+    public func setReconnectDelay(initial: Int, maximum: Int, exponential: Bool) {
+        mosquitto_reconnect_delay_set(handle, UInt32(initial), UInt32(maximum), exponential)
+    }
+
+    /// Opens the connection (blocking: DNS and TCP connect); the CONNACK arrives in the loop.
+    public func connect(host: String, port: Int32, keepAlive: Int32 = 60) throws(MQTTError) {
+        try check(mosquitto_connect(handle, host, port, keepAlive), "cannot connect to \(host):\(port)")
+    }
+
+    /// Opens the connection again, to the same broker.
+    public func reconnect() throws(MQTTError) {
+        try check(mosquitto_reconnect(handle), "cannot reconnect")
+    }
+
+    /// Ends the connection; a loop running on another thread returns.
+    public func disconnect() {
+        mosquitto_disconnect(handle)
+    }
+
+    /// Asks for the messages of `topic` (a filter; `+` and `#` are wildcards) and returns the
+    /// request's message id (see ``Event/subscribed(messageId:)``).
+    @discardableResult
+    public func subscribe(_ topic: String, qos: Int32 = 1) throws(MQTTError) -> Int32 {
+        var messageId: Int32 = 0
+        try check(mosquitto_subscribe(handle, &messageId, topic, qos), "cannot subscribe to \(topic)")
+        return messageId
+    }
+
+    /// Queues `payload` for `topic` and returns its message id (see ``Event/published(messageId:)``).
+    @discardableResult
+    public func publish(_ payload: [UInt8], topic: String, qos: Int32 = 1, retain: Bool = false) throws(MQTTError)
+        -> Int32
+    {
+        var messageId: Int32 = 0
+        let rc = payload.withUnsafeBytes {
+            mosquitto_publish(handle, &messageId, topic, Int32($0.count), $0.baseAddress, qos, retain)
+        }
+        try check(rc, "cannot publish to \(topic)")
+        return messageId
+    }
+
+    /// One round of network traffic, waiting at most `timeout` for it.
+    public func loop(timeout: Duration = .milliseconds(200)) throws(MQTTError) {
+        try check(mosquitto_loop(handle, Int32(timeout.milliseconds), 1), "connection failed")
+    }
+
+    /// Runs the network loop until ``disconnect()`` (then it returns) or an error it does not retry
+    /// (then it throws); a lost connection is reconnected inside it (see ``setReconnectDelay(initial:maximum:exponential:)``).
+    public func loopForever(timeout: Duration = .seconds(1)) throws(MQTTError) {
+        try check(mosquitto_loop_forever(handle, Int32(timeout.milliseconds), 1), "network loop ended")
+    }
+
+    private func check(_ rc: Int32, _ what: String) throws(MQTTError) {
+        guard rc != MOSQ_ERR_SUCCESS.rawValue else { return }
+        // errno first: anything called after may change it.
+        let reason =
+            rc == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(rc))
+        let kind: MQTTError.Kind =
+            switch rc {
+            case MOSQ_ERR_NO_CONN.rawValue, MOSQ_ERR_CONN_LOST.rawValue: .notConnected
+            case MOSQ_ERR_CONN_REFUSED.rawValue: .refused
+            case MOSQ_ERR_TLS.rawValue: .tls
+            default: .transport
+            }
+        throw MQTTError(kind, "\(what): \(reason)", reason: reason)
+    }
+}
+
+/// A failed MQTT call: what kind (for callers that react, such as a publisher that ended the
+/// connection itself) and the text, "what failed: why".
+public struct MQTTError: Error, CustomStringConvertible, Sendable {
+    public enum Kind: Sendable {
+        /// The client could not be created or configured.
+        case setup
+        /// TLS could not be set up or negotiated.
+        case tls
+        /// No connection (never made, lost, or ended by ``MQTTClient/disconnect()``).
+        case notConnected
+        /// The broker refused the connection.
+        case refused
+        /// Any other network or protocol failure.
+        case transport
+    }
+
+    public let kind: Kind
+    public let message: String
+    /// Only why, without what was being done (libmosquitto's or the system's text).
+    public let reason: String
+
+    public init(_ kind: Kind, _ message: String, reason: String? = nil) {
+        self.kind = kind
+        self.message = message
+        self.reason = reason ?? message
+    }
+
+    public var description: String { message }
+}
