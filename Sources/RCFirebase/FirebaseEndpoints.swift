@@ -5,9 +5,11 @@ import RCCore
 /// for one project and API key. An `endpoint` (the daemon's `Endpoint=`, a test server) replaces
 /// scheme, host and port of all three; the paths stay as Google documents them (SPEC §6).
 public struct FirebaseEndpoints: Sendable {
+    /// The origins (`https://host[:port]`) of Firebase Installations, Remote Config and its realtime API.
     public let installations: String
     public let remoteConfig: String
     public let realtime: String
+    /// The project id (`projects/{project}` in every path) and the app's API key.
     public let project: String
     public let apiKey: String
 
@@ -23,6 +25,8 @@ public struct FirebaseEndpoints: Sendable {
         realtime = origin("firebaseremoteconfigrealtime.googleapis.com")
     }
 
+    // The calls' URLs. The two Remote Config calls carry the API key in the query as well as in
+    // their X-Goog-Api-Key header; the installation calls only in the header.
     var createInstallation: String { "\(installations)/v1/projects/\(project)/installations" }
 
     func generateToken(fid: String) -> String {

@@ -2,7 +2,8 @@ import RCCore
 import RCFirebase
 import RCHTTP
 
-/// What the daemon reads from servers: the realtime stream, `Retry-After`, the installation token.
+/// What the network modules read from servers (RCFirebase, RCHTTP): the realtime stream,
+/// `Retry-After`, the installation token.
 enum AgentTargets {
     static let all = [realtimeStream, retryAfter, installationToken]
 

@@ -102,9 +102,15 @@ final class MQTTChannel: Sendable {
         }
         state.withLock { $0.delivery = delivery }
         eventInput.yield(.state("mqtt \(host):\(port) connecting"))
-        DetachedThread.start { [self] in
+        let started = DetachedThread.start { [self] in
             networkLoop()
             finished.signal()
+        }
+        if !started {
+            // Without its thread the channel is dead: say so in the log and in status, not nothing.
+            log.error("Failed to start the MQTT network thread; push over MQTT is off until a restart")
+            eventInput.yield(.state("mqtt \(host):\(port) not running (no network thread)"))
+            finished.signal()  // `stop` has no thread to wait for
         }
     }
 
