@@ -145,6 +145,13 @@ final class MQTTChannel: @unchecked Sendable {
         delivery?.cancel()
     }
 
+    /// Takes this channel's topics out of its persistent session (a reload moves to others). Sent
+    /// before the disconnect that ``stop()`` sends; without a connection there is nothing to undo
+    /// now, and the next connect of a channel with other topics does not subscribe these again.
+    func unsubscribe() {
+        for topic in topics { mosquitto_unsubscribe(handle, nil, topic) }
+    }
+
     private var isStopped: Bool { lock.withLock { stopped } }
 
     private func networkLoop() {
