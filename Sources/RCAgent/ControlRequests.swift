@@ -2,10 +2,15 @@ import Glibc
 import RCCore
 import RCStore
 
-/// Turns one control request into the agent call it names and the response line it gets. Every
-/// answer is built from the typed responses the CLI decodes (RCCore's ControlResponses.swift).
-enum ControlRequests {
-    static func answer(_ request: ControlRequest, agent: Agent) async -> JSONValue {
+/// Turns one control request into the call it names (on the agent, or a reload of the daemon) and
+/// the response line it gets. Every answer is built from the typed responses the CLI decodes
+/// (RCCore's ControlResponses.swift).
+struct ControlRequests: Sendable {
+    let agent: Agent
+    /// Re-reads and applies the config: the daemon's, which owns the services a reload replaces.
+    let reload: @Sendable () async -> Result<ReloadResponse, ControlError>
+
+    func answer(_ request: ControlRequest) async -> JSONValue {
         do {
             switch request {
             case .ping:
@@ -13,7 +18,8 @@ enum ControlRequests {
             case .status:
                 return StatusResponse(
                     pid: Int64(getpid()), state: await agent.fetching ? "fetching" : "idle",
-                    nextFetchAt: await agent.nextFetch?.iso8601, push: await agent.pushState
+                    nextFetchAt: await agent.nextFetch?.iso8601, push: await agent.pushState,
+                    config: await agent.configDigest
                 ).json
             case let .fetch(force, ignoreThrottle, wait):
                 let outcome = await agent.fetch(.manual(force: force, ignoreThrottle: ignoreThrottle), wait: wait)
@@ -30,11 +36,13 @@ enum ControlRequests {
                 return MarkStaleResponse(newlySet: newlySet).json
             case let .message(message, _, wait):
                 return try await agent.handle(message, from: "socket", wait: wait).json
+            case .reload:
+                return await reload().json
             case .watch:
                 return ControlError(.badRequest, "watch is handled by the connection").json
             }
         } catch {
-            return refusal(for: error).json
+            return Self.refusal(for: error).json
         }
     }
 

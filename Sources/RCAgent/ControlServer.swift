@@ -10,7 +10,8 @@ import Synchronization
 /// daemon, and no client can hold a slot for long without sending whole requests.
 final class ControlServer: Sendable {
     private let socket: SocketFile
-    private let agent: Agent
+    private let requests: ControlRequests
+    private var agent: Agent { requests.agent }
     private let access: PeerAccess
     private let log: Logger
     /// Set by ``stop()``: the listener's end is then expected, not a failure.
@@ -33,8 +34,8 @@ final class ControlServer: Sendable {
     static let sendTimeout: Duration = .seconds(5)
 
     /// Binds the socket (mode 0660, group `SocketGroup`), replacing a stale socket file.
-    init(config: AgentConfig, agent: Agent, log: Logger) throws(SystemError) {
-        self.agent = agent
+    init(config: AgentConfig, requests: ControlRequests, log: Logger) throws(SystemError) {
+        self.requests = requests
         self.log = log
         access = PeerAccess(groupName: config.socketGroup)
         socket = try SocketFile(path: config.socket, groupId: access.groupId, groupName: config.socketGroup, log: log)
@@ -190,8 +191,8 @@ final class ControlServer: Sendable {
             let agent = agent
             return blockingWait { await agent.subscribe(fd) } ? .watching : .close
         }
-        let agent = agent
-        let response = blockingWait { await ControlRequests.answer(request, agent: agent) }
+        let requests = requests
+        let response = blockingWait { await requests.answer(request) }
         return send(fd, response) ? .keepOpen : .close
     }
 

@@ -5,7 +5,8 @@ import RCStore
 
 /// `rcagentd`: the story of a run, in the order a small systemd daemon tells it: parse arguments,
 /// load config, open state, bind the socket, READY=1 (the cache is loaded; the network may not be
-/// up yet), serve until SIGTERM, then STOPPING=1 and a clean exit.
+/// up yet), run the services until SIGTERM (a reload on SIGHUP or `rcagent reload` swaps the
+/// config's services in between), then STOPPING=1 and a clean exit.
 public enum Daemon {
     public static let version = BuildInfo.version
 
@@ -45,24 +46,24 @@ public enum Daemon {
             index += 1
         }
         let log = Logger()
+        let loader = ConfigLoader(explicitPath: configPath, environment: environment)
         let config: AgentConfig
         do {
-            config = try AgentConfig.load(explicitPath: configPath, environment: environment)
-            try config.validateSource()
+            config = try loader.load()
         } catch {
             log.error("Failed to load config: \(error)")
             return 1
         }
         for warning in config.warnings { log.warning("\(warning)") }
         do {
-            return try await run(config: config, log: log)
+            return try await run(config: config, loader: loader, log: log)
         } catch {
             log.error("Failed to start: \(error)")
             return 1
         }
     }
 
-    static func run(config: AgentConfig, log: Logger) async throws -> Int32 {
+    static func run(config: AgentConfig, loader: ConfigLoader, log: Logger) async throws -> Int32 {
         signal(SIGPIPE, SIG_IGN)
         let notifier = SystemdNotifier()
         // Before touching the state: a live daemon on our socket owns it.
@@ -70,109 +71,182 @@ public enum Daemon {
             throw SystemError("bind \(config.socket) (another rcagentd is running there)", errno: EADDRINUSE)
         }
         let store = try StateRecovery.open(config: config, log: log)
-        let source = makeSource(config, deviceId: try store.status().deviceId ?? DeviceID.generate(), log: log)
+        let deviceId = try store.status().deviceId ?? DeviceID.generate()
+        let configuration = Configuration(config, deviceId: deviceId, log: log)
         StateRecovery.loadDefaults(into: store, config: config, log: log)
-        let agent = try Agent(config: config, store: store, source: source, log: log, notifier: notifier)
+        let agent = try Agent(
+            config: config, store: store, source: configuration.source, log: log, notifier: notifier)
         // Before anything is served; through the agent, so the hooks hear of it.
         if config.activation == .onStart { _ = try await agent.activate(fetchedBeforeStart: true) }
         let status = try await agent.status()
-        // Everything that can fail at start fails before the socket is bound and READY=1 is sent.
-        let mqtt = try config.mqtt.map { _ in
-            try MQTTChannel(config: config, deviceId: status.deviceId ?? "", agent: agent, log: log)
-        }
-        let server = try ControlServer(config: config, agent: agent, log: log)
-        // What ends the daemon: a signal, or a service that stopped working (then exit 1, and
-        // systemd starts the daemon again).
-        let (lifecycle, lifecycleInput) = AsyncStream<LifecycleEvent>.makeStream()
-        try server.start { reason in lifecycleInput.yield(.serviceFailed(reason)) }
 
-        let signals = try SignalStream([SIGTERM, SIGINT, SIGHUP])
-        let forwarding = Task { for await signal in signals.stream { lifecycleInput.yield(.signal(signal)) } }
-        var watcher: FileWatcher?
-        if let file = source as? FileSource {
-            watcher = FileWatcher(path: file.path) { Task { await agent.request(.sourceChanged) } }
-            log.info("Watching \(file.path): \(watcher!.start())")
+        // What ends the daemon, or reloads it: a signal, `rcagent reload`, or a service that
+        // stopped working (then exit 1, and systemd starts the daemon again).
+        let (lifecycle, lifecycleInput) = AsyncStream<LifecycleEvent>.makeStream()
+        let serviceFailed: @Sendable (String) -> Void = { lifecycleInput.yield(.serviceFailed($0)) }
+        // Everything that can fail at start fails before the socket is bound and READY=1 is sent.
+        let configured = try configuration.services(agent: agent, deviceId: deviceId, log: log)
+        let requests = ControlRequests(agent: agent) {
+            await withCheckedContinuation { reply in lifecycleInput.yield(.reload { reply.resume(returning: $0) }) }
         }
+        let server = try ControlServer(config: config, requests: requests, log: log)
+        try server.start(onFailure: serviceFailed)
+        let signals = try SignalStream([SIGTERM, SIGINT, SIGHUP])
+        let fixed = fixedServices(agent: agent, server: server, notifier: notifier, log: log)
+        let signalForwarding = TaskService(name: "signal handler") {
+            for await signal in signals.stream { lifecycleInput.yield(.signal(signal)) }
+        }
+
         notifier.ready(status: "Serving template \(status.active.templateVersion ?? "-") (\(status.active.keys) keys)")
-        log.notice("Started: \(source.name), socket \(config.socket), state \(config.databasePath)")
-        if source is UnconfiguredSource {
+        log.notice("Started: \(configuration.source.name), socket \(config.socket), state \(config.databasePath)")
+        if !configuration.source.isConfigured {
             log.warning("Serving the cache and defaults only: \(UnconfiguredSource.message)")
         }
 
-        let fetchLoop = Task { await agent.runFetchLoop() }
-        mqtt?.start()
-        // The network coming up matters to sources that use it; a clock set (or a resume) to all.
-        var network: NetworkMonitor?
-        if !(source is FileSource || source is UnconfiguredSource) {
-            do { network = try NetworkMonitor { Task { await agent.systemChanged(.network) } } } catch {
-                log.warning("Not watching the network (\(error)): only timers and pushes start fetches")
+        var running = Running(config: config, services: ServiceSet(configured))
+        let exitStatus = await withTaskGroup(of: Void.self) { group in
+            for service in fixed + [signalForwarding] {
+                group.addTask { await service.supervised(onFailure: serviceFailed) }
             }
-        }
-        var clock: ClockWatch?
-        do { clock = try ClockWatch { Task { await agent.systemChanged(.clock) } } } catch {
-            log.warning("Not watching the wall clock (\(error)): a clock step or resume waits for the timer")
-        }
-        var realtime: Task<Void, Never>?
-        if let firebase = source as? FirebaseSource, config.realtime != .no {
-            let listener = RealtimeListener(source: firebase, agent: agent, log: log)
-            realtime = Task { await listener.run() }
-        }
-        let watchdog = notifier.watchdogInterval.map { interval in
-            Task {
-                while !Task.isCancelled {
-                    await agent.heartbeat()
-                    notifier.watchdog()
-                    try? await Task.sleep(for: interval / 2)
+            group.addTask { [services = running.services] in await services.run(onFailure: serviceFailed) }
+            var exitStatus: Int32 = 0
+            events: for await event in lifecycle {
+                switch event {
+                case .signal(SIGHUP):
+                    log.notice("Reloading the config (SIGHUP)")
+                    _ = await reload(&running, loader: loader, agent: agent, deviceId: deviceId, log: log) { set in
+                        group.addTask { await set.run(onFailure: serviceFailed) }
+                    }
+                case let .reload(reply):
+                    log.notice("Reloading the config (rcagent reload)")
+                    reply(
+                        await reload(&running, loader: loader, agent: agent, deviceId: deviceId, log: log) { set in
+                            group.addTask { await set.run(onFailure: serviceFailed) }
+                        })
+                case let .signal(signal):
+                    log.notice("Stopping (signal \(signal))")
+                    break events
+                case let .serviceFailed(reason):
+                    log.error("\(reason); stopping (exit status 1) so that the daemon is started again")
+                    exitStatus = 1
+                    break events
                 }
             }
+            notifier.stopping()
+            // Cancellation is shutdown: every service stops, the control socket first in line.
+            group.cancelAll()
+            await group.waitForAll()
+            return exitStatus
         }
-
-        var exitStatus: Int32 = 0
-        events: for await event in lifecycle {
-            switch event {
-            case .signal(SIGHUP):
-                log.notice("Reloading defaults (SIGHUP)")
-                await agent.reloadDefaults()
-            case let .signal(signal):
-                log.notice("Stopping (signal \(signal))")
-                break events
-            case let .serviceFailed(reason):
-                log.error("\(reason); stopping (exit status 1) so that the daemon is started again")
-                exitStatus = 1
-                break events
-            }
+        // Reloads asked for while stopping are told so.
+        lifecycleInput.finish()
+        for await case let .reload(reply) in lifecycle {
+            reply(.failure(ControlError(.shuttingDown, "the daemon is shutting down")))
         }
-        forwarding.cancel()
-        notifier.stopping()
-        server.stop()
-        watcher?.stop()
-        network?.stop()
-        clock?.stop()
-        watchdog?.cancel()
-        realtime?.cancel()
-        mqtt?.stop()
-        await agent.stop()
-        await fetchLoop.value
         notifier.flush()
         log.notice("Stopped")
         return exitStatus
     }
 
+    /// The services every config has: the control socket, the fetch loop, the wall-clock watch
+    /// and the systemd watchdog.
+    private static func fixedServices(agent: Agent, server: ControlServer, notifier: SystemdNotifier, log: Logger)
+        -> [any Service]
+    {
+        var services: [any Service] = [
+            EdgeService(name: "control socket") { { server.stop() } },
+            TaskService(name: "fetch loop") { await agent.run() },
+        ]
+        do {
+            let clock = try ClockWatch { agent.systemChanged(.clock) }
+            services.append(EdgeService(name: "wall-clock watch") { { clock.stop() } })
+        } catch {
+            log.warning("Not watching the wall clock (\(error)): a clock step or resume waits for the timer")
+        }
+        if let interval = notifier.watchdogInterval {
+            services.append(
+                TaskService(name: "watchdog") {
+                    // Pings only while the agent answers: a wedged agent is restarted by systemd.
+                    while !Task.isCancelled {
+                        await agent.heartbeat()
+                        notifier.watchdog()
+                        try? await Task.sleep(for: interval / 2)
+                    }
+                })
+        }
+        return services
+    }
+
+    /// The config the daemon runs with, and the services it built from it.
+    private struct Running {
+        var config: AgentConfig
+        var services: ServiceSet
+    }
+
+    /// Re-reads agent.conf, its drop-ins and the defaults file, and applies them: a new source or
+    /// new push settings replace the config's services (the old ones stop first), the agent takes
+    /// the rest. A config that does not load changes nothing. `start` runs a new service set.
+    private static func reload(
+        _ running: inout Running, loader: ConfigLoader, agent: Agent, deviceId: String, log: Logger,
+        start: (ServiceSet) -> Void
+    ) async -> Result<ReloadResponse, ControlError> {
+        let loaded: AgentConfig
+        do {
+            loaded = try loader.load()
+        } catch {
+            log.error("Failed to reload the config: \(error); keeping the running config")
+            return .failure(ControlError(.invalidConfig, error.description))
+        }
+        let changed = loaded.changedSettings(since: running.config)
+        let restartNeeded = changed.filter(Configuration.restartOnly.contains)
+        let new = Configuration.applicable(loaded, running: running.config)
+        var newSource: (any ConfigSource)?
+        if changed.contains(where: Configuration.feedsServices) {
+            let configuration = Configuration(new, deviceId: deviceId, log: log)
+            let services: [any Service]
+            do {
+                services = try configuration.services(agent: agent, deviceId: deviceId, log: log)
+            } catch {
+                log.error("Failed to reload the config: \(error); keeping the running config")
+                return .failure(ControlError(.invalidConfig, "\(error)"))
+            }
+            await running.services.stop()
+            running.services = ServiceSet(services)
+            start(running.services)
+            if changed.contains(where: Configuration.feedsSource) { newSource = configuration.source }
+        }
+        await agent.reconfigure(new, source: newSource, digest: loaded.digest)
+        await agent.reloadDefaults()
+        running.config = new
+        for warning in loaded.warnings { log.warning("\(warning)") }
+        for setting in restartNeeded {
+            log.warning("\(setting) changed: it applies when the daemon is restarted")
+        }
+        log.notice("Reloaded the config: " + (changed.isEmpty ? "nothing changed" : changed.joined(separator: ", ")))
+        return .success(
+            ReloadResponse(changed: changed, restartNeeded: restartNeeded, warnings: loaded.warnings.map(\.description))
+        )
+    }
+
     /// What the daemon's main loop waits for.
     private enum LifecycleEvent: Sendable {
         case signal(Int32)
+        /// `rcagent reload`: apply, and answer the control connection that asked.
+        case reload(@Sendable (Result<ReloadResponse, ControlError>) -> Void)
         case serviceFailed(String)
     }
+}
 
-    static func makeSource(_ config: AgentConfig, deviceId: String, log: Logger) -> any ConfigSource {
-        let reader = DocumentReader(deviceId: deviceId, signals: config.signals, log: log)
-        switch config.sourceType {
-        case .file:
-            return config.sourcePath.map { FileSource(path: $0, reader: reader) } ?? UnconfiguredSource()
-        case .http:
-            return HTTPSource(config: config, reader: reader)
-        case .firebase:
-            return FirebaseSource(config: config, deviceId: deviceId, environment: Environment.current())
-        }
+/// Where the daemon's config comes from, so a reload reads the same files the start did: the
+/// `--config` path, or `RCAGENT_CONFIG`, or the default.
+struct ConfigLoader: Sendable {
+    let explicitPath: String?
+    let environment: [String: String]
+
+    /// Loads the config and checks what the daemon needs (the source has what its type requires).
+    func load() throws(ConfigError) -> AgentConfig {
+        let config = try AgentConfig.load(explicitPath: explicitPath, environment: environment)
+        try config.validateSource()
+        return config
     }
 }

@@ -18,6 +18,7 @@ public enum CommandLineTool {
         MarkStaleCommand.spec,
         FetchCommand.spec,
         ActivateCommand.spec,
+        ReloadCommand.spec,
         NotifyCommand.spec,
         WatchCommand.spec,
         CheckUpdateCommand.spec,

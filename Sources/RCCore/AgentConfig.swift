@@ -125,6 +125,30 @@ public struct AgentConfig: Sendable {
         locations["\(entry.section).\(entry.key)"] = entry.location
     }
 
+    /// The settings whose values differ from `old`'s, as `Section.Key` (a signal as
+    /// `Signals.<name>`), in the order agent.conf documents them: what a reload has to apply.
+    public func changedSettings(since old: AgentConfig) -> [String] {
+        var changed = ConfigKeys.all.filter { $0.value(self) != $0.value(old) }.map { "\($0.section).\($0.key)" }
+        let before = Dictionary(old.signals.map { ($0.name, $0.value) }) { $1 }
+        let after = Dictionary(signals.map { ($0.name, $0.value) }) { $1 }
+        for name in Set(before.keys).union(after.keys).sorted() where before[name] != after[name] {
+            changed.append("Signals.\(name)")
+        }
+        return changed
+    }
+
+    /// A short fingerprint of every setting: the daemon reports the one it runs with, so `doctor`
+    /// can tell when the files on disk say something else (a reload is due).
+    public var digest: String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        let text = ConfigKeys.all.map { $0.value(self) } + signals.flatMap { [$0.name, $0.value] }
+        for byte in text.joined(separator: "\u{0}").utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x100_0000_01b3
+        }
+        return String(hash, radix: 16)
+    }
+
     /// Checks what only the daemon needs: the source has what its type requires.
     public func validateSource() throws(ConfigError) {
         func location(_ key: String) -> SourceLocation {

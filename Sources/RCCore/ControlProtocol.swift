@@ -10,12 +10,14 @@ public enum ControlRequest: Sendable, Equatable {
     /// The parsed message and the JSON it came from (forwarded as it is).
     case message(PushMessage, raw: JSONValue, wait: Bool)
     case watch
+    /// Re-read agent.conf, its drop-ins and the defaults file, and apply them.
+    case reload
 
     /// Requests that change state need a privileged peer (root, the daemon's user, or SocketGroup).
     public var changesState: Bool {
         switch self {
         case .ping, .status, .watch: false
-        case .fetch, .activate, .markStale, .message: true
+        case .fetch, .activate, .markStale, .message, .reload: true
         }
     }
 
@@ -56,6 +58,7 @@ public enum ControlRequest: Sendable, Equatable {
                 throw ControlError(.badMessage, error.reason)
             }
         case "watch": return .watch
+        case "reload": return .reload
         default: throw ControlError(.unknownOp, "unknown op \"\(op)\"")
         }
     }
@@ -74,6 +77,7 @@ public enum ControlRequest: Sendable, Equatable {
             .object([("op", .string("mark-stale")), ("reason", reason.map(JSONValue.string) ?? .null)])
         case let .message(_, raw, wait): .object([("op", .string("message")), ("message", raw), ("wait", .bool(wait))])
         case .watch: .object([("op", .string("watch"))])
+        case .reload: .object([("op", .string("reload"))])
         }
     }
 }
@@ -104,6 +108,9 @@ public struct ControlError: Error, CustomStringConvertible, Sendable, Equatable 
         public static let storage = Code(rawValue: "storage")
         /// The daemon is stopping and will not carry the request out.
         public static let shuttingDown = Code(rawValue: "shutting-down")
+        /// A reload found a config that does not load (the message has the file:line); the running
+        /// config stays.
+        public static let invalidConfig = Code(rawValue: "invalid-config")
         /// Anything else: a bug.
         public static let internalError = Code(rawValue: "internal")
     }

@@ -165,18 +165,21 @@ public struct StatusResponse: ControlResponse {
     public var nextFetchAt: String?
     /// What the push channel is doing, `nil` without one.
     public var push: String?
+    /// ``AgentConfig/digest`` of the config the daemon runs with (`nil` from an older daemon).
+    public var config: String?
 
-    public init(pid: Int64, state: String, nextFetchAt: String?, push: String?) {
+    public init(pid: Int64, state: String, nextFetchAt: String?, push: String?, config: String?) {
         self.pid = pid
         self.state = state
         self.nextFetchAt = nextFetchAt
         self.push = push
+        self.config = config
     }
 
     public var members: [(key: String, value: JSONValue)] {
         [
             ("pid", .integer(pid)), ("state", .string(state)), ("nextFetchAt", .optional(nextFetchAt)),
-            ("push", .optional(push)),
+            ("push", .optional(push)), ("config", .optional(config)),
         ]
     }
 
@@ -185,6 +188,7 @@ public struct StatusResponse: ControlResponse {
         state = try response.string("state")
         nextFetchAt = try response.optionalString("nextFetchAt")
         push = try response.optionalString("push")
+        config = try response.optionalString("config")
     }
 }
 
@@ -279,6 +283,35 @@ public struct MarkStaleResponse: ControlResponse {
             throw ControlResponseError(field: response.field("stale"), "is false in a mark-stale answer")
         }
         newlySet = try response.bool("newlySet")
+    }
+}
+
+/// `reload`: the config was re-read and applied. `changed` names the settings that differ
+/// (`Section.Key`, `Signals.<name>`), `restartNeeded` those among them a running daemon cannot
+/// take (they apply at the next start), `warnings` what the files hold that the agent ignores.
+public struct ReloadResponse: ControlResponse {
+    public var changed: [String]
+    public var restartNeeded: [String]
+    public var warnings: [String]
+
+    public init(changed: [String], restartNeeded: [String], warnings: [String]) {
+        self.changed = changed
+        self.restartNeeded = restartNeeded
+        self.warnings = warnings
+    }
+
+    public var members: [(key: String, value: JSONValue)] {
+        [
+            ("changed", .array(changed.map(JSONValue.string))),
+            ("restartNeeded", .array(restartNeeded.map(JSONValue.string))),
+            ("warnings", .array(warnings.map(JSONValue.string))),
+        ]
+    }
+
+    public init(reading response: ControlResponseReader) throws(ControlResponseError) {
+        changed = try response.strings("changed")
+        restartNeeded = try response.strings("restartNeeded")
+        warnings = try response.strings("warnings")
     }
 }
 

@@ -174,6 +174,7 @@ enum JSONTargets {
             accepted = try checkResponse(MarkStaleResponse.self, json, check) || accepted
             accepted = try checkResponse(MessageResponse.self, json, check) || accepted
             accepted = try checkResponse(WatchAck.self, json, check) || accepted
+            accepted = try checkResponse(ReloadResponse.self, json, check) || accepted
             accepted = try checkWatchEvent(json, check) || accepted
         }
         return accepted ? .accepted : .rejected

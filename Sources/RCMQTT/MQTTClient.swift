@@ -145,6 +145,11 @@ public final class MQTTClient: @unchecked Sendable {
         return messageId
     }
 
+    /// Stops the messages of `topic` (the same filter that was subscribed), in a persistent session too.
+    public func unsubscribe(_ topic: String) throws(MQTTError) {
+        try check(mosquitto_unsubscribe(handle, nil, topic), "cannot unsubscribe from \(topic)")
+    }
+
     /// Queues `payload` for `topic` and returns its message id (see ``Event/published(messageId:)``).
     @discardableResult
     public func publish(_ payload: [UInt8], topic: String, qos: Int32 = 1, retain: Bool = false) throws(MQTTError)

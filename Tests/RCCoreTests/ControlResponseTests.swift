@@ -10,7 +10,7 @@ import Testing
     static let wire: [(any ControlResponse, String)] = [
         (PingResponse(pid: 2442), #"{"ok":true,"pid":2442}"#),
         (
-            StatusResponse(pid: 2442, state: "idle", nextFetchAt: "2026-11-29T14:00:00Z", push: nil),
+            StatusResponse(pid: 2442, state: "idle", nextFetchAt: "2026-11-29T14:00:00Z", push: nil, config: nil),
             #"{"ok":true,"pid":2442,"state":"idle","nextFetchAt":"2026-11-29T14:00:00Z","push":null}"#
         ),
         (FetchResponse.requested, #"{"ok":true,"outcome":"requested"}"#),
@@ -61,7 +61,8 @@ import Testing
     @Test func membersANewerDaemonAddsAreIgnored() throws {
         let text = #"{"ok":true,"pid":1,"state":"idle","nextFetchAt":null,"push":null,"uptime":{"s":3}}"#
         #expect(
-            try StatusResponse.parse(json(text)) == StatusResponse(pid: 1, state: "idle", nextFetchAt: nil, push: nil))
+            try StatusResponse.parse(json(text))
+                == StatusResponse(pid: 1, state: "idle", nextFetchAt: nil, push: nil, config: nil))
         // Absent optional members read as null.
         #expect(try StatusResponse.parse(json(#"{"ok":true,"pid":1,"state":"idle"}"#)).push == nil)
     }

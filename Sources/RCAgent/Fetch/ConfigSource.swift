@@ -32,8 +32,17 @@ public protocol ConfigSource: Sendable {
     /// A short description for status and logs (`file /etc/rcagent/remote.json`).
     var name: String { get }
 
-    /// Fetches the current document. `etag` identifies the snapshot the agent already has.
-    func fetch(etag: String?) async throws(SourceError) -> SourceResult
+    /// Whether fetching can work at all: `false` only for ``UnconfiguredSource``, which the agent
+    /// never asks and never schedules a fetch for.
+    var isConfigured: Bool { get }
+
+    /// Fetches the current document. `etag` identifies the snapshot the agent already has;
+    /// `trigger` is why (the Firebase protocol names realtime fetches as such).
+    func fetch(etag: String?, trigger: FetchTrigger) async throws(SourceError) -> SourceResult
+}
+
+extension ConfigSource {
+    public var isConfigured: Bool { true }
 }
 
 /// No source yet (`Type=file` without `Path=`, as the package installs it): the daemon serves the
@@ -44,9 +53,12 @@ public struct UnconfiguredSource: ConfigSource {
 
     public var name: String { "no source" }
 
-    public static let message = "no source configured: set [Source] Path= (file), or Type=http with URL=, in agent.conf"
+    public static let message =
+        "no source configured: set [Source] Path= (file), or Type=http with URL=, in agent.conf, then run `rcagent reload`"
 
-    public func fetch(etag: String?) async throws(SourceError) -> SourceResult {
+    public var isConfigured: Bool { false }
+
+    public func fetch(etag: String?, trigger: FetchTrigger) async throws(SourceError) -> SourceResult {
         throw SourceError(.other, Self.message)
     }
 }

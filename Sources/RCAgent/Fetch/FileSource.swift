@@ -13,7 +13,7 @@ public struct FileSource: ConfigSource {
 
     public var name: String { "file \(path)" }
 
-    public func fetch(etag: String?) async throws(SourceError) -> SourceResult {
+    public func fetch(etag: String?, trigger: FetchTrigger) async throws(SourceError) -> SourceResult {
         let bytes: [UInt8]
         do {
             guard let read = try FileBytes.read(path, limit: 16 << 20, symlinks: .trustedOwners) else {

@@ -20,7 +20,7 @@ public struct HTTPSource: ConfigSource {
 
     public var name: String { "http \(url)" }
 
-    public func fetch(etag: String?) async throws(SourceError) -> SourceResult {
+    public func fetch(etag: String?, trigger: FetchTrigger) async throws(SourceError) -> SourceResult {
         var request = template
         // The stored ETag carries the evaluation context; after a context change the document is
         // fetched whole again, or a 304 would keep values evaluated for the old signals.

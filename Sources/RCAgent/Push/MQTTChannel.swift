@@ -124,6 +124,13 @@ final class MQTTChannel: Sendable {
         state.withLock { $0.delivery }?.cancel()
     }
 
+    /// Takes this channel's topics out of its persistent session (a reload moves to others). Sent
+    /// before the disconnect that ``stop()`` sends; without a connection there is nothing to undo
+    /// now, and the next connect of a channel with other topics does not subscribe these again.
+    func unsubscribe() {
+        for topic in topics { try? client.unsubscribe(topic) }  // best effort, as said above
+    }
+
     private var isStopped: Bool { state.withLock { $0.stopped } }
 
     private func networkLoop() {

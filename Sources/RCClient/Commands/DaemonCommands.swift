@@ -156,3 +156,31 @@ extension Invocation {
         return duration
     }
 }
+
+/// `rcagent reload`: asks the daemon to re-read agent.conf, its drop-ins and the defaults file.
+/// Prints what changed; a config that does not load is printed with its file:line (exit 1) and
+/// the daemon keeps the config it runs with.
+enum ReloadCommand {
+    static let spec = CommandSpec(
+        "reload", summary: "Re-read agent.conf, its drop-ins and the defaults; print what changed.",
+        options: [.flag("json", "print the daemon's response as JSON")], run: run)
+
+    static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
+        // A reload stops and starts services (an MQTT client waits up to 3 s for its thread).
+        let answer = try invocation.request(.reload, expecting: ReloadResponse.self, timeout: .seconds(30))
+        if invocation.json {
+            Output.raw(answer.json.compactText + "\n")
+            return ExitCode.ok
+        }
+        let reload = answer.response
+        for warning in reload.warnings { Output.err("warning: \(warning)\n") }
+        Output.out(
+            reload.changed.isEmpty
+                ? "reloaded: nothing changed\n"
+                : "reloaded: \(reload.changed.joined(separator: ", ")) changed\n")
+        for setting in reload.restartNeeded {
+            Output.out("\(setting) applies when the daemon is restarted (systemctl restart rcagentd)\n")
+        }
+        return ExitCode.ok
+    }
+}

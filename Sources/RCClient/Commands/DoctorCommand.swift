@@ -72,10 +72,16 @@ enum DoctorCommand {
                 return [socket, Check(name: "daemon", ok: false, detail: "connected, but no answer to status")]
             }
             let push = status.push.map { "; \($0)" } ?? ""
-            return [
-                socket,
-                Check(name: "daemon", ok: true, detail: "running (pid \(status.pid), \(status.state))\(push)"),
-            ]
+            let running = "running (pid \(status.pid), \(status.state))\(push)"
+            if let digest = status.config, digest != config.digest {
+                return [
+                    socket,
+                    Check(
+                        name: "daemon", ok: false,
+                        detail: "\(running), with another config than the files say: run `rcagent reload`"),
+                ]
+            }
+            return [socket, Check(name: "daemon", ok: true, detail: running)]
         case let .denied(error):
             return [
                 Check(

@@ -30,8 +30,13 @@ public final class FirebaseSource: ConfigSource {
 
     public var name: String { "firebase project \(fetcher.endpoints.project)" }
 
-    public func fetch(etag: String?) async throws(SourceError) -> SourceResult {
-        try await fetch(etag: etag, type: "BASE/1")
+    /// The `X-Firebase-RC-Fetch-Type` header says why: `REALTIME/<attempt>` after a realtime
+    /// invalidation, `BASE/1` otherwise.
+    public func fetch(etag: String?, trigger: FetchTrigger) async throws(SourceError) -> SourceResult {
+        if case let .realtime(attempt) = trigger {
+            return try await fetch(etag: etag, type: "REALTIME/\(attempt)")
+        }
+        return try await fetch(etag: etag, type: "BASE/1")
     }
 
     /// `type` is the `X-Firebase-RC-Fetch-Type` header: `BASE/1`, or `REALTIME/<attempt>` after a

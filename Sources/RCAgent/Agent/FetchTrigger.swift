@@ -1,7 +1,7 @@
 import RCCore
 
 /// Why a fetch was asked for. Triggers that arrive while one fetch runs coalesce into the next.
-enum FetchTrigger: Sendable {
+public enum FetchTrigger: Sendable, Equatable {
     /// Daemon start: fetch when stale or older than the interval.
     case startup
     /// The interval, a backoff or a throttle ran out.
@@ -19,17 +19,29 @@ enum FetchTrigger: Sendable {
     /// The network may have come up, or the wall clock was set (a resume from suspend does), while
     /// the cache was stale or the last fetch had failed.
     case systemChange
+    /// A reload changed the source or its settings (`newSource`: another source altogether, which
+    /// the old one's throttle and backoff do not bind), or the signals templates are evaluated with.
+    case reload(newSource: Bool)
 
     var isForced: Bool {
         switch self {
-        case .sourceChanged, .realtime, .pushReconnect, .systemChange: true
+        case .sourceChanged, .realtime, .pushReconnect, .systemChange, .reload: true
         case let .manual(force, _): force
         default: false
         }
     }
 
     var ignoresThrottle: Bool {
-        if case .manual(_, true) = self { true } else { false }
+        switch self {
+        case .manual(_, true), .reload(newSource: true): true
+        default: false
+        }
+    }
+
+    /// Whether the round sends the stored ETag: not after a reload, whose new source or signals
+    /// must be answered with a whole document, never "not modified".
+    var sendsETag: Bool {
+        if case .reload = self { false } else { true }
     }
 
     /// An automatic retry (timer, push) waits out the backoff; a person, a local file change, the
@@ -37,9 +49,16 @@ enum FetchTrigger: Sendable {
     var waitsOutBackoff: Bool {
         switch self {
         case .timer, .push, .startup, .realtime, .pushReconnect: true
-        case .manual, .sourceChanged, .systemChange: false
+        case .manual, .sourceChanged, .systemChange, .reload: false
         }
     }
+}
+
+/// What changed around the agent: the network may have come up (``NetworkMonitor``), or the wall
+/// clock was set, by hand, by NTP or by a resume from suspend (``ClockWatch``).
+enum SystemChange: String, Sendable {
+    case network = "The network changed"
+    case clock = "The wall clock was set (or the system resumed)"
 }
 
 /// What one fetch round came to, as `rcagent fetch --wait` reports it.

@@ -1,0 +1,265 @@
+import RCCore
+import RCStore
+
+/// The fetch loop: one round at a time, every request that arrived before a round answered by it,
+/// and the agent's timers as deadlines of the loop's wait (``FetchScheduler``).
+extension Agent {
+    /// Retries a write the store refused this often.
+    static let storeRetry = Duration.seconds(5)
+    /// Gives back the pages a round mapped once the agent has been quiet this long.
+    static let settleDelay = Duration.seconds(10)
+    /// A network or clock change is acted on once nothing more has changed for this long.
+    static let systemChangeDebounce = Duration.seconds(1)
+
+    /// Runs fetch rounds until the calling task is cancelled (the daemon stopping); then answers
+    /// what is still waiting with `.cancelled` and ends every `watch` stream.
+    func run() async {
+        scheduler.request(.startup)
+        while !Task.isCancelled {
+            // Everything already sent joins the coming round: a burst of pings costs one fetch.
+            while let input = inbox.poll() { receive(input) }
+            runDueJobs()
+            if !scheduler.pending.isEmpty {
+                await round()
+                continue
+            }
+            // Nothing to do until an input arrives or the earliest deadline comes.
+            if let input = await inbox.next(until: scheduler.earliest) { receive(input) }
+        }
+        for item in scheduler.takePending() { item.reply?(.cancelled) }
+        for case let .fetch(_, reply) in inbox.close() { reply?(.cancelled) }
+        events.closeAll()
+    }
+
+    private func receive(_ input: AgentInput) {
+        switch input {
+        case let .fetch(trigger, reply):
+            scheduler.request(trigger, reply: reply)
+        case let .fetchAfter(trigger, jitter):
+            let delay = Duration.milliseconds(Int64.random(in: 0...max(jitter.milliseconds, 0)))
+            scheduler.schedule(.delayed(trigger), at: .now + delay)
+        case let .systemChanged(change):
+            scheduler.schedule(.systemChange(change), at: .now + Self.systemChangeDebounce)
+        }
+    }
+
+    private func runDueJobs() {
+        for job in scheduler.takeDue(now: .now) {
+            switch job {
+            case .timer: scheduler.request(.timer)
+            case .storeRetry: retryUnstored()
+            case .settle: if scheduler.pending.isEmpty { IdlePages.release() }
+            case let .systemChange(change): afterSystemChange(change)
+            case let .delayed(trigger): scheduler.request(trigger)
+            }
+        }
+    }
+
+    private func round() async {
+        let batch = scheduler.takePending()
+        let outcome = await fetchRound(batch.map(\.trigger))
+        for item in batch { item.reply?(outcome) }
+        scheduleTimer()
+        scheduler.schedule(.settle, at: .now + Self.settleDelay)
+        updateStatusLine()
+    }
+
+    private func fetchRound(_ triggers: [FetchTrigger]) async -> FetchOutcome {
+        // The round keeps the source it started with, should a reload replace it meanwhile.
+        let source = source
+        guard source.isConfigured else { return .failed(UnconfiguredSource.message) }
+        let now = Timestamp.now()
+        let status: StoreStatus
+        do { status = try fetchState(now: now) } catch { return storeFailure("read the fetch state", error) }
+        if !triggers.contains(where: \.isForced) && !policy.isDue(status, now: now) {
+            let next = policy.nextFetch(status, now: now)
+            return .skipped(
+                reason:
+                    "the last fetch is recent (MinimumFetchInterval=\(DurationText.format(config.minimumFetchInterval)))",
+                next: next)
+        }
+        if let until = status.throttledUntil, until > now, !triggers.contains(where: \.ignoresThrottle) {
+            return .throttled(until: until)
+        }
+        if triggers.allSatisfy(\.waitsOutBackoff), status.backoffStep > 0, let next = status.nextFetchAt, next > now {
+            return .skipped(reason: "backing off after \(status.backoffStep) failed fetch(es)", next: next)
+        }
+
+        fetching = true
+        defer { fetching = false }
+        notifier.status(
+            status.stale.isSet
+                ? "Stale since \(StatusText.clock(status.stale.since)); fetching from \(source.name)"
+                : "Fetching from \(source.name)")
+        let trigger = Self.representative(of: triggers)
+        let clock = ContinuousClock()
+        let started = clock.now
+        let result: SourceResult
+        do {
+            result = try await source.fetch(etag: trigger.sendsETag ? status.fetched.etag : nil, trigger: trigger)
+        } catch {
+            return recordFailure(error, status: status, source: source)
+        }
+        return record(result, at: .now(), fetchTime: clock.now - started, source: source)
+    }
+
+    /// The trigger a round tells its source: a reload first (no ETag), then the latest realtime
+    /// attempt (Firebase names those fetches), else the first request.
+    static func representative(of triggers: [FetchTrigger]) -> FetchTrigger {
+        if let reload = triggers.first(where: { !$0.sendsETag }) { return reload }
+        let attempts = triggers.compactMap { if case let .realtime(attempt) = $0 { attempt } else { nil } }
+        if let latest = attempts.max() { return .realtime(attempt: latest) }
+        return triggers.first ?? .timer
+    }
+
+    /// Stores what a source returned. When the store refuses it (a full or read-only disk), the
+    /// result is kept and the write retried every few seconds, so the config lands as soon as the
+    /// disk takes it again, without asking the source twice; readers keep the last good values.
+    private func record(_ result: SourceResult, at finished: Timestamp, fetchTime: Duration, source: any ConfigSource)
+        -> FetchOutcome
+    {
+        do {
+            let outcome = try store(result, at: finished, fetchTime: fetchTime, source: source)
+            if unstored != nil || unstoredStale != nil { log.notice("The state database takes writes again") }
+            // A stored fetch answers every stale ping before it.
+            unstored = nil
+            unstoredStale = nil
+            return outcome
+        } catch let error as SQLiteError where !error.isStorageFailure {
+            // Not the disk: the database refused this document itself (a constraint). Writing it
+            // again cannot help, so it is a failed fetch like any other bad document.
+            unstored = nil
+            guard let status = try? store.status() else { return .failed("cannot store the fetched config: \(error)") }
+            return recordFailure(
+                SourceError(.badDocument, "the state database refused the document: \(error)"), status: status,
+                source: source)
+        } catch {
+            if unstored == nil {
+                log.error("Failed to store the fetched config: \(error); retrying every \(Self.storeRetry)")
+            }
+            unstored = (result, finished, fetchTime)
+            scheduleStoreRetry()
+            return .failed("cannot store the fetched config: \(error)")
+        }
+    }
+
+    func scheduleStoreRetry() {
+        scheduler.scheduleIfUnset(.storeRetry, at: .now + Self.storeRetry)
+    }
+
+    private func retryUnstored() {
+        if let unstored {
+            let outcome = record(unstored.result, at: unstored.at, fetchTime: unstored.fetchTime, source: source)
+            if case .failed = outcome { return }
+        } else if let stale = unstoredStale {
+            guard (try? store.markStale(reason: stale.reason, at: stale.at)) != nil else {
+                scheduleStoreRetry()
+                return
+            }
+            log.notice("The state database takes writes again: stored the stale flag (\(stale.reason))")
+            unstoredStale = nil
+            events.publish()
+        }
+        scheduleTimer()
+        updateStatusLine()
+    }
+
+    private func store(_ result: SourceResult, at finished: Timestamp, fetchTime: Duration, source: any ConfigSource)
+        throws -> FetchOutcome
+    {
+        let storing = ContinuousClock.now
+        switch result {
+        case .notModified, .document(.noChange, _):
+            try store.recordFetch(.noChange, at: finished, activate: false)
+            events.publish()
+            return .noChange
+        case let .document(.update(values, version), etag):
+            let immediate = config.activation == .immediate
+            let before = immediate ? events.valuesBeforeActivation() : nil
+            let activation = try store.recordFetch(
+                .update(values: values, templateVersion: version, etag: etag), at: finished, activate: immediate)
+            if let activation { events.activated(activation, before: before) }
+            events.publish()
+            let timing =
+                "fetched in \(StatusText.milliseconds(fetchTime)), stored in \(StatusText.milliseconds(ContinuousClock.now - storing))"
+            if let activation {
+                log.info(
+                    "Activated template \(version ?? "-") from \(source.name) (\(timing)): \(StatusText.describe(activation.changedKeys))"
+                )
+            } else {
+                log.info(
+                    "Fetched template \(version ?? "-") from \(source.name) (\(timing)); activation is \(config.activation.rawValue)"
+                )
+            }
+            return .updated(changedKeys: activation?.changedKeys, templateVersion: version)
+        }
+    }
+
+    /// The store's fetch state, first rebased to `now` if the wall clock stepped back behind it.
+    func fetchState(now: Timestamp) throws -> StoreStatus {
+        let status = try store.status()
+        guard let step = policy.clockStepBack(status, now: now) else { return status }
+        log.warning(
+            "The wall clock went back \(DurationText.format(step)) behind the last fetch; fetch times are rebased to it"
+        )
+        try store.rebaseFetchTimes(back: step, at: now)
+        events.publish()
+        return try store.status()
+    }
+
+    private func recordFailure(_ error: SourceError, status: StoreStatus, source: any ConfigSource) -> FetchOutcome {
+        let now = Timestamp.now()
+        var retryAfter: Duration?
+        var throttled = false
+        if case let .throttled(serverDelay) = error.kind {
+            throttled = true
+            retryAfter = serverDelay
+        }
+        let failure = policy.afterFailure(
+            previousStep: status.backoffStep, throttled: throttled, retryAfter: retryAfter, now: now)
+        do {
+            try store.recordFetch(
+                .failure(
+                    error: error.message, backoffStep: failure.backoffStep, nextAttempt: failure.nextAttempt,
+                    throttledUntil: failure.throttledUntil),
+                at: now, activate: false)
+        } catch {
+            log.error("Failed to record a fetch failure: \(error)")
+        }
+        events.publish()
+        log.warning(
+            "Failed to fetch from \(source.name): \(error.message); retrying at \(StatusText.clock(failure.nextAttempt))"
+        )
+        return .failed(error.message)
+    }
+
+    private func storeFailure(_ what: String, _ error: any Error) -> FetchOutcome {
+        log.error("Failed to \(what): \(error)")
+        return .failed("cannot \(what): \(error)")
+    }
+
+    /// Sets the periodic fetch's deadline from the stored fetch state. Without a source there is
+    /// nothing to fetch by itself (no wake-ups while unprovisioned).
+    func scheduleTimer() {
+        let now = Timestamp.now()
+        guard source.isConfigured, let status = try? fetchState(now: now) else {
+            scheduler.cancel(.timer)
+            return
+        }
+        // Never less than a second: whatever the stored times say, the loop cannot spin.
+        let delay = max(policy.nextFetch(status, now: now) - now, .seconds(1))
+        scheduler.schedule(.timer, at: .now + delay)
+    }
+
+    private func afterSystemChange(_ change: SystemChange) {
+        guard source.isConfigured, let status = try? fetchState(now: .now()) else { return }
+        guard status.stale.isSet || status.lastStatus == .failure else {
+            log.info("\(change.rawValue); not fetching (the cache is fresh)")
+            scheduleTimer()
+            return
+        }
+        log.info(
+            "\(change.rawValue); fetching (\(status.stale.isSet ? "the cache is stale" : "the last fetch failed"))")
+        scheduler.request(.systemChange)
+    }
+}

@@ -1,0 +1,256 @@
+import Glibc
+import RCCore
+import RCStore
+
+/// What enters the agent from outside its own calls: fetch requests from any thread (control
+/// connections, push channels, watches), in the order they were sent (see ``Inbox``).
+enum AgentInput: Sendable {
+    /// Fetch in the next round; `reply` hears that round's outcome.
+    case fetch(FetchTrigger, reply: (@Sendable (FetchOutcome) -> Void)?)
+    /// Fetch after a random wait of up to `jitter`.
+    case fetchAfter(FetchTrigger, jitter: Duration)
+    /// The network or the wall clock changed (debounced: the last of a burst counts).
+    case systemChanged(SystemChange)
+}
+
+/// The daemon's state and behaviour (SPEC §4): the one writer of the state store. It owns the
+/// fetch rounds (``run()``, in Agent+Rounds.swift), activation, stale pings and the event stream
+/// (``EventBroadcaster``). It runs on its own queue (``QueueExecutor``) because SQLite commits
+/// block on fsync, which must stay off the two-thread cooperative pool.
+actor Agent {
+    /// Replaced as a whole by ``reconfigure(_:source:digest:)`` (a reload).
+    private(set) var config: AgentConfig
+    /// ``AgentConfig/digest`` of the files as loaded (restart-only settings included), for status.
+    private(set) var configDigest: String
+    let store: StateStore
+    var source: any ConfigSource
+    var policy: FetchPolicy
+    let log: Logger
+    let notifier: SystemdNotifier
+    private let executor = QueueExecutor(label: "rcagent.agent")
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    /// Every request to fetch, whoever sends it, comes through here to ``run()``.
+    nonisolated let inbox = Inbox<AgentInput>()
+    var scheduler = FetchScheduler()
+    let events: EventBroadcaster
+    /// A round is running (`status` says "fetching").
+    var fetching = false
+
+    /// A fetch result the store refused, kept for the store retry.
+    var unstored: (result: SourceResult, at: Timestamp, fetchTime: Duration)?
+    /// A stale flag the store refused, written by the store retry unless a fetch is stored first.
+    var unstoredStale: (reason: String, at: Timestamp)?
+
+    init(config: AgentConfig, store: StateStore, source: any ConfigSource, log: Logger, notifier: SystemdNotifier)
+        throws
+    {
+        self.config = config
+        configDigest = config.digest
+        self.store = store
+        self.source = source
+        self.policy = FetchPolicy(minimumInterval: config.minimumFetchInterval)
+        self.log = log
+        self.notifier = notifier
+        events = try EventBroadcaster(
+            store: store, hooks: HookRunner(directory: config.hooksDirectory, timeout: config.hookTimeout, log: log),
+            log: log)
+    }
+
+    // MARK: - Requests from any thread
+
+    /// Asks for a fetch; `reply` gets the outcome of the round that handles it (`.cancelled` once
+    /// the agent has stopped).
+    nonisolated func request(_ trigger: FetchTrigger, reply: (@Sendable (FetchOutcome) -> Void)? = nil) {
+        if !inbox.send(.fetch(trigger, reply: reply)) { reply?(.cancelled) }
+    }
+
+    /// Asks for a fetch after a random wait in 0...`jitter`.
+    nonisolated func requestAfterJitter(_ trigger: FetchTrigger, jitter: Duration) {
+        inbox.send(.fetchAfter(trigger, jitter: jitter))
+    }
+
+    /// The network or the clock changed. Once nothing more has changed for a second, the timer is
+    /// set again (its wall-clock deadlines may have moved), and the agent fetches if the cache is
+    /// stale or the last fetch failed (SPEC §6).
+    nonisolated func systemChanged(_ change: SystemChange) {
+        inbox.send(.systemChanged(change))
+    }
+
+    // MARK: - Reload
+
+    /// Applies a reloaded config: the new source, interval, activation policy and hooks. A new
+    /// source, or new signals to evaluate templates with, fetches at once, with no ETag.
+    func reconfigure(_ new: AgentConfig, source newSource: (any ConfigSource)?, digest: String) {
+        let old = config
+        config = new
+        configDigest = digest
+        policy.minimumInterval = new.minimumFetchInterval
+        if new.hooksDirectory != old.hooksDirectory || new.hookTimeout != old.hookTimeout {
+            events.hooks = HookRunner(directory: new.hooksDirectory, timeout: new.hookTimeout, log: log)
+        }
+        if let newSource {
+            let another = newSource.name != source.name
+            source = newSource
+            if newSource.isConfigured {
+                request(.reload(newSource: another))
+            } else {
+                scheduler.cancel(.timer)
+            }
+        } else {
+            scheduleTimer()
+        }
+        updateStatusLine()
+    }
+
+    /// Re-reads the defaults file (a reload).
+    func reloadDefaults() {
+        StateRecovery.loadDefaults(into: store, config: config, log: log)
+    }
+
+    // MARK: - Commands
+
+    /// Activates the fetched snapshot (manual and on-start policies). `nil` when nothing was pending.
+    /// `fetchedBeforeStart`: the daemon's own activation at start (`Activation=on-start`).
+    func activate(fetchedBeforeStart: Bool = false) throws -> Activation? {
+        let before = events.valuesBeforeActivation()
+        let activation = try store.activate(at: .now())
+        if let activation { events.activated(activation, before: before) }
+        events.publish()
+        if let activation {
+            let when = fetchedBeforeStart ? " fetched before this start" : ""
+            log.info(
+                "Activated template \(activation.templateVersion ?? "-")\(when): \(StatusText.describe(activation.changedKeys))"
+            )
+            updateStatusLine()
+        }
+        return activation
+    }
+
+    /// Asks for a fetch and, with `wait`, returns the outcome of the round that handles it.
+    func fetch(_ trigger: FetchTrigger, wait: Bool) async -> FetchOutcome? {
+        guard wait else {
+            request(trigger)
+            return nil
+        }
+        return await withCheckedContinuation { continuation in
+            request(trigger) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// Sets the stale flag (persisted before anything else) and asks for a fetch, after a random
+    /// delay of up to `jitter` (push channels: a fleet must not stampede the config server).
+    func markStale(reason: String, wait: Bool = false, jitter: Duration = .zero) async throws
+        -> (newlySet: Bool, outcome: FetchOutcome?)
+    {
+        let newlySet: Bool
+        do {
+            newlySet = try store.markStale(reason: reason, at: .now())
+        } catch {
+            // The flag cannot be stored (a full or read-only disk): the sender hears so, the fetch
+            // happens all the same, and the flag is written when the disk takes it, unless a
+            // fetch is stored first.
+            log.error("Failed to store the stale flag (\(reason)): \(error); fetching anyway")
+            if unstoredStale == nil { unstoredStale = (reason, .now()) }
+            scheduleStoreRetry()
+            request(.push)
+            throw error
+        }
+        events.publish()
+        if newlySet { log.notice("Config marked stale: \(reason)") }
+        if jitter > .zero && !wait {
+            requestAfterJitter(.push, jitter: jitter)
+            return (newlySet, nil)
+        }
+        return (newlySet, await fetch(.push, wait: wait))
+    }
+
+    /// What the push channel (MQTT) is doing, for status.
+    private(set) var pushState: String?
+
+    func setPushState(_ state: String?) {
+        pushState = state
+    }
+
+    /// Handles an FCM-style message exactly as a push channel delivers it (SPEC §4.1, §4.4). With
+    /// `wait`, the response also carries the outcome of the fetch the message started.
+    func handle(_ message: PushMessage, from channel: String, wait: Bool = false, jitter: Duration = .zero) async throws
+        -> MessageResponse
+    {
+        guard message.marksStale else {
+            let note =
+                message.hasLiveActivity ? "live activity messages are not handled yet" : "no CONFIG_STATE in data"
+            return .ignored(note)
+        }
+        if let announced = message.templateVersion, let current = try currentTemplateVersion(), announced <= current {
+            log.info("Ignoring a stale ping from \(channel) for template \(announced): template \(current) is current")
+            return .ignored("template \(announced) is at or below the current \(current)")
+        }
+        let state = message.data["CONFIG_STATE"] ?? ""
+        let version = message.templateVersion.map { ", template \($0)" } ?? ""
+        let (newlySet, outcome) = try await markStale(
+            reason: "\(channel): CONFIG_STATE=\(state)\(version)", wait: wait, jitter: jitter)
+        return .markedStale(newlySet: newlySet, fetch: outcome?.reply)
+    }
+
+    /// Fetches after a realtime invalidation until the template reaches `target` (up to three
+    /// attempts, each after a random 0–3 s wait as the SDKs do), or once after a reconnect (`nil`).
+    func refetch(toReach target: Int64?) async {
+        for attempt in 1...3 {
+            if target != nil { try? await Task.sleep(for: .milliseconds(Int.random(in: 0...3_000))) }
+            let outcome = await fetch(.realtime(attempt: attempt), wait: true)
+            guard let target else { return }
+            if let current = try? currentTemplateVersion(), current >= target { return }
+            switch outcome {
+            case .throttled?, .skipped?, .cancelled?: return
+            default: continue
+            }
+        }
+        log.warning("Realtime announced template \(target ?? 0), but three fetches did not reach it")
+    }
+
+    /// Whether a realtime announcement of `version` is news.
+    func isNewer(_ version: Int64) -> Bool {
+        guard let current = try? currentTemplateVersion() else { return true }
+        return version > current
+    }
+
+    func note(_ key: String) -> String? { try? store.note(key) }
+
+    func setNote(_ key: String, _ value: String?) {
+        do { try store.setNote(key, value) } catch { log.error("Failed to store \(key): \(error)") }
+    }
+
+    /// The newest template version the agent has, fetched or active.
+    func currentTemplateVersion() throws -> Int64? {
+        let status = try store.status()
+        return [status.active.templateVersion, status.fetched.templateVersion].compactMap { $0.flatMap { Int64($0) } }
+            .max()
+    }
+
+    func status() throws -> StoreStatus { try store.status() }
+
+    /// Returns at once: the watchdog pings only while the actor still answers.
+    func heartbeat() {}
+
+    /// When the agent fetches by itself next (`nil` without a source).
+    var nextFetch: Timestamp? {
+        let now = Timestamp.now()
+        guard source.isConfigured, let status = try? fetchState(now: now) else { return nil }
+        return policy.nextFetch(status, now: now)
+    }
+
+    // MARK: - Watch subscribers
+
+    func subscribe(_ fd: Int32) -> Bool { events.subscribe(fd) }
+
+    func unsubscribe(_ fd: Int32) { events.unsubscribe(fd) }
+
+    /// Sets the `STATUS=` line systemd shows.
+    func updateStatusLine() {
+        let now = Timestamp.now()
+        guard let status = try? fetchState(now: now) else { return }
+        notifier.status(
+            StatusText.line(status, nextFetch: source.isConfigured ? policy.nextFetch(status, now: now) : nil))
+    }
+}

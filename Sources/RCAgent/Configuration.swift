@@ -1,0 +1,128 @@
+import RCCore
+
+/// What one config makes of the daemon beyond its fixed parts: the source, and the services that
+/// depend on the config (the file source's watch, the Firebase realtime stream, the MQTT channel,
+/// the network watch). A reload builds a new one and swaps it in whole.
+struct Configuration {
+    let config: AgentConfig
+    let source: any ConfigSource
+    /// The source's own services and whether it fetches over the network; built with the agent.
+    private let sourceServices: @Sendable (Agent) -> [any Service]
+    private let usesNetwork: Bool
+
+    /// Builds the source the config names. Nothing starts yet.
+    init(_ config: AgentConfig, deviceId: String, log: Logger) {
+        self.config = config
+        let reader = DocumentReader(deviceId: deviceId, signals: config.signals, log: log)
+        switch config.sourceType {
+        case .file:
+            guard let path = config.sourcePath else {
+                source = UnconfiguredSource()
+                sourceServices = { _ in [] }
+                usesNetwork = false
+                return
+            }
+            source = FileSource(path: path, reader: reader)
+            sourceServices = { agent in [Self.fileWatch(path, agent: agent, log: log)] }
+            usesNetwork = false
+        case .http:
+            source = HTTPSource(config: config, reader: reader)
+            sourceServices = { _ in [] }
+            usesNetwork = true
+        case .firebase:
+            let firebase = FirebaseSource(config: config, deviceId: deviceId, environment: Environment.current())
+            source = firebase
+            sourceServices = { agent in
+                guard config.realtime != .no else { return [] }
+                let listener = RealtimeListener(source: firebase, agent: agent, log: log)
+                return [TaskService(name: "realtime stream of \(firebase.name)") { await listener.run() }]
+            }
+            usesNetwork = true
+        }
+    }
+
+    /// The services this config runs around `agent`. Fails only where the daemon cannot go on as
+    /// configured (an MQTT client that cannot be made); a network watch the kernel refuses is
+    /// logged and left out, as timers and pushes still start fetches.
+    func services(agent: Agent, deviceId: String, log: Logger) throws -> [any Service] {
+        var services = sourceServices(agent)
+        if config.mqtt != nil {
+            services.append(try MQTTService(config: config, deviceId: deviceId, agent: agent, log: log))
+        }
+        if usesNetwork {
+            do {
+                let monitor = try NetworkMonitor { agent.systemChanged(.network) }
+                services.append(EdgeService(name: "network watch") { { monitor.stop() } })
+            } catch {
+                log.warning("Not watching the network (\(error)): only timers and pushes start fetches")
+            }
+        }
+        return services
+    }
+
+    private static func fileWatch(_ path: String, agent: Agent, log: Logger) -> any Service {
+        EdgeService(name: "watch on \(path)") {
+            let watcher = FileWatcher(path: path) { agent.request(.sourceChanged) }
+            log.info("Watching \(path): \(watcher.start())")
+            return { watcher.stop() }
+        }
+    }
+
+    // MARK: - Reload
+
+    /// Settings a running daemon cannot take: the socket it is bound to and the state it has open.
+    static let restartOnly: Set<String> = ["Agent.StateDirectory", "Agent.Socket", "Agent.SocketGroup"]
+
+    /// Whether a changed setting feeds the source (a new source is built and fetched from at once).
+    static func feedsSource(_ setting: String) -> Bool {
+        setting.hasPrefix("Source.") || setting.hasPrefix("Signals.")
+            || ["App.Version", "App.Package", "Agent.FetchTimeout"].contains(setting)
+    }
+
+    /// Whether a changed setting feeds the services around the source (the push channels).
+    static func feedsServices(_ setting: String) -> Bool {
+        feedsSource(setting) || setting.hasPrefix("Push.")
+    }
+
+    /// `new` as a running daemon can apply it: the restart-only settings keep their running values.
+    static func applicable(_ new: AgentConfig, running: AgentConfig) -> AgentConfig {
+        var config = new
+        config.stateDirectory = running.stateDirectory
+        config.socket = running.socket
+        config.socketGroup = running.socketGroup
+        return config
+    }
+}
+
+/// The MQTT push channel as a service: a reload that replaces it takes its topics out of the
+/// broker's persistent session first, or pings on the old topics would still be delivered.
+struct MQTTService: Service {
+    let name: String
+    private let channel: MQTTChannel
+
+    init(config: AgentConfig, deviceId: String, agent: Agent, log: Logger) throws {
+        channel = try MQTTChannel(config: config, deviceId: deviceId, agent: agent, log: log)
+        name = "MQTT channel \(config.mqtt ?? "")"
+    }
+
+    func run() async throws {
+        channel.start()
+        await untilCancelled()
+        channel.stop()
+    }
+
+    func retire() async { channel.unsubscribe() }
+}
+
+/// A service whose work is one async function that may end by itself and has no failure to
+/// report (the realtime stream gives up for good on an error the server means as final, and the
+/// daemon goes on without it): once it returns, the service idles until cancelled.
+struct TaskService: Service {
+    let name: String
+    let body: @Sendable () async -> Void
+
+    func run() async throws {
+        await body()
+        await untilCancelled()
+    }
+}
