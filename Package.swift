@@ -47,7 +47,7 @@ let package = Package(
         .testTarget(name: "RCCoreTests", dependencies: ["RCCore", "TestSupport"]),
         .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "TestSupport"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
-        .testTarget(name: "RCAgentTests", dependencies: ["RCAgent", "RCStore", "RCCore"]),
+        .testTarget(name: "RCAgentTests", dependencies: ["RCAgent", "RCStore", "RCCore", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["rcagent", "rcagentd", "rcadmin", "RCStore", "RCCore", "RCFuzzing", "TestSupport"]),
