@@ -69,14 +69,17 @@ import Testing
         scheduler.schedule(.timer, at: at(30))
         scheduler.schedule(.delayed(.push), at: at(2))
         scheduler.schedule(.delayed(.pushReconnect), at: at(1))
-        scheduler.schedule(.systemChange(.network), at: at(5))
-        scheduler.schedule(.systemChange(.clock), at: at(6))
+        scheduler.schedule(.systemChange([.network]), at: at(5))
+        scheduler.schedule(.systemChange([.clock]), at: at(6))
         #expect(scheduler.earliest == at(1))
         #expect(scheduler.takeDue(now: at(0)).isEmpty)
         let due = scheduler.takeDue(now: at(10))
         #expect(due.count == 3, "two delayed fetches and one system change: \(due)")
         if case .delayed(.pushReconnect) = due[0] {} else { Issue.record("earliest first: \(due)") }
-        if case .systemChange(.clock) = due[2] {} else { Issue.record("the later change replaced the earlier") }
+        if case .systemChange([.network, .clock]) = due[2] {
+        } else {
+            Issue.record("one debounced job, at the later deadline, for both changes: \(due)")
+        }
         #expect(scheduler.earliest == at(30), "the timer set last")
         #expect(scheduler.takeDue(now: at(30)).count == 1)
         #expect(scheduler.earliest == nil)
