@@ -55,7 +55,7 @@ let package = Package(
         .testTarget(name: "RCCoreTests", dependencies: ["RCCore", "TestSupport"]),
         .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "TestSupport"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
-        .testTarget(name: "RCAgentTests", dependencies: ["RCAgent", "RCStore", "RCCore"]),
+        .testTarget(name: "RCAgentTests", dependencies: ["RCAgent", "RCStore", "RCCore", "TestSupport"]),
         .testTarget(name: "RCNetworkTests", dependencies: ["RCHTTP", "RCFirebase", "RCMQTT", "RCCore", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",

@@ -64,10 +64,13 @@ final class NetworkNamespace {
         #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v1\n" }, "\(daemon.log)")
         let requests = server.requests.count
 
-        // A fresh cache: the network going down and up again costs no request.
+        // A fresh cache: the network going down and up again costs no request (the daemon says so
+        // once the changes have settled).
         try namespace.loopback(up: false)
         try namespace.loopback(up: true)
-        usleep(2_500_000)
+        #expect(
+            eventually { daemon.log.contains("The network changed; not fetching (the cache is fresh)") },
+            "\(daemon.log)")
         #expect(server.requests.count == requests, "\(daemon.log)")
 
         // Stale, with the network down: the push's fetch fails; the network coming back fetches.

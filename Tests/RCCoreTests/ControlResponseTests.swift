@@ -10,8 +10,13 @@ import Testing
     static let wire: [(any ControlResponse, String)] = [
         (PingResponse(pid: 2442), #"{"ok":true,"pid":2442}"#),
         (
-            StatusResponse(pid: 2442, state: "idle", nextFetchAt: "2026-11-29T14:00:00Z", push: nil, config: nil),
-            #"{"ok":true,"pid":2442,"state":"idle","nextFetchAt":"2026-11-29T14:00:00Z","push":null}"#
+            StatusResponse(
+                pid: 2442, state: "idle", nextFetchAt: "2026-11-29T14:00:00Z", push: nil, config: "9c1f0e4b2d7a6c35"),
+            #"{"ok":true,"pid":2442,"state":"idle","nextFetchAt":"2026-11-29T14:00:00Z","push":null,"config":"9c1f0e4b2d7a6c35"}"#
+        ),
+        (
+            ReloadResponse(changed: ["Source.Path"], restartNeeded: [], warnings: ["x.conf:3: unknown key"]),
+            #"{"ok":true,"changed":["Source.Path"],"restartNeeded":[],"warnings":["x.conf:3: unknown key"]}"#
         ),
         (FetchResponse.requested, #"{"ok":true,"outcome":"requested"}"#),
         (

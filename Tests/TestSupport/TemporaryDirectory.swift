@@ -17,6 +17,15 @@ public struct TemporaryDirectory: Sendable {
         return try body(directory)
     }
 
+    /// The same for an async `body` (the agent's component tests run its loop).
+    public static func with<T>(_ body: (TemporaryDirectory) async throws -> T) async throws -> T {
+        var template = Array("/tmp/rcagent-tests.XXXXXX".utf8CString)
+        guard let created = mkdtemp(&template) else { throw TestFailure("mkdtemp failed: errno \(errno)") }
+        let directory = TemporaryDirectory(path: String(cString: created))
+        defer { try? FileManager.default.removeItem(atPath: directory.path) }
+        return try await body(directory)
+    }
+
     /// The absolute path of `name` inside the directory.
     public func file(_ name: String) -> String { path + "/" + name }
 

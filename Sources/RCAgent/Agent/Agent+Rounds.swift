@@ -39,7 +39,7 @@ extension Agent {
             let delay = Duration.milliseconds(Int64.random(in: 0...max(jitter.milliseconds, 0)))
             scheduler.schedule(.delayed(trigger), at: .now + delay)
         case let .systemChanged(change):
-            scheduler.schedule(.systemChange(change), at: .now + Self.systemChangeDebounce)
+            scheduler.schedule(.systemChange([change]), at: .now + Self.systemChangeDebounce)
         }
     }
 
@@ -49,7 +49,7 @@ extension Agent {
             case .timer: scheduler.request(.timer)
             case .storeRetry: retryUnstored()
             case .settle: if scheduler.pending.isEmpty { IdlePages.release() }
-            case let .systemChange(change): afterSystemChange(change)
+            case let .systemChange(changes): afterSystemChange(changes)
             case let .delayed(trigger): scheduler.request(trigger)
             }
         }
@@ -251,15 +251,14 @@ extension Agent {
         scheduler.schedule(.timer, at: .now + delay)
     }
 
-    private func afterSystemChange(_ change: SystemChange) {
+    private func afterSystemChange(_ changes: Set<SystemChange>) {
         guard source.isConfigured, let status = try? fetchState(now: .now()) else { return }
-        guard status.stale.isSet || status.lastStatus == .failure else {
-            log.info("\(change.rawValue); not fetching (the cache is fresh)")
-            scheduleTimer()
-            return
-        }
-        log.info(
-            "\(change.rawValue); fetching (\(status.stale.isSet ? "the cache is stale" : "the last fetch failed"))")
-        scheduler.request(.systemChange)
+        let fetch = status.stale.isSet || status.lastStatus == .failure
+        let decision =
+            !fetch
+            ? "not fetching (the cache is fresh)"
+            : "fetching (\(status.stale.isSet ? "the cache is stale" : "the last fetch failed"))"
+        for change in changes.sorted(by: { $0.rawValue < $1.rawValue }) { log.info("\(change.rawValue); \(decision)") }
+        if fetch { scheduler.request(.systemChange) } else { scheduleTimer() }
     }
 }

@@ -16,8 +16,8 @@ struct FetchScheduler {
         case storeRetry
         /// The agent has been quiet for a while: give back the pages the last round used.
         case settle
-        /// The network or the clock stopped changing: decide whether that calls for a fetch.
-        case systemChange(SystemChange)
+        /// The network or the clock (or both) stopped changing: decide whether that calls for a fetch.
+        case systemChange(Set<SystemChange>)
         /// A fetch asked for after a random wait (push channels must not stampede the server).
         case delayed(FetchTrigger)
 
@@ -47,8 +47,13 @@ struct FetchScheduler {
         return pending
     }
 
-    /// Sets `job` to happen at `at`, replacing a job of the same kind.
+    /// Sets `job` to happen at `at`, replacing a job of the same kind. System changes add up: the
+    /// network and the clock changing within one debounce are both reported.
     mutating func schedule(_ job: Job, at: Instant) {
+        var job = job
+        if case let .systemChange(changes) = job {
+            for case (_, .systemChange(let earlier)) in deadlines { job = .systemChange(changes.union(earlier)) }
+        }
         deadlines.removeAll { job.replaces($0.job) }
         deadlines.append((at, job))
     }

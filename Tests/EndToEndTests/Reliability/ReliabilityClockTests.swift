@@ -126,8 +126,11 @@ extension Reliability {
             try shifted.step(to: Self.day)
             #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0, "a day later the throttle is over")
             #expect(try sandbox.cli("get", "key_0").stdout == "v2\n")
-            usleep(3_000_000)
-            #expect(server.requests.count == throttled + 1, "one request after the step, no burst")
+            // No burst to wait for: the daemon's own next fetch is a whole interval after the success
+            // (not a deadline from before the step), and that success was the one request since.
+            let next = try #require(try Self.nextFetch(sandbox, clockOffset: Self.day))
+            #expect(next > 3_600 - 60, "the next fetch is \(next) s away")
+            #expect(server.requests.count == throttled + 1, "one request after the step")
             #expect(shifted.daemon.stop() == 0)
         }
 
@@ -139,10 +142,11 @@ extension Reliability {
             try server.setMode(["kind": "status", "status": 500])
             let daemon = try sandbox.startDaemon()
             #expect(try sandbox.cli("fetch", "--force", "--wait").status == 1)
-            #expect(try sandbox.cli("notify", #"{"data":{"CONFIG_STATE":"STALE"}}"#).status == 0)
             try server.serve(Sandbox.document(version: 2), etag: #""v2""#)
-            usleep(300_000)
-            #expect(try sandbox.cli("get", "key_0").status == 1, "the push waited out the backoff")
+            // The push's round is over when `--wait` returns: it waited out the backoff.
+            let push = try sandbox.cli("notify", "--wait", #"{"data":{"CONFIG_STATE":"STALE"}}"#)
+            #expect(push.status == 0 && push.stdout.contains("not fetched: backing off after"), "\(push)")
+            #expect(try sandbox.cli("get", "key_0").status == 1)
 
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)

@@ -1,0 +1,126 @@
+import RCCore
+import RCStore
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import RCAgent
+
+/// A source that tells when a fetch starts and holds it until the test lets it go.
+final class FakeSource: ConfigSource {
+    let name: String
+    /// Every fetch asked for, with the ETag and trigger it got.
+    let calls = Mutex<[(etag: String?, trigger: FetchTrigger)]>([])
+    /// One element per fetch that has started.
+    let started = Inbox<Void>()
+    /// One element lets one held fetch finish.
+    let release = Inbox<Void>()
+
+    init(name: String) { self.name = name }
+
+    func fetch(etag: String?, trigger: FetchTrigger) async throws(SourceError) -> SourceResult {
+        let count = calls.withLock { calls in
+            calls.append((etag, trigger))
+            return calls.count
+        }
+        started.send(())
+        _ = await release.next()
+        return .document(
+            .update(values: ["k": "\(name)-\(count)"], templateVersion: "\(count)"), etag: "\(name)-\(count)")
+    }
+}
+
+/// The agent's fetch loop with a real state database and a fake source: coalescing, reload, stop.
+@Suite struct AgentTests {
+    /// Runs `body` with an agent on a fresh database; `body` reads what was stored through a
+    /// reader of its own, as `rcagent` does.
+    func withAgent(_ body: (Agent, FakeSource, _ read: () throws -> StateStore) async throws -> Void) async throws {
+        try await TemporaryDirectory.with { directory in
+            var config = AgentConfig()
+            config.stateDirectory = directory.path
+            config.defaults = directory.file("none.json")
+            config.hooksDirectory = directory.file("hooks.d")
+            let store = try StateStore.open(config: config)
+            let source = FakeSource(name: "one")
+            let agent = try Agent(
+                config: config, store: store, source: source, log: Logger { _ in }, notifier: SystemdNotifier())
+            let path = config.databasePath
+            try await body(agent, source) { try #require(try StateStore.openForReading(path: path)) }
+        }
+    }
+
+    @Test func requestsThatArriveDuringAFetchShareTheNextRound() async throws {
+        try await withAgent { agent, source, store in
+            let loop = Task { await agent.run() }
+            _ = await source.started.next()  // the start-up round is fetching
+            let replies = Inbox<FetchOutcome>()
+            for _ in 0..<3 { agent.request(.manual(force: true, ignoreThrottle: false)) { replies.send($0) } }
+            source.release.send(())
+            _ = await source.started.next()  // one more round, for all three
+            source.release.send(())
+            for _ in 0..<3 {
+                guard case .updated(_, "2")? = await replies.next() else {
+                    Issue.record("each request hears the second round's outcome")
+                    return
+                }
+            }
+            #expect(source.calls.withLock { $0.count } == 2)
+            let value = try store().value(forKey: "k")?.text
+            #expect(value == "one-2")
+            loop.cancel()
+            await loop.value
+        }
+    }
+
+    @Test func aReloadedSourceIsAskedAtOnceWithoutTheOldETag() async throws {
+        try await withAgent { agent, source, store in
+            let loop = Task { await agent.run() }
+            _ = await source.started.next()
+            source.release.send(())
+            let settled = Inbox<FetchOutcome>()
+            // Queued behind the start-up round: its answer means the round is stored.
+            agent.request(.timer) { settled.send($0) }
+            _ = await settled.next()
+            let etag = try store().status().fetched.etag
+            #expect(etag == "one-1")
+
+            let other = FakeSource(name: "two")
+            var config = await agent.config
+            config.sourcePath = "/elsewhere"
+            await agent.reconfigure(config, source: other, digest: config.digest)
+            _ = await other.started.next()
+            let call = other.calls.withLock { $0[0] }
+            #expect(call.etag == nil)
+            #expect(call.trigger == .reload(newSource: true))
+            other.release.send(())
+            agent.request(.timer) { settled.send($0) }
+            _ = await settled.next()
+            let value = try store().value(forKey: "k")?.text
+            #expect(value == "two-1")
+            loop.cancel()
+            await loop.value
+        }
+    }
+
+    @Test func stoppingAnswersWhatStillWaitsWithCancelled() async throws {
+        try await withAgent { agent, source, _ in
+            let loop = Task { await agent.run() }
+            _ = await source.started.next()
+            let replies = Inbox<FetchOutcome>()
+            agent.request(.push) { replies.send($0) }
+            loop.cancel()
+            source.release.send(())
+            await loop.value
+            guard case .cancelled? = await replies.next() else {
+                Issue.record("the waiting request is told the daemon stops")
+                return
+            }
+            // And a request after the stop is answered at once.
+            agent.request(.push) { replies.send($0) }
+            guard case .cancelled? = await replies.next() else {
+                Issue.record("a late request is refused")
+                return
+            }
+        }
+    }
+}
