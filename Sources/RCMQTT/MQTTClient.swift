@@ -55,7 +55,6 @@ public final class MQTTClient: @unchecked Sendable {
         guard let handle = mosquitto_new(options.clientId, options.cleanSession, nil) else {
             throw MQTTError(.setup, "cannot create an MQTT client: \(String(cString: strerror(errno)))")
         }
-        self.handle = handle
         if let username = options.username { mosquitto_username_pw_set(handle, username, options.password) }
         if options.tls {
             // libmosquitto fopen()s the CA file itself: a FIFO there would block the caller for good.
@@ -72,6 +71,9 @@ public final class MQTTClient: @unchecked Sendable {
                 throw MQTTError(.tls, "cannot set up TLS: \(String(cString: mosquitto_strerror(rc)))")
             }
         }
+        // Assigned only now: a throw after every stored property is set would run `deinit`, which
+        // destroys the handle a second time (the error paths above destroy it themselves).
+        self.handle = handle
         // The callbacks find this object through the handle's user data. Unretained: the owner stops
         // the loop before it lets go of the client, and `deinit` destroys the handle.
         mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
