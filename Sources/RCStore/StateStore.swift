@@ -9,6 +9,11 @@ import RCCore
 public final class StateStore {
     public let path: String
     private let db: Database
+    /// Events appended by the transaction under way, and those of committed transactions that
+    /// ``takeCommittedEvents()`` has not handed out yet: the writer learns what it logged without
+    /// reading the log back.
+    private var uncommitted: [StoredEvent] = []
+    private var committed: [StoredEvent] = []
 
     /// The schema version this build writes (`PRAGMA user_version`).
     public static var schemaVersion: Int { Schema.currentVersion }
@@ -153,13 +158,6 @@ public final class StateStore {
             try db.query(
                 "SELECT id, at, kind, detail FROM events WHERE id > ? ORDER BY id LIMIT ?",
                 [.integer(id), .integer(Int64(limit))], row: Self.event)
-        }
-    }
-
-    /// The id of the newest event (0 when there is none): where a reader of new events starts.
-    public func lastEventId() throws(StoreError) -> Int64 {
-        try Self.wrap { () throws(SQLiteError) in
-            try db.query("SELECT coalesce(max(id), 0) FROM events", [], row: { $0.integer(0) ?? 0 }).first ?? 0
         }
     }
 
@@ -314,15 +312,29 @@ public final class StateStore {
             $0.text(0)
         }
         guard let templateVersion = pending.first else { return nil }
-        let changed = try db.query(
+        // What changed, with the values `get` saw and will see, computed here in one statement so
+        // nobody reads the tables again to tell the hooks.
+        let changes = try db.query(
             """
-            SELECT key FROM fetched_values f
-                WHERE NOT EXISTS (SELECT 1 FROM active_values a WHERE a.key = f.key AND a.value = f.value)
-            UNION
-            SELECT key FROM active_values a WHERE NOT EXISTS (SELECT 1 FROM fetched_values f WHERE f.key = a.key)
+            WITH changed(key) AS (
+                SELECT key FROM fetched_values f
+                    WHERE NOT EXISTS (SELECT 1 FROM active_values a WHERE a.key = f.key AND a.value = f.value)
+                UNION
+                SELECT key FROM active_values a WHERE NOT EXISTS (SELECT 1 FROM fetched_values f WHERE f.key = a.key)
+            )
+            SELECT c.key, coalesce(a.value, d.value), coalesce(f.value, d.value),
+                CASE WHEN f.value IS NOT NULL THEN 1 WHEN d.value IS NOT NULL THEN 0 END
+            FROM changed c
+                LEFT JOIN active_values a ON a.key = c.key
+                LEFT JOIN fetched_values f ON f.key = c.key
+                LEFT JOIN defaults d ON d.key = c.key
             ORDER BY 1
             """
-        ) { $0.text(0) ?? "" }
+        ) { row in
+            KeyChange(
+                key: row.text(0) ?? "", old: row.text(1), new: row.text(2),
+                source: row.integer(3).map { $0 == 1 ? .remote : .default })
+        }
         try db.run("DELETE FROM active_values")
         try db.run("INSERT INTO active_values (key, value) SELECT key, value FROM fetched_values")
         try db.run(
@@ -334,10 +346,10 @@ public final class StateStore {
         try appendEvent(
             "activated", at: now,
             detail: .object([
-                ("changedKeys", .array(changed.map(JSONValue.string))),
+                ("changedKeys", .array(changes.map { .string($0.key) })),
                 ("templateVersion", templateVersion.map(JSONValue.string) ?? .null),
             ]))
-        return Activation(changedKeys: changed, templateVersion: templateVersion)
+        return Activation(changes: changes, templateVersion: templateVersion)
     }
 
     /// A small named value kept across restarts (realtime stream backoff and the like).
@@ -363,18 +375,32 @@ public final class StateStore {
         try write { try appendEvent(kind, at: now, detail: detail) }
     }
 
+    /// The events this store's writes logged since the last call, oldest first (events written by
+    /// another process are not among them).
+    public func takeCommittedEvents() -> [StoredEvent] {
+        defer { committed = [] }
+        return committed
+    }
+
     private func appendEvent(_ kind: String, at now: Timestamp, detail: JSONValue) throws(SQLiteError) {
-        try db.run(
-            "INSERT INTO events (at, kind, detail) VALUES (?, ?, ?)",
-            [.integer(now.milliseconds), .text(kind), .text(detail.compactText)])
+        let id = try db.query(
+            "INSERT INTO events (at, kind, detail) VALUES (?, ?, ?) RETURNING id",
+            [.integer(now.milliseconds), .text(kind), .text(detail.compactText)]
+        ) { $0.integer(0) ?? 0 }
+        uncommitted.append(StoredEvent(id: id.first ?? 0, at: now, kind: kind, detail: detail))
         try db.run("DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?", [.integer(Self.eventLimit)])
     }
 
     // MARK: - Plumbing
 
     private func write<T>(_ body: () throws -> T) throws(StoreError) -> T {
+        uncommitted = []
+        // Events of a transaction that rolled back never happened.
+        defer { uncommitted = [] }
         do {
-            return try db.transaction(body)
+            let result = try db.transaction(body)
+            committed += uncommitted
+            return result
         } catch let error as SQLiteError {
             throw .sqlite(error)
         } catch let error as StoreError {

@@ -42,8 +42,21 @@ public struct StoreStatus: Sendable {
 
 /// What one activation changed: keys added, removed or given a new value (sorted).
 public struct Activation: Sendable, Equatable {
-    public var changedKeys: [String]
+    /// Every key that was added, removed or given a new value, sorted.
+    public var changes: [KeyChange]
     public var templateVersion: String?
+
+    public var changedKeys: [String] { changes.map(\.key) }
+}
+
+/// One key an activation changed, as `get` sees it before and after: a remote value, else the
+/// key's default, else nothing.
+public struct KeyChange: Sendable, Equatable {
+    public var key: String
+    public var old: String?
+    public var new: String?
+    /// Where the new value comes from (`nil`: the key is gone).
+    public var source: ValueSource?
 }
 
 /// One entry of the bounded event log; `detail` is a JSON object.

@@ -59,9 +59,12 @@ extension Agent {
         let batch = scheduler.takePending()
         let outcome = await fetchRound(batch.map(\.trigger))
         for item in batch { item.reply?(outcome) }
-        scheduleTimer()
+        // One read of the fetch state serves the timer and the status line.
+        let now = Timestamp.now()
+        let status = try? fetchState(now: now)
+        scheduleTimer(status, now: now)
         scheduler.schedule(.settle, at: .now + Self.settleDelay)
-        updateStatusLine()
+        updateStatusLine(status, now: now)
     }
 
     private func fetchRound(_ triggers: [FetchTrigger]) async -> FetchOutcome {
@@ -174,11 +177,10 @@ extension Agent {
             events.publish()
             return .noChange
         case let .document(.update(values, version), etag):
-            let immediate = config.activation == .immediate
-            let before = immediate ? events.valuesBeforeActivation() : nil
             let activation = try store.recordFetch(
-                .update(values: values, templateVersion: version, etag: etag), at: finished, activate: immediate)
-            if let activation { events.activated(activation, before: before) }
+                .update(values: values, templateVersion: version, etag: etag), at: finished,
+                activate: config.activation == .immediate)
+            if let activation { events.activated(activation) }
             events.publish()
             let timing =
                 "fetched in \(StatusText.milliseconds(fetchTime)), stored in \(StatusText.milliseconds(ContinuousClock.now - storing))"
@@ -242,7 +244,11 @@ extension Agent {
     /// nothing to fetch by itself (no wake-ups while unprovisioned).
     func scheduleTimer() {
         let now = Timestamp.now()
-        guard source.isConfigured, let status = try? fetchState(now: now) else {
+        scheduleTimer(try? fetchState(now: now), now: now)
+    }
+
+    private func scheduleTimer(_ status: StoreStatus?, now: Timestamp) {
+        guard source.isConfigured, let status else {
             scheduler.cancel(.timer)
             return
         }
