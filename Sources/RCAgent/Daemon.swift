@@ -103,26 +103,25 @@ public enum Daemon {
             log.warning("Serving the cache and defaults only: \(UnconfiguredSource.message)")
         }
 
+        // Every service is a child of this one task group: the daemon's lifetime is the group's.
+        // This task reads the lifecycle stream, so reloads happen one at a time, in order.
         var running = Running(config: config, services: ServiceSet(configured))
         let exitStatus = await withTaskGroup(of: Void.self) { group in
             for service in fixed + [signalForwarding] {
                 group.addTask { await service.supervised(onFailure: serviceFailed) }
             }
             group.addTask { [services = running.services] in await services.run(onFailure: serviceFailed) }
+            func reloadNow(_ why: String) async -> Result<ReloadResponse, ControlError> {
+                log.notice("Reloading the config (\(why))")
+                return await reload(&running, loader: loader, agent: agent, deviceId: deviceId, log: log) { set in
+                    group.addTask { await set.run(onFailure: serviceFailed) }
+                }
+            }
             var exitStatus: Int32 = 0
             events: for await event in lifecycle {
                 switch event {
-                case .signal(SIGHUP):
-                    log.notice("Reloading the config (SIGHUP)")
-                    _ = await reload(&running, loader: loader, agent: agent, deviceId: deviceId, log: log) { set in
-                        group.addTask { await set.run(onFailure: serviceFailed) }
-                    }
-                case let .reload(reply):
-                    log.notice("Reloading the config (rcagent reload)")
-                    reply(
-                        await reload(&running, loader: loader, agent: agent, deviceId: deviceId, log: log) { set in
-                            group.addTask { await set.run(onFailure: serviceFailed) }
-                        })
+                case .signal(SIGHUP): _ = await reloadNow("SIGHUP")
+                case let .reload(reply): reply(await reloadNow("rcagent reload"))
                 case let .signal(signal):
                     log.notice("Stopping (signal \(signal))")
                     break events
@@ -133,12 +132,15 @@ public enum Daemon {
                 }
             }
             notifier.stopping()
-            // Cancellation is shutdown: every service stops, the control socket first in line.
+            // Cancellation is shutdown: each service stops its part (the socket file goes, watchers
+            // are disconnected, waiting fetches hear "shutting down", MQTT disconnects keeping its
+            // session) and the group returns once all of them have ended. A fetch under way is let
+            // finish: its transfer is bounded by FetchTimeout.
             group.cancelAll()
             await group.waitForAll()
             return exitStatus
         }
-        // Reloads asked for while stopping are told so.
+        // Reloads asked for while stopping are told so; the rest of the stream is dropped.
         lifecycleInput.finish()
         for await case let .reload(reply) in lifecycle {
             reply(.failure(ControlError(.shuttingDown, "the daemon is shutting down")))
