@@ -8,22 +8,22 @@ final class NetworkMonitor: Sendable {
 
     /// Throws when the kernel refuses the socket (the daemon then runs without).
     init(onChange: @escaping @Sendable () -> Void) throws {
-        let fd = socket(
-            AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else { throw SystemError("netlink socket") }
+        guard
+            let netlink = FileDescriptor(
+                returnedBy: socket(
+                    AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+                    0
+                ))
+        else { throw SystemError("netlink socket") }
         // struct sockaddr_nl: family, pad, pid (0: the kernel picks), groups.
         var address = [UInt8](repeating: 0, count: 12)
         address[0] = UInt8(AF_NETLINK)
         withUnsafeBytes(of: NetlinkEvents.groups.littleEndian) { address.replaceSubrange(8..<12, with: $0) }
         let bound = address.withUnsafeBytes {
-            bind(fd, $0.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t($0.count))
+            bind(netlink.rawValue, $0.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t($0.count))
         }
-        guard bound == 0 else {
-            let error = SystemError("bind netlink")
-            close(fd)
-            throw error
-        }
-        watch = DescriptorWatch(fd: fd, label: "rcagent.network") { fd in
+        guard bound == 0 else { throw SystemError("bind netlink") }
+        watch = DescriptorWatch(netlink, label: "rcagent.network") { fd in
             if Self.drain(fd) { onChange() }
         }
     }
