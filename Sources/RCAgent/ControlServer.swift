@@ -62,14 +62,17 @@ final class ControlServer: Sendable {
         while true {
             // accept4(SOCK_CLOEXEC): with accept() then fcntl(FD_CLOEXEC), a hook spawned in between
             // inherited the client's descriptor.
-            guard let connection = FileDescriptor(returnedBy: rcagent_accept_cloexec(socket.listener.rawValue)) else {
-                if errno == EINTR || errno == ECONNABORTED { continue }
+            guard
+                let connection = FileDescriptor(
+                    returnedBy: Posix.retrying { rcagent_accept_cloexec(socket.listener.rawValue) })
+            else {
+                if errno == ECONNABORTED { continue }
                 if errno == EMFILE || errno == ENFILE {
                     log.warning("Failed to accept a control connection: \(SystemError("accept")), retrying")
                     usleep(100_000)
                     continue
                 }
-                // The listener closed by stop(), or something else: then the socket is dead.
+                // The listener shut down by stop(), or something else: then the socket is dead.
                 if !stopped.load(ordering: .sequentiallyConsistent) {
                     onFailure("Failed to accept control connections: \(SystemError("accept"))")
                 }
