@@ -1,4 +1,5 @@
 import Glibc
+import RCCore
 
 /// Starts `body` on a new detached OS thread: for blocking socket work that must not sit on the
 /// cooperative pool.
@@ -42,7 +43,7 @@ func blockingWait<T: Sendable>(_ operation: @escaping @Sendable () async -> T) -
         slot.value = await operation()
         sem_post(&slot.semaphore)
     }
-    while sem_wait(&slot.semaphore) != 0 && errno == EINTR {}
+    _ = Posix.retrying { sem_wait(&slot.semaphore) }
     return slot.value!
 }
 

@@ -33,15 +33,9 @@ public struct Logger: Sendable {
     public func notice(_ message: String) { log(.notice, message) }
     public func info(_ message: String) { log(.info, message) }
 
+    /// Writes to fd 2 (`Glibc.stderr` is not concurrency-safe); a failed write is dropped, there is
+    /// nowhere left to report it.
     public static let standardError: @Sendable (String) -> Void = { line in
-        var line = line
-        line.withUTF8 { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let n = write(2, buffer.baseAddress! + offset, buffer.count - offset)
-                if n <= 0 { if n < 0 && errno == EINTR { continue } else { return } }
-                offset += n
-            }
-        }
+        _ = Posix.writeAll(2, line)
     }
 }
