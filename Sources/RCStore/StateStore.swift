@@ -234,7 +234,9 @@ public final class StateStore {
     /// clears the stale flag and the backoff; with `activate`, an update is also activated in the
     /// same transaction, so a crash leaves either the old or the new snapshot, whole.
     @discardableResult
-    public func recordFetch(_ record: FetchRecord, at now: Timestamp, activate: Bool) throws(StoreError) -> Activation?
+    /// `withValues`: the activation also carries each changed key's values (``Activation/changes``).
+    public func recordFetch(_ record: FetchRecord, at now: Timestamp, activate: Bool, withValues: Bool = false)
+        throws(StoreError) -> Activation?
     {
         try write {
             let at = SQLValue.integer(now.milliseconds)
@@ -258,7 +260,7 @@ public final class StateStore {
                         ("templateVersion", templateVersion.map(JSONValue.string) ?? .null),
                         ("keys", .integer(Int64(values.count))),
                     ]))
-                let activation = activate ? try activatePending(at: now) : nil
+                let activation = activate ? try activatePending(at: now, withValues: withValues) : nil
                 try clearStale(at: now)
                 return activation
             case .noChange:
@@ -303,37 +305,46 @@ public final class StateStore {
 
     /// Makes the fetched snapshot active. Returns `nil` when nothing was pending.
     @discardableResult
-    public func activate(at now: Timestamp) throws(StoreError) -> Activation? {
-        try write { try activatePending(at: now) }
+    public func activate(at now: Timestamp, withValues: Bool = false) throws(StoreError) -> Activation? {
+        try write { try activatePending(at: now, withValues: withValues) }
     }
 
-    private func activatePending(at now: Timestamp) throws(SQLiteError) -> Activation? {
+    private func activatePending(at now: Timestamp, withValues: Bool) throws(SQLiteError) -> Activation? {
         let pending = try db.query("SELECT template_version FROM snapshots WHERE kind = 'fetched' AND pending = 1") {
             $0.text(0)
         }
         guard let templateVersion = pending.first else { return nil }
-        // What changed, with the values `get` saw and will see, computed here in one statement so
-        // nobody reads the tables again to tell the hooks.
-        let changes = try db.query(
+        let changedSQL = """
+            SELECT key FROM fetched_values f
+                WHERE NOT EXISTS (SELECT 1 FROM active_values a WHERE a.key = f.key AND a.value = f.value)
+            UNION
+            SELECT key FROM active_values a WHERE NOT EXISTS (SELECT 1 FROM fetched_values f WHERE f.key = a.key)
             """
-            WITH changed(key) AS (
-                SELECT key FROM fetched_values f
-                    WHERE NOT EXISTS (SELECT 1 FROM active_values a WHERE a.key = f.key AND a.value = f.value)
-                UNION
-                SELECT key FROM active_values a WHERE NOT EXISTS (SELECT 1 FROM fetched_values f WHERE f.key = a.key)
-            )
-            SELECT c.key, coalesce(a.value, d.value), coalesce(f.value, d.value),
-                CASE WHEN f.value IS NOT NULL THEN 1 WHEN d.value IS NOT NULL THEN 0 END
-            FROM changed c
-                LEFT JOIN active_values a ON a.key = c.key
-                LEFT JOIN fetched_values f ON f.key = c.key
-                LEFT JOIN defaults d ON d.key = c.key
-            ORDER BY 1
-            """
-        ) { row in
-            KeyChange(
-                key: row.text(0) ?? "", old: row.text(1), new: row.text(2),
-                source: row.integer(3).map { $0 == 1 ? .remote : .default })
+        let changedKeys: [String]
+        var changes: [KeyChange]?
+        if withValues {
+            // The values `get` saw and will see (remote, else default), in the same statement, so
+            // nobody reads the tables again to tell the hooks.
+            let rows = try db.query(
+                """
+                WITH changed(key) AS (\(changedSQL))
+                SELECT c.key, coalesce(a.value, d.value), coalesce(f.value, d.value),
+                    CASE WHEN f.value IS NOT NULL THEN 1 WHEN d.value IS NOT NULL THEN 0 END
+                FROM changed c
+                    LEFT JOIN active_values a ON a.key = c.key
+                    LEFT JOIN fetched_values f ON f.key = c.key
+                    LEFT JOIN defaults d ON d.key = c.key
+                ORDER BY 1
+                """
+            ) { row in
+                KeyChange(
+                    key: row.text(0) ?? "", old: row.text(1), new: row.text(2),
+                    source: row.integer(3).map { $0 == 1 ? .remote : .default })
+            }
+            changes = rows
+            changedKeys = rows.map(\.key)
+        } else {
+            changedKeys = try db.query(changedSQL + " ORDER BY 1") { $0.text(0) ?? "" }
         }
         try db.run("DELETE FROM active_values")
         try db.run("INSERT INTO active_values (key, value) SELECT key, value FROM fetched_values")
@@ -346,10 +357,10 @@ public final class StateStore {
         try appendEvent(
             "activated", at: now,
             detail: .object([
-                ("changedKeys", .array(changes.map { .string($0.key) })),
+                ("changedKeys", .array(changedKeys.map(JSONValue.string))),
                 ("templateVersion", templateVersion.map(JSONValue.string) ?? .null),
             ]))
-        return Activation(changes: changes, templateVersion: templateVersion)
+        return Activation(changedKeys: changedKeys, templateVersion: templateVersion, changes: changes)
     }
 
     /// A small named value kept across restarts (realtime stream backoff and the like).

@@ -43,10 +43,11 @@ public struct StoreStatus: Sendable {
 /// What one activation changed: keys added, removed or given a new value (sorted).
 public struct Activation: Sendable, Equatable {
     /// Every key that was added, removed or given a new value, sorted.
-    public var changes: [KeyChange]
+    public var changedKeys: [String]
     public var templateVersion: String?
-
-    public var changedKeys: [String] { changes.map(\.key) }
+    /// The same keys with their values before and after, when the caller asked for them (hooks
+    /// want them; reading 3,000 values twice for nobody is a third of a big activation's cost).
+    public var changes: [KeyChange]?
 }
 
 /// One key an activation changed, as `get` sees it before and after: a remote value, else the

@@ -416,7 +416,7 @@ import Testing
                 at: t0, activate: true)
             let activation = try store.recordFetch(
                 .update(values: ["changed": "new", "added": "y"], templateVersion: "2", etag: nil), at: t1,
-                activate: true)
+                activate: true, withValues: true)
             #expect(
                 activation?.changes == [
                     KeyChange(key: "added", old: "was-default", new: "y", source: .remote),

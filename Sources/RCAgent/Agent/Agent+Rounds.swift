@@ -179,7 +179,7 @@ extension Agent {
         case let .document(.update(values, version), etag):
             let activation = try store.recordFetch(
                 .update(values: values, templateVersion: version, etag: etag), at: finished,
-                activate: config.activation == .immediate)
+                activate: config.activation == .immediate, withValues: events.wantsValues)
             if let activation { events.activated(activation) }
             events.publish()
             let timing =

@@ -113,7 +113,7 @@ actor Agent {
     /// Activates the fetched snapshot (manual and on-start policies). `nil` when nothing was pending.
     /// `fetchedBeforeStart`: the daemon's own activation at start (`Activation=on-start`).
     func activate(fetchedBeforeStart: Bool = false) throws -> Activation? {
-        let activation = try store.activate(at: .now())
+        let activation = try store.activate(at: .now(), withValues: events.wantsValues)
         if let activation { events.activated(activation) }
         events.publish()
         if let activation {

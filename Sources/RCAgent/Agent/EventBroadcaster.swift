@@ -71,12 +71,15 @@ final class EventBroadcaster {
 
     // MARK: - Hooks
 
+    /// Whether the next activation should carry its values: only when there are hooks to tell.
+    var wantsValues: Bool { !hooks.hooks.isEmpty }
+
     /// Runs the hooks for an activation that changed something, with each key's old and new value
     /// as the activation computed them.
     func activated(_ activation: Activation) {
-        guard !activation.changes.isEmpty else { return }
+        guard let changes = activation.changes, !changes.isEmpty else { return }
         var event = HookEvent(kind: .activated, templateVersion: activation.templateVersion)
-        for change in activation.changes {
+        for change in changes {
             event.changes[change.key] = HookEvent.Change(old: change.old, new: change.new, source: change.source)
         }
         hooks.enqueue(event)
