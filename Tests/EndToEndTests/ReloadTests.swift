@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Config reload end to end (SIGHUP, `rcagent reload`): the running rcagentd re-reads agent.conf,
