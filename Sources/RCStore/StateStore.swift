@@ -8,12 +8,12 @@ import RCCore
 /// A `StateStore` is not thread-safe: the daemon keeps its one writer inside an actor.
 public final class StateStore {
     public let path: String
-    private let db: Database
+    let db: Database
     /// Events appended by the transaction under way, and those of committed transactions that
     /// ``takeCommittedEvents()`` has not handed out yet: the writer learns what it logged without
     /// reading the log back.
-    private var uncommitted: [StoredEvent] = []
-    private var committed: [StoredEvent] = []
+    var uncommitted: [StoredEvent] = []
+    var committed: [StoredEvent] = []
 
     /// The schema version this build writes (`PRAGMA user_version`).
     public static var schemaVersion: Int { Schema.currentVersion }
@@ -150,31 +150,6 @@ public final class StateStore {
         try db.query("SELECT is_set, reason, since FROM stale") { row in
             StaleFlag(isSet: row.integer(0) == 1, reason: row.text(1), since: row.integer(2).map(Timestamp.init))
         }.first ?? .clear
-    }
-
-    /// Events with an id above `id`, oldest first.
-    public func events(after id: Int64 = 0, limit: Int = 1_000) throws(StoreError) -> [StoredEvent] {
-        try Self.wrap { () throws(SQLiteError) in
-            try db.query(
-                "SELECT id, at, kind, detail FROM events WHERE id > ? ORDER BY id LIMIT ?",
-                [.integer(id), .integer(Int64(limit))], row: Self.event)
-        }
-    }
-
-    private static func event(_ row: Row) -> StoredEvent {
-        StoredEvent(
-            id: row.integer(0) ?? 0, at: Timestamp(milliseconds: row.integer(1) ?? 0), kind: row.text(2) ?? "",
-            detail: (try? JSONValue.parse(row.text(3) ?? "{}")) ?? .object([]))
-    }
-
-    /// The newest event of `kind` the bounded log still holds.
-    public func lastEvent(_ kind: String) throws(StoreError) -> StoredEvent? {
-        try Self.wrap { () throws(SQLiteError) in
-            try db.query(
-                "SELECT id, at, kind, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT 1", [.text(kind)],
-                row: Self.event
-            ).first
-        }
     }
 
     /// Runs `PRAGMA integrity_check`; `nil` when the database is sound, else SQLite's findings.
@@ -381,30 +356,9 @@ public final class StateStore {
         }
     }
 
-    /// Appends an event outside any other change (activity messages, daemon notes).
-    public func recordEvent(_ kind: String, detail: JSONValue, at now: Timestamp) throws(StoreError) {
-        try write { try appendEvent(kind, at: now, detail: detail) }
-    }
-
-    /// The events this store's writes logged since the last call, oldest first (events written by
-    /// another process are not among them).
-    public func takeCommittedEvents() -> [StoredEvent] {
-        defer { committed = [] }
-        return committed
-    }
-
-    private func appendEvent(_ kind: String, at now: Timestamp, detail: JSONValue) throws(SQLiteError) {
-        let id = try db.query(
-            "INSERT INTO events (at, kind, detail) VALUES (?, ?, ?) RETURNING id",
-            [.integer(now.milliseconds), .text(kind), .text(detail.compactText)]
-        ) { $0.integer(0) ?? 0 }
-        uncommitted.append(StoredEvent(id: id.first ?? 0, at: now, kind: kind, detail: detail))
-        try db.run("DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?", [.integer(Self.eventLimit)])
-    }
-
     // MARK: - Plumbing
 
-    private func write<T>(_ body: () throws -> T) throws(StoreError) -> T {
+    func write<T>(_ body: () throws -> T) throws(StoreError) -> T {
         uncommitted = []
         // Events of a transaction that rolled back never happened.
         defer { uncommitted = [] }
@@ -421,7 +375,7 @@ public final class StateStore {
         }
     }
 
-    private static func wrap<T>(_ body: () throws(SQLiteError) -> T) throws(StoreError) -> T {
+    static func wrap<T>(_ body: () throws(SQLiteError) -> T) throws(StoreError) -> T {
         do { return try body() } catch { throw .sqlite(error) }
     }
 
