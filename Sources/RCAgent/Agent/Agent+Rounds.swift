@@ -48,7 +48,7 @@ extension Agent {
             switch job {
             case .timer: scheduler.request(.timer)
             case .storeRetry: retryUnstored()
-            case .settle: if scheduler.pending.isEmpty { IdlePages.release() }
+            case .settle: if scheduler.pending.isEmpty { IdlePages.releaseOnceWaiting() }
             case let .systemChange(changes): afterSystemChange(changes)
             case let .delayed(trigger): scheduler.request(trigger)
             }
