@@ -59,6 +59,8 @@ final class ControlServer: Sendable {
         shutdown(socket.listener.rawValue, Int32(SHUT_RDWR))
     }
 
+    /// The accept thread: hands each connection to a thread of its own (or refuses it when no slot is
+    /// free), until ``stop()`` shuts the listener down or accept fails in a way that will not pass.
     private func acceptLoop(onFailure: @Sendable (String) -> Void) {
         while true {
             // accept4(SOCK_CLOEXEC): with accept() then fcntl(FD_CLOEXEC), a hook spawned in between
@@ -177,6 +179,8 @@ final class ControlServer: Sendable {
 
     private enum Disposition { case keepOpen, close, watching }
 
+    /// Parses one request line, checks that the peer may ask it, and answers it; a `watch` hands the
+    /// connection to the agent's subscribers instead.
     private func respond(to line: [UInt8], fd: Int32, id: Int, peer: PeerCredentials?) -> Disposition {
         let request: ControlRequest
         do {
@@ -214,6 +218,7 @@ final class ControlServer: Sendable {
     }
 
     @discardableResult
+    /// Writes one response line; `false` when the peer is gone or does not read (the send timeout).
     private func send(_ fd: Int32, _ response: JSONValue) -> Bool {
         UnixSocket.sendAll(fd, Array((response.compactText + "\n").utf8))
     }

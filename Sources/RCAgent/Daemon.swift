@@ -23,6 +23,8 @@ public enum Daemon {
 
         """
 
+    /// Parses the arguments, loads the config and runs the daemon; returns the exit status (64 for a
+    /// usage error, 1 for a config that does not load or a start that fails).
     public static func main(arguments: [String], environment: [String: String] = Environment.current()) async -> Int32 {
         var configPath: String?
         var index = 0
@@ -63,6 +65,8 @@ public enum Daemon {
         }
     }
 
+    /// Everything after the config: the state, the agent, the services; READY=1; the lifecycle loop
+    /// until a signal or a failed service; then the shutdown. Throws only before READY=1.
     static func run(config: AgentConfig, loader: ConfigLoader, log: Logger) async throws -> Int32 {
         signal(SIGPIPE, SIG_IGN)
         let notifier = SystemdNotifier()

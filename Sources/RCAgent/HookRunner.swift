@@ -116,6 +116,8 @@ final class HookRunner: Sendable {
             }
     }
 
+    /// Queues `event` for the hooks, merged into a waiting event of its kind, and starts the hook thread
+    /// unless it runs already.
     func enqueue(_ event: HookEvent) {
         let start = queue.withLock { queue -> Bool in
             if let index = queue.pending.firstIndex(where: { $0.kind == event.kind }) {
@@ -135,6 +137,8 @@ final class HookRunner: Sendable {
         }
     }
 
+    /// The hook thread's loop: runs every hook for each queued event, oldest first, until the queue is
+    /// empty (then the next event starts a thread again).
     private func drain() {
         while let event = queue.withLock({ queue -> HookEvent? in
             if queue.pending.isEmpty {
@@ -147,6 +151,8 @@ final class HookRunner: Sendable {
         }
     }
 
+    /// Runs one hook for one event: spawned with only stdin, stdout and stderr open, the event as JSON
+    /// on stdin, its output logged line by line under its name, killed at ``HookTimeout``.
     private func run(_ name: String, _ event: HookEvent) {
         let path = directory + "/" + name
         // Every end closes when this function returns, unless closed or handed over before.

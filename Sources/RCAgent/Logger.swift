@@ -14,6 +14,7 @@ public struct Logger: Sendable {
         self.sink = sink
     }
 
+    /// Writes one escaped, bounded line at `priority`.
     public func log(_ priority: Priority, _ message: String) {
         // One event, one line: messages quote remote text (keys, errors, HTTP bodies, hook output),
         // and a line break in it (LF, CR, NEL, U+2028...) would start a forged journal line, an ESC

@@ -57,6 +57,7 @@ struct PeerAccess: Sendable {
         }
     }
 
+    /// Whether `peer` may change state: root, the daemon's own user, or a member of `SocketGroup`.
     func allows(_ peer: PeerCredentials?) -> Bool {
         guard let peer else { return false }
         if peer.uid == 0 || peer.uid == geteuid() { return true }

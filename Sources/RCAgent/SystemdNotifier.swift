@@ -21,8 +21,10 @@ public final class SystemdNotifier: Sendable {
 
     public init() {}
 
+    /// The cache is loaded and the socket answers (Type=notify: systemd considers the start done).
     public func ready(status: String) { send("READY=1", status: status) }
     public func status(_ text: String) { send(nil, status: text) }
+    /// The daemon is alive: sent at half of `WatchdogSec=`, only while the agent answers.
     public func watchdog() { send("WATCHDOG=1") }
     public func stopping() { send("STOPPING=1", status: "Shutting down") }
 

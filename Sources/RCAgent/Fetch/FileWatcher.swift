@@ -56,6 +56,7 @@ final class FileWatcher: @unchecked Sendable {
         return "polling every 2s (inotify unavailable: \(String(cString: strerror(failure))))"
     }
 
+    /// Stops watching; no `onChange` call starts after it returns.
     func stop() {
         inotify?.stop()
         queue.sync { timer?.cancel() }
