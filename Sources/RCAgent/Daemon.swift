@@ -117,9 +117,18 @@ public enum Daemon {
             group.addTask { [services = running.services] in await services.run(onFailure: serviceFailed) }
             func reloadNow(_ why: String) async -> Result<ReloadResponse, ControlError> {
                 log.notice("Reloading the config (\(why))")
-                return await reload(&running, loader: loader, agent: agent, deviceId: deviceId, log: log) { set in
+                notifier.reloading()
+                let result = await reload(&running, loader: loader, agent: agent, deviceId: deviceId, log: log) { set in
                     group.addTask { await set.run(onFailure: serviceFailed) }
                 }
+                if case .failure = result {
+                    // Stays in `systemctl status` until the next fetch round says something new.
+                    notifier.ready(status: "Reload failed: the config does not load; running the previous one")
+                } else {
+                    notifier.ready(status: "Reloaded")
+                    await agent.updateStatusLine()
+                }
+                return result
             }
             var exitStatus: Int32 = 0
             events: for await event in lifecycle {
