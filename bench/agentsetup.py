@@ -1,6 +1,6 @@
 """What the bench scripts share: a work directory holding a defaults file and an agent.conf whose
 source is a JSON file, for one rcagentd and the rcagent calls around it; a process's CPU time."""
-import os, tempfile
+import json, os, tempfile
 
 
 class FileAgent:
@@ -25,3 +25,10 @@ def cpu_ms(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) * 1000 // os.sysconf("SC_CLK_TCK")
+
+
+def report(script, figures):
+    """Hands `figures` to bench/run.py (RCBENCH_OUT/<script>.json) when it runs the script."""
+    if os.environ.get("RCBENCH_OUT"):
+        with open(os.path.join(os.environ["RCBENCH_OUT"], f"{script}.json"), "w") as f:
+            json.dump(figures, f)

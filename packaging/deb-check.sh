@@ -78,6 +78,19 @@ start_daemon
 [ "$(rcagent status --json | sed -n 's/.*"deviceId":"\([^"]*\)".*/\1/p')" = "$device" ] || fail "the device id changed"
 rcagent status --json | grep -q '"stale":{"set":true,"reason":"deb-check"' || fail "the stale flag was lost"
 [ "$(rcagent get kiosk_url)" = "https://example.com/kiosk" ] || fail "values lost in the upgrade"
+
+step "a source added in a drop-in serves after a reload, as the unit's ExecReload runs it"
+printf '{"state":"UPDATE","templateVersion":"1","entries":{"kiosk_url":"https://example.com/reloaded"}}' \
+    > /var/lib/rcagent/remote.json
+printf '[Source]\nPath=/var/lib/rcagent/remote.json\n' > /etc/rcagent/agent.conf.d/50-deb-check.conf
+reload=$(sed -n 's/^ExecReload=//p' /lib/systemd/system/rcagentd.service)
+runuser -u rcagent -- $reload | grep -qx 'reloaded: Source.Path changed' || fail "$reload did not apply the drop-in"
+i=0
+until [ "$(rcagent get kiosk_url)" = "https://example.com/reloaded" ]; do
+    i=$((i + 1)); [ $i -lt 100 ] || { cat "$work/daemon.log"; fail "the reloaded source is not served"; }
+    sleep 0.1
+done
+rm /etc/rcagent/agent.conf.d/50-deb-check.conf
 stop_daemon
 
 step "purge"

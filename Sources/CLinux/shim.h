@@ -30,4 +30,25 @@ static inline int rcagent_pipe_cloexec(int fds[2]) { return (int)syscall(SYS_pip
 // posix_spawn_file_actions_t as a plain pointer: the spawned hook gets no descriptor above stderr,
 // whoever opened it and however.
 extern int posix_spawn_file_actions_addclosefrom_np(void *actions, int from);
+
+// struct ucred, what getsockopt(SO_PEERCRED) fills in: glibc declares it in bits/socket.h under
+// _GNU_SOURCE only, and that header is the Glibc module's (see above). The kernel's layout
+// (include/linux/socket.h): pid_t, uid_t, gid_t, each 32 bits on every Linux architecture.
+struct rcagent_ucred {
+    int pid;
+    unsigned int uid;
+    unsigned int gid;
+};
+_Static_assert(sizeof(struct rcagent_ucred) == 12, "struct ucred is three 32-bit fields");
+
+// struct sockaddr_nl (uapi linux/netlink.h), the address an rtnetlink socket binds to. Declared,
+// not included: linux/netlink.h pulls in linux/posix_types.h, which Glibc's sys/socket.h also
+// includes (through asm/socket.h), and two modules must not share a header (see above).
+struct rcagent_sockaddr_nl {
+    unsigned short nl_family; // AF_NETLINK
+    unsigned short nl_pad;    // zero
+    unsigned int nl_pid;      // the port id; 0: the kernel assigns one
+    unsigned int nl_groups;   // multicast groups mask
+};
+_Static_assert(sizeof(struct rcagent_sockaddr_nl) == 12, "struct sockaddr_nl is 12 bytes");
 #endif

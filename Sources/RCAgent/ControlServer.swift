@@ -50,56 +50,67 @@ final class ControlServer: Sendable {
         }
     }
 
-    /// Stops accepting and removes the socket file.
+    /// Stops accepting and removes the socket file. The shutdown wakes the accept thread, which then
+    /// ends; the listening descriptor closes with the ``SocketFile`` once that thread has let go of
+    /// it, so the thread never calls accept() on a number the kernel has given to something else.
     func stop() {
         stopped.store(true, ordering: .sequentiallyConsistent)
         socket.remove()
-        shutdown(socket.listener, Int32(SHUT_RDWR))
-        close(socket.listener)
+        shutdown(socket.listener.rawValue, Int32(SHUT_RDWR))
     }
 
+    /// The accept thread: hands each connection to a thread of its own (or refuses it when no slot is
+    /// free), until ``stop()`` shuts the listener down or accept fails in a way that will not pass.
     private func acceptLoop(onFailure: @Sendable (String) -> Void) {
         while true {
             // accept4(SOCK_CLOEXEC): with accept() then fcntl(FD_CLOEXEC), a hook spawned in between
             // inherited the client's descriptor.
-            let fd = rcagent_accept_cloexec(socket.listener)
-            if fd < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
+            guard
+                let connection = FileDescriptor(
+                    returnedBy: Posix.retrying { rcagent_accept_cloexec(socket.listener.rawValue) })
+            else {
+                if errno == ECONNABORTED { continue }
                 if errno == EMFILE || errno == ENFILE {
                     log.warning("Failed to accept a control connection: \(SystemError("accept")), retrying")
                     usleep(100_000)
                     continue
                 }
-                // The listener closed by stop(), or something else: then the socket is dead.
+                // The listener shut down by stop(), or something else: then the socket is dead.
                 if !stopped.load(ordering: .sequentiallyConsistent) {
                     onFailure("Failed to accept control connections: \(SystemError("accept"))")
                 }
                 return
             }
-            UnixSocket.setTimeout(fd, SO_SNDTIMEO, Self.sendTimeout)
-            let peer = PeerAccess.credentials(of: fd)
+            UnixSocket.setTimeout(connection.rawValue, SO_SNDTIMEO, Self.sendTimeout)
+            let peer = PeerAccess.credentials(of: connection.rawValue)
             let id: Int
-            switch connections.admit(fd, privileged: access.allows(peer)) {
+            switch connections.admit(connection.rawValue, privileged: access.allows(peer)) {
             case let .admitted(admitted): id = admitted
             case let .refused(reason):
-                send(fd, ControlError(.busy, reason).json)
-                close(fd)
+                send(connection.rawValue, ControlError(.busy, reason).json)
+                connection.close()
                 continue
             }
+            // Handed to the connection's thread, which owns it from its first line; should the
+            // thread not start, it comes back here.
+            let fd = connection.release()
             let started = DetachedThread.start { [self] in
-                serve(fd, id: id, peer: peer)
-                finish(fd, id: id)
+                let connection = FileDescriptor(fd)
+                serve(connection.rawValue, id: id, peer: peer)
+                finish(connection, id: id)
             }
             if !started {
-                send(fd, ControlError(.busy, "cannot start a connection handler").json)
-                finish(fd, id: id)
+                let connection = FileDescriptor(fd)
+                send(connection.rawValue, ControlError(.busy, "cannot start a connection handler").json)
+                finish(connection, id: id)
             }
         }
     }
 
-    private func finish(_ fd: Int32, id: Int) {
+    /// Frees the connection's slot, then closes it (in that order: see ``ControlConnections/remove(_:)``).
+    private func finish(_ connection: consuming FileDescriptor, id: Int) {
         connections.remove(id)
-        close(fd)
+        connection.close()
     }
 
     /// Reads requests line by line and answers each, until the peer closes, idles out, misses the
@@ -149,8 +160,8 @@ final class ControlServer: Sendable {
                 }
                 return
             }
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            let n = Posix.retrying { chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) } }
+            if n < 0 && errno == EAGAIN { continue }
             if n <= 0 {
                 // Closed or reset by the peer, or shut down by an eviction (then say why).
                 if connections.wasEvicted(id) {
@@ -168,6 +179,8 @@ final class ControlServer: Sendable {
 
     private enum Disposition { case keepOpen, close, watching }
 
+    /// Parses one request line, checks that the peer may ask it, and answers it; a `watch` hands the
+    /// connection to the agent's subscribers instead.
     private func respond(to line: [UInt8], fd: Int32, id: Int, peer: PeerCredentials?) -> Disposition {
         let request: ControlRequest
         do {
@@ -199,16 +212,13 @@ final class ControlServer: Sendable {
     /// Holds a watch connection until the client closes it (or the agent drops it).
     private func watch(_ fd: Int32) {
         var byte: UInt8 = 0
-        while true {
-            let n = recv(fd, &byte, 1, 0)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-        }
+        while Posix.retrying({ recv(fd, &byte, 1, 0) }) > 0 {}
         let agent = agent
         blockingWait { await agent.unsubscribe(fd) }
     }
 
     @discardableResult
+    /// Writes one response line; `false` when the peer is gone or does not read (the send timeout).
     private func send(_ fd: Int32, _ response: JSONValue) -> Bool {
         UnixSocket.sendAll(fd, Array((response.compactText + "\n").utf8))
     }

@@ -23,6 +23,8 @@ public enum Daemon {
 
         """
 
+    /// Parses the arguments, loads the config and runs the daemon; returns the exit status (64 for a
+    /// usage error, 1 for a config that does not load or a start that fails).
     public static func main(arguments: [String], environment: [String: String] = Environment.current()) async -> Int32 {
         var configPath: String?
         var index = 0
@@ -63,6 +65,8 @@ public enum Daemon {
         }
     }
 
+    /// Everything after the config: the state, the agent, the services; READY=1; the lifecycle loop
+    /// until a signal or a failed service; then the shutdown. Throws only before READY=1.
     static func run(config: AgentConfig, loader: ConfigLoader, log: Logger) async throws -> Int32 {
         signal(SIGPIPE, SIG_IGN)
         let notifier = SystemdNotifier()
@@ -103,26 +107,34 @@ public enum Daemon {
             log.warning("Serving the cache and defaults only: \(UnconfiguredSource.message)")
         }
 
+        // Every service is a child of this one task group: the daemon's lifetime is the group's.
+        // This task reads the lifecycle stream, so reloads happen one at a time, in order.
         var running = Running(config: config, services: ServiceSet(configured))
         let exitStatus = await withTaskGroup(of: Void.self) { group in
             for service in fixed + [signalForwarding] {
                 group.addTask { await service.supervised(onFailure: serviceFailed) }
             }
             group.addTask { [services = running.services] in await services.run(onFailure: serviceFailed) }
+            func reloadNow(_ why: String) async -> Result<ReloadResponse, ControlError> {
+                log.notice("Reloading the config (\(why))")
+                notifier.reloading()
+                let result = await reload(&running, loader: loader, agent: agent, deviceId: deviceId, log: log) { set in
+                    group.addTask { await set.run(onFailure: serviceFailed) }
+                }
+                if case .failure = result {
+                    // Stays in `systemctl status` until the next fetch round says something new.
+                    notifier.ready(status: "Reload failed: the config does not load; running the previous one")
+                } else {
+                    notifier.ready(status: "Reloaded")
+                    await agent.updateStatusLine()
+                }
+                return result
+            }
             var exitStatus: Int32 = 0
             events: for await event in lifecycle {
                 switch event {
-                case .signal(SIGHUP):
-                    log.notice("Reloading the config (SIGHUP)")
-                    _ = await reload(&running, loader: loader, agent: agent, deviceId: deviceId, log: log) { set in
-                        group.addTask { await set.run(onFailure: serviceFailed) }
-                    }
-                case let .reload(reply):
-                    log.notice("Reloading the config (rcagent reload)")
-                    reply(
-                        await reload(&running, loader: loader, agent: agent, deviceId: deviceId, log: log) { set in
-                            group.addTask { await set.run(onFailure: serviceFailed) }
-                        })
+                case .signal(SIGHUP): _ = await reloadNow("SIGHUP")
+                case let .reload(reply): reply(await reloadNow("rcagent reload"))
                 case let .signal(signal):
                     log.notice("Stopping (signal \(signal))")
                     break events
@@ -133,12 +145,15 @@ public enum Daemon {
                 }
             }
             notifier.stopping()
-            // Cancellation is shutdown: every service stops, the control socket first in line.
+            // Cancellation is shutdown: each service stops its part (the socket file goes, watchers
+            // are disconnected, waiting fetches hear "shutting down", MQTT disconnects keeping its
+            // session) and the group returns once all of them have ended. A fetch under way is let
+            // finish: its transfer is bounded by FetchTimeout.
             group.cancelAll()
             await group.waitForAll()
             return exitStatus
         }
-        // Reloads asked for while stopping are told so.
+        // Reloads asked for while stopping are told so; the rest of the stream is dropped.
         lifecycleInput.finish()
         for await case let .reload(reply) in lifecycle {
             reply(.failure(ControlError(.shuttingDown, "the daemon is shutting down")))

@@ -1,7 +1,7 @@
 import CLinux
-@preconcurrency import Dispatch
 import Glibc
 import RCCore
+import Synchronization
 
 /// One event the hooks hear about.
 struct HookEvent: Sendable {
@@ -82,13 +82,16 @@ struct HookEvent: Sendable {
 /// `RCAGENT_TEMPLATE_VERSION` and the event as JSON on stdin; its output is logged with its name;
 /// it is killed after `HookTimeout`. Events that arrive
 /// while hooks run are merged per kind, so a burst runs them once more, not once per event.
-final class HookRunner: @unchecked Sendable {
+final class HookRunner: Sendable {
     private let directory: String
     private let timeout: Duration
     private let log: Logger
-    private let lock = NSLockLite()
-    private var pending: [HookEvent] = []
-    private var running = false
+    /// The events waiting for the hook thread, and whether that thread runs.
+    private struct Queue {
+        var pending: [HookEvent] = []
+        var running = false
+    }
+    private let queue = Mutex(Queue())
 
     init(directory: String, timeout: Duration, log: Logger) {
         self.directory = directory
@@ -113,51 +116,65 @@ final class HookRunner: @unchecked Sendable {
             }
     }
 
+    /// Queues `event` for the hooks, merged into a waiting event of its kind, and starts the hook thread
+    /// unless it runs already.
     func enqueue(_ event: HookEvent) {
-        let start = lock.withLock { () -> Bool in
-            if let index = pending.firstIndex(where: { $0.kind == event.kind }) {
-                pending[index].absorb(event)
+        let start = queue.withLock { queue -> Bool in
+            if let index = queue.pending.firstIndex(where: { $0.kind == event.kind }) {
+                queue.pending[index].absorb(event)
             } else {
-                pending.append(event)
+                queue.pending.append(event)
             }
-            defer { running = true }
-            return !running
+            defer { queue.running = true }
+            return !queue.running
         }
         guard start else { return }
         if !DetachedThread.start({ [self] in drain() }) {
             // No thread now: leave the events queued and let the next event try again, rather than
             // stay "running" with nothing running, which would stop hooks for good.
-            lock.withLock { running = false }
+            queue.withLock { $0.running = false }
             log.error("Failed to start the hook thread; the hooks run with the next event")
         }
     }
 
+    /// The hook thread's loop: runs every hook for each queued event, oldest first, until the queue is
+    /// empty (then the next event starts a thread again).
     private func drain() {
-        while let event = lock.withLock({ () -> HookEvent? in
-            if pending.isEmpty {
-                running = false
+        while let event = queue.withLock({ queue -> HookEvent? in
+            if queue.pending.isEmpty {
+                queue.running = false
                 return nil
             }
-            return pending.removeFirst()
+            return queue.pending.removeFirst()
         }) {
             for name in hooks { run(name, event) }
         }
     }
 
+    /// Runs one hook for one event: spawned with only stdin, stdout and stderr open, the event as JSON
+    /// on stdin, its output logged line by line under its name, killed at ``HookTimeout``.
     private func run(_ name: String, _ event: HookEvent) {
         let path = directory + "/" + name
-        var input: [Int32] = [0, 0]
-        var output: [Int32] = [0, 0]
-        guard rcagent_pipe_cloexec(&input) == 0, rcagent_pipe_cloexec(&output) == 0 else {
+        // Every end closes when this function returns, unless closed or handed over before.
+        var ends: [Int32] = [0, 0]
+        guard rcagent_pipe_cloexec(&ends) == 0 else {
             log.error("Failed to run hook \(name): \(SystemError("pipe"))")
             return
         }
+        let stdinRead = FileDescriptor(ends[0])
+        let stdinWrite = FileDescriptor(ends[1])
+        guard rcagent_pipe_cloexec(&ends) == 0 else {
+            log.error("Failed to run hook \(name): \(SystemError("pipe"))")
+            return
+        }
+        let outputRead = FileDescriptor(ends[0])
+        let outputWrite = FileDescriptor(ends[1])
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, output[1], 2)
+        posix_spawn_file_actions_adddup2(&actions, stdinRead.rawValue, 0)
+        posix_spawn_file_actions_adddup2(&actions, outputWrite.rawValue, 1)
+        posix_spawn_file_actions_adddup2(&actions, outputWrite.rawValue, 2)
         // Nothing else the daemon has open reaches the hook (a socket, the database, another hook's
         // pipe), whether or not whoever opened it asked for close-on-exec.
         posix_spawn_file_actions_addclosefrom_np(&actions, 3)
@@ -177,11 +194,10 @@ final class HookRunner: @unchecked Sendable {
         let rc = withCStrings([path], environment) { argv, envp in
             posix_spawn(&pid, path, &actions, &attributes, argv, envp)
         }
-        close(input[0])
-        close(output[1])
+        // The hook's own ends: with them closed here, the hook's exit is our end of stream.
+        stdinRead.close()
+        outputWrite.close()
         guard rc == 0 else {
-            close(input[1])
-            close(output[0])
             // Loud: the hook did not see this event at all.
             log.error(
                 "Failed to run hook \(name) for \(event.kind.rawValue) (\(event.changes.count) changed keys): "
@@ -192,33 +208,34 @@ final class HookRunner: @unchecked Sendable {
         // and the thread ends by the hook's timeout even when something the hook started (outside
         // its process group) holds stdin open without reading.
         let stdin = Array(event.stdin.utf8)
-        let writer = input[1]
         let deadline = ContinuousClock.now + timeout
-        _ = fcntl(writer, F_SETFL, O_NONBLOCK)
-        DetachedThread.start {
-            var offset = 0
-            while offset < stdin.count {
-                let n = stdin.withUnsafeBytes { write(writer, $0.baseAddress! + offset, $0.count - offset) }
-                if n > 0 {
-                    offset += n
-                    continue
-                }
-                if n < 0 && errno == EINTR { continue }
+        _ = fcntl(stdinWrite.rawValue, F_SETFL, O_NONBLOCK)
+        // Handed to the writer thread, which closes it when done (the hook then sees end of input).
+        let writer = stdinWrite.release()
+        let started = DetachedThread.start {
+            let writer = FileDescriptor(writer)
+            _ = Posix.writeAll(writer.rawValue, stdin) {
+                // The pipe is full: wait for the hook to read, until its timeout.
                 let left = deadline - ContinuousClock.now
-                guard n < 0 && errno == EAGAIN, left > .zero else { break }
-                var poller = pollfd(fd: writer, events: Int16(POLLOUT), revents: 0)
+                guard left > .zero else { return false }
+                var poller = pollfd(fd: writer.rawValue, events: Int16(POLLOUT), revents: 0)
                 _ = poll(&poller, 1, Int32(min(left.milliseconds, 1_000)))
+                return true
             }
-            close(writer)
         }
-        let timedOut = relayOutput(of: name, from: output[0])
-        close(output[0])
+        if !started {
+            // Without the thread the hook gets an empty stdin rather than one that never ends.
+            FileDescriptor(writer).close()
+            log.warning("Failed to start the thread that writes hook \(name)'s stdin; it gets an empty stdin")
+        }
+        let timedOut = relayOutput(of: name, from: outputRead.rawValue)
+        outputRead.close()
         if timedOut {
             kill(-pid, SIGKILL)
             log.warning("Hook \(name) timed out after \(DurationText.format(timeout)); killed")
         }
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        _ = Posix.retrying { waitpid(pid, &status, 0) }
         if !timedOut {
             let exited = status & 0x7f == 0
             let code = (status >> 8) & 0xff
@@ -250,10 +267,9 @@ final class HookRunner: @unchecked Sendable {
             let left = deadline - ContinuousClock.now
             if left <= .zero { return true }
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, Int32(min(left.milliseconds, 1_000)))
-            if ready < 0 && errno == EINTR { continue }
-            if ready <= 0 { continue }
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            // Nothing yet, or interrupted: look at the clock again.
+            guard poll(&poller, 1, Int32(min(left.milliseconds, 1_000))) > 0 else { continue }
+            let n = Posix.retrying { chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } }
             if n <= 0 {
                 flush(all: true)
                 return false

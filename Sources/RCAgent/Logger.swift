@@ -14,6 +14,7 @@ public struct Logger: Sendable {
         self.sink = sink
     }
 
+    /// Writes one escaped, bounded line at `priority`.
     public func log(_ priority: Priority, _ message: String) {
         // One event, one line: messages quote remote text (keys, errors, HTTP bodies, hook output),
         // and a line break in it (LF, CR, NEL, U+2028...) would start a forged journal line, an ESC
@@ -33,15 +34,9 @@ public struct Logger: Sendable {
     public func notice(_ message: String) { log(.notice, message) }
     public func info(_ message: String) { log(.info, message) }
 
+    /// Writes to fd 2 (`Glibc.stderr` is not concurrency-safe); a failed write is dropped, there is
+    /// nowhere left to report it.
     public static let standardError: @Sendable (String) -> Void = { line in
-        var line = line
-        line.withUTF8 { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let n = write(2, buffer.baseAddress! + offset, buffer.count - offset)
-                if n <= 0 { if n < 0 && errno == EINTR { continue } else { return } }
-                offset += n
-            }
-        }
+        _ = Posix.writeAll(2, line)
     }
 }

@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import RCCore
 
@@ -28,14 +29,13 @@ struct PeerAccess: Sendable {
     /// this once did) asked about whatever process has that pid *now*: a refused peer could pass its
     /// descriptor to a child and exit, and a group member that reused the pid was then asked instead.
     static func credentials(of fd: Int32) -> PeerCredentials? {
-        // struct ucred { pid_t pid; uid_t uid; gid_t gid; }: three 32-bit fields (Glibc hides the
-        // type behind _GNU_SOURCE, so read it as an array of three).
-        var credentials: [UInt32] = [0, 0, 0]
-        var length = socklen_t(12)
-        let rc = credentials.withUnsafeMutableBytes { getsockopt(fd, SOL_SOCKET, SO_PEERCRED, $0.baseAddress, &length) }
-        guard rc == 0, length == 12 else { return nil }
+        // struct ucred, as CLinux declares it (Glibc hides the type behind _GNU_SOURCE).
+        var credentials = rcagent_ucred()
+        var length = socklen_t(MemoryLayout<rcagent_ucred>.size)
+        let rc = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length)
+        guard rc == 0, length == MemoryLayout<rcagent_ucred>.size else { return nil }
         return PeerCredentials(
-            pid: Int32(bitPattern: credentials[0]), uid: credentials[1], gid: credentials[2],
+            pid: credentials.pid, uid: credentials.uid, gid: credentials.gid,
             groups: supplementaryGroups(of: fd) ?? [])
     }
 
@@ -57,6 +57,7 @@ struct PeerAccess: Sendable {
         }
     }
 
+    /// Whether `peer` may change state: root, the daemon's own user, or a member of `SocketGroup`.
     func allows(_ peer: PeerCredentials?) -> Bool {
         guard let peer else { return false }
         if peer.uid == 0 || peer.uid == geteuid() { return true }

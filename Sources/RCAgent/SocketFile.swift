@@ -18,11 +18,11 @@ import RCCore
 /// give, and refuses to go on when the name no longer holds a socket of ours.
 final class SocketFile: Sendable {
     let path: String
-    /// The listening socket.
-    let listener: Int32
+    /// The listening socket (closed with this object).
+    let listener: FileDescriptor
     /// The socket's directory, held open so that ``remove()`` unlinks in the directory that was
     /// checked, whatever happens to the path's other components.
-    private let directory: Int32
+    private let directory: FileDescriptor
     private let name: String
     private let device: UInt64
     private let inode: UInt64
@@ -39,13 +39,13 @@ final class SocketFile: Sendable {
         // mkdir never changes what exists; a symlinked component only decides where the socket
         // lands, and that directory is what is checked below.
         if directoryPath != "/" && directoryPath != "." { try FileBytes.makeDirectories(directoryPath) }
-        directory = open(directoryPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard directory >= 0 else { throw SystemError("open \(directoryPath)") }
-        var closeOnError = [directory]
-        defer { for fd in closeOnError { close(fd) } }
+        // Both descriptors opened here close on the way out should anything below throw.
+        guard let directory = FileDescriptor(returnedBy: open(directoryPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) else {
+            throw SystemError("open \(directoryPath)")
+        }
 
         var info = stat()
-        if fstat(directory, &info) == 0, let who = Self.otherWriters(info) {
+        if fstat(directory.rawValue, &info) == 0, let who = Self.otherWriters(info) {
             log.warning(
                 "The socket directory \(directoryPath) can be written by \(who): they can remove the socket or put "
                     + "another in its place; use a directory only the daemon's user can write (like /run/rcagent)")
@@ -53,23 +53,22 @@ final class SocketFile: Sendable {
 
         // A socket file left by a daemon that died is in the way; a live daemon would answer.
         // Anything that is not a socket is not ours to delete.
-        if fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0 {
+        if fstatat(directory.rawValue, name, &info, AT_SYMLINK_NOFOLLOW) == 0 {
             guard info.st_mode & S_IFMT == S_IFSOCK else {
                 throw SystemError("bind \(path) (it exists and is not a socket; not removing it)", errno: EEXIST)
             }
             if UnixSocket.answers(path) {
                 throw SystemError("bind \(path) (another rcagentd is running there)", errno: EADDRINUSE)
             }
-            if unlinkat(directory, name, 0) != 0 && errno != ENOENT { throw SystemError("unlink \(path)") }
+            if unlinkat(directory.rawValue, name, 0) != 0 && errno != ENOENT { throw SystemError("unlink \(path)") }
         }
 
         let fd = try UnixSocket.stream()
-        closeOnError.append(fd)
         let umaskBefore = umask(0o117)
         let fsgidBefore = groupId.map { rcagent_setfsgid($0) }
         let rc = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                bind(fd.rawValue, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
         }
         let bindErrno = errno
@@ -77,7 +76,7 @@ final class SocketFile: Sendable {
         umask(umaskBefore)
         guard rc == 0 else { throw SystemError("bind \(path)", errno: bindErrno) }
 
-        guard fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFSOCK,
+        guard fstatat(directory.rawValue, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFSOCK,
             info.st_uid == geteuid()
         else {
             throw SystemError(
@@ -92,9 +91,9 @@ final class SocketFile: Sendable {
                     + "(a set-group-id directory, or a daemon that is neither root nor running with that group), ignoring"
             )
         }
-        guard listen(fd, 128) == 0 else { throw SystemError("listen \(path)") }
+        guard listen(fd.rawValue, 128) == 0 else { throw SystemError("listen \(path)") }
         listener = fd
-        closeOnError = []
+        self.directory = directory
     }
 
     /// Who besides the daemon's user (and root) can add or remove names in a directory, or `nil`.
@@ -106,14 +105,15 @@ final class SocketFile: Sendable {
         return nil
     }
 
-    /// Removes the socket file, if the name still holds the socket this daemon bound.
+    /// Removes the socket file, if the name still holds the socket this daemon bound. The directory
+    /// and the listener stay open until this object goes (the accept thread may still hold the
+    /// listener's number).
     func remove() {
         var info = stat()
-        if fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFSOCK,
+        if fstatat(directory.rawValue, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFSOCK,
             UInt64(info.st_dev) == device, UInt64(info.st_ino) == inode
         {
-            unlinkat(directory, name, 0)
+            unlinkat(directory.rawValue, name, 0)
         }
-        close(directory)
     }
 }

@@ -1,5 +1,6 @@
 internal import CSystemd
 @preconcurrency import Dispatch
+import Glibc
 import RCCore
 import Synchronization
 
@@ -21,10 +22,21 @@ public final class SystemdNotifier: Sendable {
 
     public init() {}
 
+    /// The cache is loaded and the socket answers (Type=notify: systemd considers the start done).
     public func ready(status: String) { send("READY=1", status: status) }
     public func status(_ text: String) { send(nil, status: text) }
+    /// The daemon is alive: sent at half of `WatchdogSec=`, only while the agent answers.
     public func watchdog() { send("WATCHDOG=1") }
     public func stopping() { send("STOPPING=1", status: "Shutting down") }
+    /// A reload starts; ``ready(status:)`` says it is over. MONOTONIC_USEC= is the time systemd
+    /// (253 and later, `Type=notify-reload`) matches against the reload it asked for.
+    public func reloading() {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        send(
+            "RELOADING=1\nMONOTONIC_USEC=\(Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1_000)",
+            status: "Reloading")
+    }
 
     /// Waits up to `timeout` for queued messages to go out (before the process exits).
     public func flush(timeout: Duration = .seconds(1)) {

@@ -1,13 +1,14 @@
 import Glibc
 import RCCore
 
-/// The CLI's side of the daemon's control socket: one request line, one response line.
-struct ControlClient {
-    private let fd: Int32
+/// The CLI's side of the daemon's control socket: one request line, one response line. Owns the
+/// connection: it closes when the client goes out of scope, or at ``close()``.
+struct ControlClient: ~Copyable {
+    private let fd: FileDescriptor
     private var lines = LineBuffer(maximumLength: ControlClient.maximumLineLength)
 
     /// What connecting to the daemon's socket came to.
-    enum Connection {
+    enum Connection: ~Copyable {
         case connected(ControlClient)
         /// Nothing listens there (no socket file, or a stale one).
         case notRunning
@@ -15,7 +16,7 @@ struct ControlClient {
         case denied(SystemError)
     }
 
-    private init(fd: Int32) {
+    private init(fd: consuming FileDescriptor) {
         self.fd = fd
     }
 
@@ -53,7 +54,6 @@ struct ControlClient {
         case .notRunning: return .notRunning
         case let .denied(error): return .denied(error)
         }
-        defer { client.close() }
         let reply: Result<Response, ControlError>
         do {
             reply = try Response.reply(try client.send(request.json, timeout: timeout))
@@ -69,12 +69,13 @@ struct ControlClient {
         }
     }
 
-    func close() { Glibc.close(fd) }
+    /// Closes the connection now (it also closes when the client goes out of scope).
+    consuming func close() { fd.close() }
 
     /// Sends `request` and waits up to `timeout` for the response line.
     mutating func send(_ request: JSONValue, timeout: Duration? = nil) throws(CLIError) -> JSONValue {
-        UnixSocket.setTimeout(fd, SO_RCVTIMEO, timeout ?? .zero)
-        guard UnixSocket.sendAll(fd, Array((request.compactText + "\n").utf8)) else {
+        UnixSocket.setTimeout(fd.rawValue, SO_RCVTIMEO, timeout ?? .zero)
+        guard UnixSocket.sendAll(fd.rawValue, Array((request.compactText + "\n").utf8)) else {
             // A daemon that refuses the connection (`busy`) answers and closes at once, maybe before
             // the request went out: its answer is then already here and says more than EPIPE.
             let error = SystemError("send")
@@ -107,8 +108,7 @@ struct ControlClient {
                 throw .failure("the daemon sent a response line longer than \(Self.maximumLineLength) bytes")
             case .needMore: break
             }
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 && errno == EINTR { continue }
+            let n = Posix.retrying { chunk.withUnsafeMutableBytes { recv(fd.rawValue, $0.baseAddress, $0.count, 0) } }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
                 throw .failure("timed out waiting for the daemon")
             }
@@ -142,7 +142,6 @@ extension Invocation {
         _ request: ControlRequest, expecting: Response.Type, timeout: Duration? = nil
     ) throws(CLIError) -> DaemonAnswer<Response> {
         var client = try daemon()
-        defer { client.close() }
         let json = try client.send(request.json, timeout: timeout)
         return DaemonAnswer(response: try Self.decode(json, as: Response.self), json: json)
     }

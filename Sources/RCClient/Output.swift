@@ -12,18 +12,8 @@ enum Output {
     static func raw(_ text: String) { write(1, text) }
 
     private static func write(_ fd: Int32, _ text: String) {
-        var text = text
-        text.withUTF8 { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return  // EPIPE and friends: the reader went away; nothing useful to do.
-                }
-                offset += n
-            }
-        }
+        // A failure (EPIPE and friends: the reader went away) leaves nothing useful to do.
+        _ = Posix.writeAll(fd, text)
     }
 }
 

@@ -1,4 +1,5 @@
 import Glibc
+import RCCore
 
 /// Starts `body` on a new detached OS thread: for blocking work (sockets, curl transfers, the MQTT
 /// network loop) that must not sit on the cooperative pool. In RCCore because the daemon and the
@@ -44,7 +45,7 @@ package func blockingWait<T: Sendable>(_ operation: @escaping @Sendable () async
         slot.value = await operation()
         sem_post(&slot.semaphore)
     }
-    while sem_wait(&slot.semaphore) != 0 && errno == EINTR {}
+    _ = Posix.retrying { sem_wait(&slot.semaphore) }
     return slot.value!
 }
 

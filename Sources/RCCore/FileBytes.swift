@@ -51,17 +51,13 @@ public enum FileBytes {
         _ path: String, limit: Int = 64 << 20, symlinks: SymlinkPolicy = .any
     ) throws(SystemError) -> [UInt8]? {
         guard let fd = try openRegularFile(path, flags: O_RDONLY, symlinks: symlinks) else { return nil }
-        defer { close(fd) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65_536)
         while true {
             // Read at most one byte past the limit: a huge file costs `limit`, not its size.
             let want = min(chunk.count, limit + 1 - bytes.count)
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, want) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw SystemError("read \(path)")
-            }
+            let n = Posix.retrying { chunk.withUnsafeMutableBytes { Glibc.read(fd.rawValue, $0.baseAddress, want) } }
+            if n < 0 { throw SystemError("read \(path)") }
             if n == 0 { return bytes }
             bytes.append(contentsOf: chunk[0..<n])
             if bytes.count > limit {
@@ -76,7 +72,7 @@ public enum FileBytes {
         guard let fd = try openRegularFile(path, flags: O_RDONLY, symlinks: symlinks) else {
             throw SystemError("open \(path)", errno: ENOENT)
         }
-        close(fd)
+        fd.close()
     }
 
     /// ``openRegularFile(_:flags:)`` under a ``SymlinkPolicy``. With `.trustedOwners` the path is
@@ -87,31 +83,31 @@ public enum FileBytes {
     /// (won within 40 s, the fetch that inotify starts being the starting signal).
     static func openRegularFile(
         _ path: String, flags: Int32, symlinks: SymlinkPolicy
-    ) throws(SystemError) -> Int32? {
+    ) throws(SystemError) -> FileDescriptor? {
         guard symlinks == .trustedOwners else { return try openRegularFile(path, flags: flags) }
         let me = geteuid()
         var pending = Array(path.split(separator: "/", omittingEmptySubsequences: true).reversed().map(String.init))
-        var directory = open(path.hasPrefix("/") ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC)
-        guard directory >= 0 else { throw SystemError("open \(path)") }
-        defer { close(directory) }
+        // Each descriptor below closes when it goes out of scope or is replaced (FileDescriptor).
+        guard
+            var directory = FileDescriptor(
+                returnedBy: open(path.hasPrefix("/") ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC))
+        else { throw SystemError("open \(path)") }
         var links = 0
         // The path as walked so far, for errors: links replaced by what they point to.
         var walked = path.hasPrefix("/") ? "" : "."
         while let component = pending.popLast() {
-            var fd: Int32
-            repeat { fd = openat(directory, component, O_PATH | O_NOFOLLOW | O_CLOEXEC) } while fd < 0 && errno == EINTR
-            if fd < 0 {
+            guard
+                let fd = FileDescriptor(
+                    returnedBy: Posix.retrying {
+                        openat(directory.rawValue, component, O_PATH | O_NOFOLLOW | O_CLOEXEC)
+                    })
+            else {
                 if errno == ENOENT { return nil }
                 throw SystemError("open \(path)")
             }
             var info = stat()
-            guard fstat(fd, &info) == 0 else {
-                let error = SystemError("fstat \(path)")
-                close(fd)
-                throw error
-            }
+            guard fstat(fd.rawValue, &info) == 0 else { throw SystemError("fstat \(path)") }
             if info.st_mode & S_IFMT == S_IFLNK {
-                defer { close(fd) }
                 guard info.st_uid == 0 || info.st_uid == me else {
                     throw SystemError(
                         "open \(path)",
@@ -122,14 +118,14 @@ public enum FileBytes {
                 links += 1
                 guard links <= 40 else { throw SystemError("open \(path)", errno: ELOOP) }
                 var target = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-                let n = readlinkat(fd, "", &target, target.count - 1)
+                let n = readlinkat(fd.rawValue, "", &target, target.count - 1)
                 guard n >= 0 else { throw SystemError("readlink \(path)") }
                 let text = String(decoding: target[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
                 if text.hasPrefix("/") {
-                    let root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)
-                    guard root >= 0 else { throw SystemError("open /") }
-                    close(directory)
-                    directory = root
+                    guard let root = FileDescriptor(returnedBy: open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) else {
+                        throw SystemError("open /")
+                    }
+                    directory = root  // closes the directory it replaces
                     walked = ""
                 }
                 pending += text.split(separator: "/", omittingEmptySubsequences: true).reversed().map(String.init)
@@ -138,12 +134,10 @@ public enum FileBytes {
             if pending.isEmpty {
                 // The file itself: refuse special files before opening them for real, then reopen
                 // this very inode (not the path again) through /proc.
-                defer { close(fd) }
                 try requireRegular(info, path: path)
-                return try openRegularFile("/proc/self/fd/\(fd)", flags: flags, reportedAs: path)
+                return try openRegularFile("/proc/self/fd/\(fd.rawValue)", flags: flags, reportedAs: path)
             }
-            close(directory)
-            directory = fd
+            directory = fd  // closes the directory it replaces
             walked += "/" + component
         }
         // An empty path, "/" or ".": a directory.
@@ -154,36 +148,29 @@ public enum FileBytes {
     /// must not become the controlling one) and returns the descriptor only when it is a regular
     /// file; `nil` when nothing exists there. A `stat` first keeps special files from even being
     /// opened (opening some devices acts on them); the `fstat` after closes the race with a swap.
-    public static func openRegularFile(_ path: String, flags: Int32) throws(SystemError) -> Int32? {
+    public static func openRegularFile(_ path: String, flags: Int32) throws(SystemError) -> FileDescriptor? {
         try openRegularFile(path, flags: flags, reportedAs: path)
     }
 
     private static func openRegularFile(
         _ opened: String, flags: Int32, reportedAs path: String
-    ) throws(SystemError) -> Int32? {
+    ) throws(SystemError) -> FileDescriptor? {
         var info = stat()
         if stat(opened, &info) != 0 {
             if errno == ENOENT { return nil }
             throw SystemError("open \(path)")
         }
         try requireRegular(info, path: path)
-        var fd: Int32
-        repeat { fd = open(opened, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) } while fd < 0 && errno == EINTR
-        if fd < 0 {
+        guard
+            let fd = FileDescriptor(
+                returnedBy: Posix.retrying { open(opened, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) })
+        else {
             if errno == ENOENT { return nil }
             throw SystemError("open \(path)")
         }
-        if fstat(fd, &info) != 0 {
-            let error = SystemError("fstat \(path)")
-            close(fd)
-            throw error
-        }
-        do throws(SystemError) {
-            try requireRegular(info, path: path)
-        } catch {
-            close(fd)
-            throw error
-        }
+        // On a throw, `fd` closes on the way out.
+        if fstat(fd.rawValue, &info) != 0 { throw SystemError("fstat \(path)") }
+        try requireRegular(info, path: path)
         return fd
     }
 
@@ -213,39 +200,30 @@ public enum FileBytes {
         let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
         let base = slash.map { String(path[path.index(after: $0)...]) } ?? path
         var temporary = ""
-        var fd: Int32 = -1
+        var opened: Int32 = -1
         for _ in 0..<8 {
             temporary = "\(directory)/.\(base).tmp-\(String(UInt64.random(in: 1...UInt64.max), radix: 36))"
-            fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
-            if fd >= 0 || (errno != EEXIST && errno != EINTR) { break }
+            opened = Posix.retrying { open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
+            if opened >= 0 || errno != EEXIST { break }
         }
-        if fd < 0 { throw SystemError("open \(temporary)") }
+        guard let fd = FileDescriptor(returnedBy: opened) else { throw SystemError("open \(temporary)") }
+        // On a throw, `fd` closes on the way out; the temporary file goes first.
         func fail(_ operation: String) -> SystemError {
             let error = SystemError(operation)
-            close(fd)
             unlink(temporary)
             return error
         }
-        var written = 0
-        while written < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw fail("write \(temporary)")
-            }
-            written += n
-        }
-        if fsync(fd) != 0 { throw fail("fsync \(temporary)") }
-        close(fd)
+        guard Posix.writeAll(fd.rawValue, bytes) else { throw fail("write \(temporary)") }
+        if fsync(fd.rawValue) != 0 { throw fail("fsync \(temporary)") }
+        fd.close()
         if rename(temporary, path) != 0 {
             let error = SystemError("rename \(temporary)")
             unlink(temporary)
             throw error
         }
-        let dirfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dirfd >= 0 {
-            fsync(dirfd)
-            close(dirfd)
+        if let parent = FileDescriptor(returnedBy: open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+            fsync(parent.rawValue)
+            parent.close()
         }
     }
 }

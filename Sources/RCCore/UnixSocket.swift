@@ -19,46 +19,42 @@ public enum UnixSocket {
     }
 
     /// A new stream socket (close-on-exec).
-    public static func stream() throws(SystemError) -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SystemError("socket") }
+    public static func stream() throws(SystemError) -> FileDescriptor {
+        guard
+            let fd = FileDescriptor(
+                returnedBy: socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0))
+        else { throw SystemError("socket") }
         return fd
     }
 
     /// A stream socket connected to `path`.
-    public static func connect(_ path: String) throws(SystemError) -> Int32 {
+    public static func connect(_ path: String) throws(SystemError) -> FileDescriptor {
         var address = try address(path, for: "connect")
         let fd = try stream()
         let rc = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                Glibc.connect(fd.rawValue, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
         }
-        guard rc == 0 else {
-            let error = SystemError("connect \(path)")
-            close(fd)
-            throw error
-        }
+        // The error is taken (errno read) before `fd` closes on the way out.
+        guard rc == 0 else { throw SystemError("connect \(path)") }
         return fd
     }
 
     /// Whether something accepts connections on `path`.
     public static func answers(_ path: String) -> Bool {
-        guard let fd = try? connect(path) else { return false }
-        close(fd)
-        return true
+        do {
+            try connect(path).close()
+            return true
+        } catch {
+            return false
+        }
     }
 
-    /// Writes all of `bytes` (no SIGPIPE); `false` when the peer is gone or the send timed out.
+    /// Writes all of `bytes` (send with MSG_NOSIGNAL: a peer gone is EPIPE, never SIGPIPE); `false`
+    /// when the peer is gone or the send timed out.
     public static func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return false }
-            offset += n
-        }
-        return true
+        Posix.writeAll(fd, bytes, using: .send(flags: Int32(MSG_NOSIGNAL)))
     }
 
     /// Waits until `fd` has something to read (data, end of stream or an error) for at most

@@ -60,19 +60,19 @@ final class Database {
     /// version 0", no tables). Anything but a regular file is refused too: opening a FIFO read-only
     /// blocks until a writer comes. Damage past the header is SQLite's to find (SQLITE_CORRUPT).
     static func checkFile(_ path: String) throws(SQLiteError) {
-        let fd: Int32
+        let opened: FileDescriptor?
         do {
-            guard let opened = try FileBytes.openRegularFile(path, flags: O_RDONLY) else { return }
-            fd = opened
+            opened = try FileBytes.openRegularFile(path, flags: O_RDONLY)
         } catch {
             throw SQLiteError(code: SQLITE_CANTOPEN, message: error.description, sql: nil)
         }
-        defer { close(fd) }
+        guard let fd = opened else { return }
         var header = [UInt8](repeating: 0, count: 100)
         var count = 0
         while count < header.count {
-            let n = header.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
-            if n < 0 && errno == EINTR { continue }
+            let n = Posix.retrying {
+                header.withUnsafeMutableBytes { read(fd.rawValue, $0.baseAddress! + count, $0.count - count) }
+            }
             if n < 0 {
                 throw SQLiteError(code: SQLITE_IOERR, message: SystemError("read \(path)").description, sql: nil)
             }

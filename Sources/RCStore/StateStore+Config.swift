@@ -24,13 +24,16 @@ extension StateStore {
                 for suffix in ["", "-wal", "-shm"] {
                     // Through a descriptor opened without following links: whoever can write the
                     // directory could otherwise swap in a symlink and have root chown its target.
-                    let fd = Glibc.open(path + suffix, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
-                    guard fd >= 0 else { continue }
+                    guard
+                        let fd = FileDescriptor(
+                            returnedBy: Glibc.open(
+                                path + suffix, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC))
+                    else { continue }
                     var info = stat()
-                    if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
-                        _ = fchown(fd, directory.st_uid, directory.st_gid)
+                    if fstat(fd.rawValue, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
+                        _ = fchown(fd.rawValue, directory.st_uid, directory.st_gid)
                     }
-                    close(fd)
+                    fd.close()
                 }
             }
         }

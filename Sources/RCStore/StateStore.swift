@@ -8,7 +8,12 @@ import RCCore
 /// A `StateStore` is not thread-safe: the daemon keeps its one writer inside an actor.
 public final class StateStore {
     public let path: String
-    private let db: Database
+    let db: Database
+    /// Events appended by the transaction under way, and those of committed transactions that
+    /// ``takeCommittedEvents()`` has not handed out yet: the writer learns what it logged without
+    /// reading the log back.
+    var uncommitted: [StoredEvent] = []
+    var committed: [StoredEvent] = []
 
     /// The schema version this build writes (`PRAGMA user_version`).
     public static var schemaVersion: Int { Schema.currentVersion }
@@ -147,38 +152,6 @@ public final class StateStore {
         }.first ?? .clear
     }
 
-    /// Events with an id above `id`, oldest first.
-    public func events(after id: Int64 = 0, limit: Int = 1_000) throws(StoreError) -> [StoredEvent] {
-        try Self.wrap { () throws(SQLiteError) in
-            try db.query(
-                "SELECT id, at, kind, detail FROM events WHERE id > ? ORDER BY id LIMIT ?",
-                [.integer(id), .integer(Int64(limit))], row: Self.event)
-        }
-    }
-
-    /// The id of the newest event (0 when there is none): where a reader of new events starts.
-    public func lastEventId() throws(StoreError) -> Int64 {
-        try Self.wrap { () throws(SQLiteError) in
-            try db.query("SELECT coalesce(max(id), 0) FROM events", [], row: { $0.integer(0) ?? 0 }).first ?? 0
-        }
-    }
-
-    private static func event(_ row: Row) -> StoredEvent {
-        StoredEvent(
-            id: row.integer(0) ?? 0, at: Timestamp(milliseconds: row.integer(1) ?? 0), kind: row.text(2) ?? "",
-            detail: (try? JSONValue.parse(row.text(3) ?? "{}")) ?? .object([]))
-    }
-
-    /// The newest event of `kind` the bounded log still holds.
-    public func lastEvent(_ kind: String) throws(StoreError) -> StoredEvent? {
-        try Self.wrap { () throws(SQLiteError) in
-            try db.query(
-                "SELECT id, at, kind, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT 1", [.text(kind)],
-                row: Self.event
-            ).first
-        }
-    }
-
     /// Runs `PRAGMA integrity_check`; `nil` when the database is sound, else SQLite's findings.
     public func integrityProblems() throws(StoreError) -> String? {
         let lines = try Self.wrap { () throws(SQLiteError) in
@@ -236,7 +209,9 @@ public final class StateStore {
     /// clears the stale flag and the backoff; with `activate`, an update is also activated in the
     /// same transaction, so a crash leaves either the old or the new snapshot, whole.
     @discardableResult
-    public func recordFetch(_ record: FetchRecord, at now: Timestamp, activate: Bool) throws(StoreError) -> Activation?
+    /// `withValues`: the activation also carries each changed key's values (``Activation/changes``).
+    public func recordFetch(_ record: FetchRecord, at now: Timestamp, activate: Bool, withValues: Bool = false)
+        throws(StoreError) -> Activation?
     {
         try write {
             let at = SQLValue.integer(now.milliseconds)
@@ -260,7 +235,7 @@ public final class StateStore {
                         ("templateVersion", templateVersion.map(JSONValue.string) ?? .null),
                         ("keys", .integer(Int64(values.count))),
                     ]))
-                let activation = activate ? try activatePending(at: now) : nil
+                let activation = activate ? try activatePending(at: now, withValues: withValues) : nil
                 try clearStale(at: now)
                 return activation
             case .noChange:
@@ -305,24 +280,47 @@ public final class StateStore {
 
     /// Makes the fetched snapshot active. Returns `nil` when nothing was pending.
     @discardableResult
-    public func activate(at now: Timestamp) throws(StoreError) -> Activation? {
-        try write { try activatePending(at: now) }
+    public func activate(at now: Timestamp, withValues: Bool = false) throws(StoreError) -> Activation? {
+        try write { try activatePending(at: now, withValues: withValues) }
     }
 
-    private func activatePending(at now: Timestamp) throws(SQLiteError) -> Activation? {
+    private func activatePending(at now: Timestamp, withValues: Bool) throws(SQLiteError) -> Activation? {
         let pending = try db.query("SELECT template_version FROM snapshots WHERE kind = 'fetched' AND pending = 1") {
             $0.text(0)
         }
         guard let templateVersion = pending.first else { return nil }
-        let changed = try db.query(
-            """
+        let changedSQL = """
             SELECT key FROM fetched_values f
                 WHERE NOT EXISTS (SELECT 1 FROM active_values a WHERE a.key = f.key AND a.value = f.value)
             UNION
             SELECT key FROM active_values a WHERE NOT EXISTS (SELECT 1 FROM fetched_values f WHERE f.key = a.key)
-            ORDER BY 1
             """
-        ) { $0.text(0) ?? "" }
+        let changedKeys: [String]
+        var changes: [KeyChange]?
+        if withValues {
+            // The values `get` saw and will see (remote, else default), in the same statement, so
+            // nobody reads the tables again to tell the hooks.
+            let rows = try db.query(
+                """
+                WITH changed(key) AS (\(changedSQL))
+                SELECT c.key, coalesce(a.value, d.value), coalesce(f.value, d.value),
+                    CASE WHEN f.value IS NOT NULL THEN 1 WHEN d.value IS NOT NULL THEN 0 END
+                FROM changed c
+                    LEFT JOIN active_values a ON a.key = c.key
+                    LEFT JOIN fetched_values f ON f.key = c.key
+                    LEFT JOIN defaults d ON d.key = c.key
+                ORDER BY 1
+                """
+            ) { row in
+                KeyChange(
+                    key: row.text(0) ?? "", old: row.text(1), new: row.text(2),
+                    source: row.integer(3).map { $0 == 1 ? .remote : .default })
+            }
+            changes = rows
+            changedKeys = rows.map(\.key)
+        } else {
+            changedKeys = try db.query(changedSQL + " ORDER BY 1") { $0.text(0) ?? "" }
+        }
         try db.run("DELETE FROM active_values")
         try db.run("INSERT INTO active_values (key, value) SELECT key, value FROM fetched_values")
         try db.run(
@@ -334,10 +332,10 @@ public final class StateStore {
         try appendEvent(
             "activated", at: now,
             detail: .object([
-                ("changedKeys", .array(changed.map(JSONValue.string))),
+                ("changedKeys", .array(changedKeys.map(JSONValue.string))),
                 ("templateVersion", templateVersion.map(JSONValue.string) ?? .null),
             ]))
-        return Activation(changedKeys: changed, templateVersion: templateVersion)
+        return Activation(changedKeys: changedKeys, templateVersion: templateVersion, changes: changes)
     }
 
     /// A small named value kept across restarts (realtime stream backoff and the like).
@@ -358,23 +356,16 @@ public final class StateStore {
         }
     }
 
-    /// Appends an event outside any other change (activity messages, daemon notes).
-    public func recordEvent(_ kind: String, detail: JSONValue, at now: Timestamp) throws(StoreError) {
-        try write { try appendEvent(kind, at: now, detail: detail) }
-    }
-
-    private func appendEvent(_ kind: String, at now: Timestamp, detail: JSONValue) throws(SQLiteError) {
-        try db.run(
-            "INSERT INTO events (at, kind, detail) VALUES (?, ?, ?)",
-            [.integer(now.milliseconds), .text(kind), .text(detail.compactText)])
-        try db.run("DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?", [.integer(Self.eventLimit)])
-    }
-
     // MARK: - Plumbing
 
-    private func write<T>(_ body: () throws -> T) throws(StoreError) -> T {
+    func write<T>(_ body: () throws -> T) throws(StoreError) -> T {
+        uncommitted = []
+        // Events of a transaction that rolled back never happened.
+        defer { uncommitted = [] }
         do {
-            return try db.transaction(body)
+            let result = try db.transaction(body)
+            committed += uncommitted
+            return result
         } catch let error as SQLiteError {
             throw .sqlite(error)
         } catch let error as StoreError {
@@ -384,7 +375,7 @@ public final class StateStore {
         }
     }
 
-    private static func wrap<T>(_ body: () throws(SQLiteError) -> T) throws(StoreError) -> T {
+    static func wrap<T>(_ body: () throws(SQLiteError) -> T) throws(StoreError) -> T {
         do { return try body() } catch { throw .sqlite(error) }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// examples/kiosk, run as a device would run it.

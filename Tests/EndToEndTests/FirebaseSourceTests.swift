@@ -1,16 +1,7 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
-
-/// Waits until `condition` holds, checking every 20 ms, for at most `timeout` seconds.
-func eventually(_ timeout: Double = 15, _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = Date(timeIntervalSinceNow: timeout)
-    while Date() < deadline {
-        if try condition() { return true }
-        usleep(20_000)
-    }
-    return try condition()
-}
 
 /// The firebase source end to end: rcagentd against a fake Firebase server process that speaks the
 /// documented installations, fetch and realtime protocols (SPEC §6).

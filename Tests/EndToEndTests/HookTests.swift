@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Hooks in HooksDirectory after activations and stale changes (issue: local integration).

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// A real mosquitto broker on a free loopback port, for the MQTT push channel tests.

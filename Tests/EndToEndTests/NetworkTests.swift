@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// A private network namespace whose loopback starts down: the network a device boots without.

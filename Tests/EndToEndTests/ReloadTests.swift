@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Config reload end to end (SIGHUP, `rcagent reload`): the running rcagentd re-reads agent.conf,
@@ -124,6 +125,10 @@ import Testing
 
         try sandbox.writeConfig(extra: "[Signals]\nstore=hamburg-3")
         kill(daemon.process.processIdentifier, SIGHUP)
+        // systemd hears the reload start and end (RELOADING=1 with its time, then READY=1).
+        let told = daemon.notify.messages(until: { $0.contains("READY=1") })
+        #expect(told.contains { $0.contains("RELOADING=1") && $0.contains("MONOTONIC_USEC=") }, "\(told)")
+        #expect(told.last?.contains("READY=1") == true, "\(told)")
         #expect(try eventually { try sandbox.cli("get", "greeting").stdout == "hello\n" }, "\(daemon.log)")
         #expect(daemon.log.contains("Reloaded the config: Signals.store"), "\(daemon.log)")
         #expect(daemon.stop() == 0)

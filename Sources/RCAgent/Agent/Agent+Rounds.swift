@@ -31,6 +31,8 @@ extension Agent {
         events.closeAll()
     }
 
+    /// Takes one input into the scheduler: a fetch request joins the next round; a jittered fetch and a
+    /// system change become deadlines (a later change within the debounce moves the deadline on).
     private func receive(_ input: AgentInput) {
         switch input {
         case let .fetch(trigger, reply):
@@ -43,27 +45,37 @@ extension Agent {
         }
     }
 
+    /// Runs the jobs whose deadlines have come, earliest first. A timer or delayed fetch only adds a
+    /// request, so everything due now shares the round that follows.
     private func runDueJobs() {
         for job in scheduler.takeDue(now: .now) {
             switch job {
             case .timer: scheduler.request(.timer)
             case .storeRetry: retryUnstored()
-            case .settle: if scheduler.pending.isEmpty { IdlePages.release() }
+            case .settle: if scheduler.pending.isEmpty { IdlePages.releaseOnceWaiting() }
             case let .systemChange(changes): afterSystemChange(changes)
             case let .delayed(trigger): scheduler.request(trigger)
             }
         }
     }
 
+    /// One fetch round for every waiting request: each hears the same outcome. Then the timer is set
+    /// from what the round stored, the memory release is scheduled and systemd's status line updated.
     private func round() async {
         let batch = scheduler.takePending()
         let outcome = await fetchRound(batch.map(\.trigger))
         for item in batch { item.reply?(outcome) }
-        scheduleTimer()
+        // One read of the fetch state serves the timer and the status line.
+        let now = Timestamp.now()
+        let status = try? fetchState(now: now)
+        scheduleTimer(status, now: now)
         scheduler.schedule(.settle, at: .now + Self.settleDelay)
-        updateStatusLine()
+        updateStatusLine(status, now: now)
     }
 
+    /// Decides whether the round fetches at all (the interval, the server's throttle, the backoff, in
+    /// that order, each waived by the triggers that may) and, if it does, asks the source and records
+    /// what came back.
     private func fetchRound(_ triggers: [FetchTrigger]) async -> FetchOutcome {
         // The round keeps the source it started with, should a reload replace it meanwhile.
         let source = source
@@ -143,10 +155,14 @@ extension Agent {
         }
     }
 
+    /// Retries the refused write in ``storeRetry``, unless a retry is already due (the first deadline
+    /// holds, so a burst of refusals does not keep pushing it back).
     func scheduleStoreRetry() {
         scheduler.scheduleIfUnset(.storeRetry, at: .now + Self.storeRetry)
     }
 
+    /// Writes what the store refused last time: the fetched result first (it answers any stale flag
+    /// too), else the stale flag alone. A write refused again waits for the next retry.
     private func retryUnstored() {
         if let unstored {
             let outcome = record(unstored.result, at: unstored.at, fetchTime: unstored.fetchTime, source: source)
@@ -164,6 +180,8 @@ extension Agent {
         updateStatusLine()
     }
 
+    /// Records a result in one transaction (fetch, activation under `Activation=immediate`, stale
+    /// flag cleared), then tells subscribers and hooks and logs what changed and how long it took.
     private func store(_ result: SourceResult, at finished: Timestamp, fetchTime: Duration, source: any ConfigSource)
         throws -> FetchOutcome
     {
@@ -174,11 +192,10 @@ extension Agent {
             events.publish()
             return .noChange
         case let .document(.update(values, version), etag):
-            let immediate = config.activation == .immediate
-            let before = immediate ? events.valuesBeforeActivation() : nil
             let activation = try store.recordFetch(
-                .update(values: values, templateVersion: version, etag: etag), at: finished, activate: immediate)
-            if let activation { events.activated(activation, before: before) }
+                .update(values: values, templateVersion: version, etag: etag), at: finished,
+                activate: config.activation == .immediate, withValues: events.wantsValues)
+            if let activation { events.activated(activation) }
             events.publish()
             let timing =
                 "fetched in \(StatusText.milliseconds(fetchTime)), stored in \(StatusText.milliseconds(ContinuousClock.now - storing))"
@@ -207,6 +224,8 @@ extension Agent {
         return try store.status()
     }
 
+    /// Records a failed fetch with the backoff or throttle ``FetchPolicy/afterFailure`` computes from
+    /// the stored step, so the schedule survives restarts.
     private func recordFailure(_ error: SourceError, status: StoreStatus, source: any ConfigSource) -> FetchOutcome {
         let now = Timestamp.now()
         var retryAfter: Duration?
@@ -233,6 +252,7 @@ extension Agent {
         return .failed(error.message)
     }
 
+    /// The round could not even read its state: logged, and the round fails without touching it.
     private func storeFailure(_ what: String, _ error: any Error) -> FetchOutcome {
         log.error("Failed to \(what): \(error)")
         return .failed("cannot \(what): \(error)")
@@ -242,7 +262,12 @@ extension Agent {
     /// nothing to fetch by itself (no wake-ups while unprovisioned).
     func scheduleTimer() {
         let now = Timestamp.now()
-        guard source.isConfigured, let status = try? fetchState(now: now) else {
+        scheduleTimer(try? fetchState(now: now), now: now)
+    }
+
+    /// The timer from an already read fetch state (a round reads it once for this and the status line).
+    private func scheduleTimer(_ status: StoreStatus?, now: Timestamp) {
+        guard source.isConfigured, let status else {
             scheduler.cancel(.timer)
             return
         }
@@ -251,6 +276,9 @@ extension Agent {
         scheduler.schedule(.timer, at: .now + delay)
     }
 
+    /// After the network or the clock settled: fetch when the cache is stale or the last fetch failed
+    /// (that is when the change may be what the agent was waiting for), else only set the timer again,
+    /// since a clock step moves its wall-clock deadline.
     private func afterSystemChange(_ changes: Set<SystemChange>) {
         guard source.isConfigured, let status = try? fetchState(now: .now()) else { return }
         let fetch = status.stale.isSet || status.lastStatus == .failure

@@ -52,7 +52,7 @@ actor Agent {
         self.policy = FetchPolicy(minimumInterval: config.minimumFetchInterval)
         self.log = log
         self.notifier = notifier
-        events = try EventBroadcaster(
+        events = EventBroadcaster(
             store: store, hooks: HookRunner(directory: config.hooksDirectory, timeout: config.hookTimeout, log: log),
             log: log)
     }
@@ -113,9 +113,8 @@ actor Agent {
     /// Activates the fetched snapshot (manual and on-start policies). `nil` when nothing was pending.
     /// `fetchedBeforeStart`: the daemon's own activation at start (`Activation=on-start`).
     func activate(fetchedBeforeStart: Bool = false) throws -> Activation? {
-        let before = events.valuesBeforeActivation()
-        let activation = try store.activate(at: .now())
-        if let activation { events.activated(activation, before: before) }
+        let activation = try store.activate(at: .now(), withValues: events.wantsValues)
+        if let activation { events.activated(activation) }
         events.publish()
         if let activation {
             let when = fetchedBeforeStart ? " fetched before this start" : ""
@@ -249,7 +248,11 @@ actor Agent {
     /// Sets the `STATUS=` line systemd shows.
     func updateStatusLine() {
         let now = Timestamp.now()
-        guard let status = try? fetchState(now: now) else { return }
+        updateStatusLine(try? fetchState(now: now), now: now)
+    }
+
+    func updateStatusLine(_ status: StoreStatus?, now: Timestamp) {
+        guard let status else { return }
         notifier.status(
             StatusText.line(status, nextFetch: source.isConfigured ? policy.nextFetch(status, now: now) : nil))
     }

@@ -12,14 +12,13 @@ final class EventBroadcaster {
     var hooks: HookRunner
     /// Event-stream subscribers: socket descriptors that `watch` handed over.
     private var watchers: Set<Int32> = []
-    /// The last event sent; the next ``publish()`` starts after it.
-    private var lastEventId: Int64
 
-    init(store: StateStore, hooks: HookRunner, log: Logger) throws {
+    init(store: StateStore, hooks: HookRunner, log: Logger) {
         self.store = store
         self.hooks = hooks
         self.log = log
-        lastEventId = try store.lastEventId()
+        // What start-up wrote (defaults, a recovery) happened before anyone could watch.
+        _ = store.takeCommittedEvents()
     }
 
     /// Adds a `watch` subscriber. Its acknowledgement goes out here, before any event can overtake
@@ -42,17 +41,17 @@ final class EventBroadcaster {
         watchers = []
     }
 
-    /// Sends the events the store logged since the last call to every subscriber; the stale flag
-    /// changing runs the hooks. A subscriber that does not keep up is dropped (its socket shut
-    /// down), never allowed to stall the agent.
+    /// Sends the events the agent's writes logged since the last call (the store hands them over,
+    /// nothing is read back) to every subscriber; the stale flag changing runs the hooks. A
+    /// subscriber that does not keep up is dropped (its socket shut down), never allowed to stall
+    /// the agent.
     func publish() {
-        guard let events = try? store.events(after: lastEventId), let last = events.last else { return }
-        lastEventId = last.id
+        let events = store.takeCommittedEvents()
+        guard !events.isEmpty else { return }
         for event in events {
-            switch event.kind {
-            case "stale-set": hooks.enqueue(HookEvent(kind: .staleSet))
-            case "stale-cleared": hooks.enqueue(HookEvent(kind: .staleCleared))
-            default: break
+            // Activations reach the hooks through ``activated(_:)``, with their values.
+            if let kind = HookEvent.Kind(rawValue: event.kind), kind != .activated {
+                hooks.enqueue(HookEvent(kind: kind))
             }
         }
         guard !watchers.isEmpty else { return }
@@ -72,20 +71,16 @@ final class EventBroadcaster {
 
     // MARK: - Hooks
 
-    /// Every value as `get` sees it, when there are hooks to tell about changes (else `nil`): the
-    /// "old" side of the next activation's hook event.
-    func valuesBeforeActivation() -> [String: String]? {
-        guard !hooks.hooks.isEmpty, let values = try? store.allValues() else { return nil }
-        return Dictionary(values.map { ($0.key, $0.text) }) { $1 }
-    }
+    /// Whether the next activation should carry its values: only when there are hooks to tell.
+    var wantsValues: Bool { !hooks.hooks.isEmpty }
 
-    /// Runs the hooks for an activation that changed something, with each key's old and new value.
-    func activated(_ activation: Activation, before: [String: String]?) {
-        guard let before, !activation.changedKeys.isEmpty else { return }
+    /// Runs the hooks for an activation that changed something, with each key's old and new value
+    /// as the activation computed them.
+    func activated(_ activation: Activation) {
+        guard let changes = activation.changes, !changes.isEmpty else { return }
         var event = HookEvent(kind: .activated, templateVersion: activation.templateVersion)
-        for key in activation.changedKeys {
-            let now = try? store.value(forKey: key)
-            event.changes[key] = HookEvent.Change(old: before[key], new: now?.text, source: now?.source)
+        for change in changes {
+            event.changes[change.key] = HookEvent.Change(old: change.old, new: change.new, source: change.source)
         }
         hooks.enqueue(event)
     }

@@ -13,6 +13,8 @@ public struct FileSource: ConfigSource {
 
     public var name: String { "file \(path)" }
 
+    /// Reads the file (a regular file, at most 16 MiB, symlinks only from trusted owners) and parses it.
+    /// The same bytes read with the same signals give the same ETag, so nothing is stored twice.
     public func fetch(etag: String?, trigger: FetchTrigger) async throws(SourceError) -> SourceResult {
         let bytes: [UInt8]
         do {

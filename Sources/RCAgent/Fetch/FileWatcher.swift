@@ -23,16 +23,24 @@ final class FileWatcher: @unchecked Sendable {
         let slash = path.lastIndex(of: "/")!
         let directory = slash == path.startIndex ? "/" : String(path[..<slash])
         let name = String(path[path.index(after: slash)...])
-        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_ATTRIB)
-        if fd >= 0, inotify_add_watch(fd, directory, mask) >= 0 {
-            let onChange = onChange
-            inotify = DescriptorWatch(fd: fd, label: "rcagent.file-watcher.inotify") { fd in
-                if Self.drain(fd, name: name) { onChange() }
-            }
-            return "inotify on \(directory)"
+        guard let fd = FileDescriptor(returnedBy: inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))) else {
+            return startPolling(because: errno)
         }
-        if fd >= 0 { close(fd) }
+        guard inotify_add_watch(fd.rawValue, directory, mask) >= 0 else {
+            let failure = errno  // taken before the descriptor closes
+            fd.close()
+            return startPolling(because: failure)
+        }
+        let onChange = onChange
+        inotify = DescriptorWatch(fd, label: "rcagent.file-watcher.inotify") { fd in
+            if Self.drain(fd, name: name) { onChange() }
+        }
+        return "inotify on \(directory)"
+    }
+
+    /// Polls the file every two seconds, inotify having failed with `failure`; returns how (for the log).
+    private func startPolling(because failure: Int32) -> String {
         lastSeen = FileIdentity(path: path)
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + 2, repeating: 2)
@@ -45,9 +53,10 @@ final class FileWatcher: @unchecked Sendable {
         }
         timer.resume()
         self.timer = timer
-        return "polling every 2s (inotify unavailable: \(String(cString: strerror(errno))))"
+        return "polling every 2s (inotify unavailable: \(String(cString: strerror(failure))))"
     }
 
+    /// Stops watching; no `onChange` call starts after it returns.
     func stop() {
         inotify?.stop()
         queue.sync { timer?.cancel() }

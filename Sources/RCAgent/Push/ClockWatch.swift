@@ -9,14 +9,10 @@ final class ClockWatch: Sendable {
     private let watch: DescriptorWatch
 
     init(onChange: @escaping @Sendable () -> Void) throws {
-        let fd = timerfd_create(CLOCK_REALTIME, Int32(TFD_NONBLOCK | TFD_CLOEXEC))
-        guard fd >= 0 else { throw SystemError("timerfd_create") }
-        guard Self.arm(fd) else {
-            let error = SystemError("timerfd_settime")
-            close(fd)
-            throw error
-        }
-        watch = DescriptorWatch(fd: fd, label: "rcagent.clock") { fd in
+        guard let timer = FileDescriptor(returnedBy: timerfd_create(CLOCK_REALTIME, Int32(TFD_NONBLOCK | TFD_CLOEXEC)))
+        else { throw SystemError("timerfd_create") }
+        guard Self.arm(timer.rawValue) else { throw SystemError("timerfd_settime") }
+        watch = DescriptorWatch(timer, label: "rcagent.clock") { fd in
             var expirations: UInt64 = 0
             guard read(fd, &expirations, MemoryLayout<UInt64>.size) < 0 && errno == ECANCELED else { return }
             _ = Self.arm(fd)

@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import RCCore
 
@@ -8,22 +9,24 @@ final class NetworkMonitor: Sendable {
 
     /// Throws when the kernel refuses the socket (the daemon then runs without).
     init(onChange: @escaping @Sendable () -> Void) throws {
-        let fd = socket(
-            AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else { throw SystemError("netlink socket") }
-        // struct sockaddr_nl: family, pad, pid (0: the kernel picks), groups.
-        var address = [UInt8](repeating: 0, count: 12)
-        address[0] = UInt8(AF_NETLINK)
-        withUnsafeBytes(of: NetlinkEvents.groups.littleEndian) { address.replaceSubrange(8..<12, with: $0) }
-        let bound = address.withUnsafeBytes {
-            bind(fd, $0.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t($0.count))
+        guard
+            let netlink = FileDescriptor(
+                returnedBy: socket(
+                    AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+                    0
+                ))
+        else { throw SystemError("netlink socket") }
+        // Port id 0: the kernel assigns one.
+        var address = rcagent_sockaddr_nl()
+        address.nl_family = UInt16(AF_NETLINK)
+        address.nl_groups = NetlinkEvents.groups
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(netlink.rawValue, $0, socklen_t(MemoryLayout<rcagent_sockaddr_nl>.size))
+            }
         }
-        guard bound == 0 else {
-            let error = SystemError("bind netlink")
-            close(fd)
-            throw error
-        }
-        watch = DescriptorWatch(fd: fd, label: "rcagent.network") { fd in
+        guard bound == 0 else { throw SystemError("bind netlink") }
+        watch = DescriptorWatch(netlink, label: "rcagent.network") { fd in
             if Self.drain(fd) { onChange() }
         }
     }

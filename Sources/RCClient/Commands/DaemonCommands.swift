@@ -120,8 +120,8 @@ enum WatchCommand {
         options: [.flag("json", "one JSON object per event")], run: run)
 
     static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
+        // The connection closes when `client` goes out of scope (ControlClient owns it).
         var client = try invocation.daemon()
-        defer { client.close() }
         _ = try Invocation.decode(try client.send(ControlRequest.watch.json), as: WatchAck.self)
         while let line = try client.readLine() {
             if invocation.json {

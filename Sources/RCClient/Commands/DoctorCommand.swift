@@ -171,12 +171,13 @@ enum DoctorCommand {
         var reason = "no address"
         var entry: UnsafeMutablePointer<addrinfo>? = first
         while let info = entry {
-            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
-            if fd >= 0 {
-                UnixSocket.setTimeout(fd, SO_SNDTIMEO, .seconds(5))
-                let ok = connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0
+            if let fd = FileDescriptor(
+                returnedBy: socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol))
+            {
+                UnixSocket.setTimeout(fd.rawValue, SO_SNDTIMEO, .seconds(5))
+                let ok = connect(fd.rawValue, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0
                 reason = ok ? "" : String(cString: strerror(errno))
-                close(fd)
+                fd.close()
                 if ok { return nil }
             }
             entry = info.pointee.ai_next

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Issue 14 item 10 and the notes on files: what the files a config names, the files the agent

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Hostile JSON through every channel the daemon reads it from (issue items 2, 3 and 6): nesting that

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// The control socket against local users (issue 14, items 7, 8, 9 and accept4): the socket file
