@@ -23,6 +23,9 @@ public actor InstallationClient {
     /// The registration or refresh in flight: concurrent callers (a fetch and the realtime stream
     /// at start-up) share it instead of registering twice.
     private var inFlight: Task<(fid: String, token: String), any Error>?
+    /// The credentials file is written with fsync: on a queue of its own, not the cooperative pool.
+    private let executor = QueueExecutor(label: "rcagent.installations")
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     static let sdkVersion = "l:\(BuildInfo.version)"
     /// A token counts as expired an hour before it really does (the SDKs' buffer).
     static let expiryBuffer: Duration = .seconds(3600)
