@@ -11,6 +11,9 @@ enum AgentInput: Sendable {
     case fetchAfter(FetchTrigger, jitter: Duration)
     /// The network or the wall clock changed (debounced: the last of a burst counts).
     case systemChanged(SystemChange)
+    /// A deadline was set from outside the loop (a reload moved the timer): the loop's wait was
+    /// computed from the old ones and must be taken again.
+    case rescheduled
 }
 
 /// The daemon's state and behaviour (SPEC §4): the one writer of the state store. It owns the
@@ -99,6 +102,8 @@ actor Agent {
             }
         } else {
             scheduleTimer()
+            // The loop may be waiting for a later deadline (a shorter interval, a stale flag).
+            inbox.send(.rescheduled)
         }
         updateStatusLine()
     }
