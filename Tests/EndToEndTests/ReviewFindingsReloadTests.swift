@@ -97,3 +97,24 @@ extension ReviewFindingsReloadTests {
         #expect(daemon.stop() == 0)
     }
 }
+
+extension ReviewFindingsReloadTests {
+    /// REVIEW FINDING 3 (failed until the fix): after a reload that changes a restart-only setting,
+    /// the daemon reported the digest of the files, not of the config it runs, so `doctor` passed
+    /// while the daemon wrote one StateDirectory and `rcagent get` read another.
+    @Test func doctorFailsWhileARestartOnlySettingWaitsForARestart() throws {
+        let sandbox = try Sandbox()
+        let daemon = try sandbox.startServing(version: 1)
+        let elsewhere = sandbox.root.appendingPathComponent("elsewhere").path
+        try dropIn(sandbox, "10-state.conf", "[Agent]\nStateDirectory=\(elsewhere)\n")
+        let reload = try sandbox.cli("reload")
+        #expect(reload.status == 0, "\(reload.stderr)")
+        #expect(reload.stdout.contains("Agent.StateDirectory"), "\(reload.stdout)")
+        // The daemon still serves the old state; the CLI, reading the files, looks elsewhere.
+        #expect(try sandbox.cli("get", "key_0").stdout != "v1\n")
+        let doctor = try sandbox.cli("doctor")
+        #expect(doctor.status == 1, "\(doctor.stdout)")
+        #expect(doctor.stdout.contains("restart"), "\(doctor.stdout)")
+        #expect(daemon.stop() == 0)
+    }
+}
