@@ -23,7 +23,7 @@ enum AgentInput: Sendable {
 actor Agent {
     /// Replaced as a whole by ``reconfigure(_:source:digest:)`` (a reload).
     private(set) var config: AgentConfig
-    /// ``AgentConfig/digest`` of the files as loaded (restart-only settings included), for status.
+    /// ``AgentConfig/digest`` of the config it runs (restart-only settings as they were at start), for status.
     private(set) var configDigest: String
     let store: StateStore
     var source: any ConfigSource
