@@ -118,3 +118,109 @@ extension ReviewFindingsReloadTests {
         #expect(daemon.stop() == 0)
     }
 }
+
+/// A mosquitto that keeps its sessions across a restart (`persistence true`, saved every second:
+/// started from the test runner it inherits a blocked SIGTERM, so it cannot save on the way
+/// out), as production brokers do: what a client subscribed stays subscribed while it is away.
+final class PersistentBroker {
+    let port: Int
+    private let directory: URL
+    private var process: Process?
+
+    init(in sandbox: Sandbox) throws {
+        directory = sandbox.root.appendingPathComponent("persistent-broker")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        port = try MosquittoBroker.freePort()
+        let config = """
+            listener \(port) 127.0.0.1
+            allow_anonymous true
+            persistence true
+            persistence_location \(directory.path)/
+            autosave_interval 1
+            user root
+
+            """
+        try config.write(to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
+        try start()
+    }
+
+    deinit { stop() }
+
+    func start() throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
+        p.arguments = ["-c", directory.appendingPathComponent("mosquitto.conf").path]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        process = p
+        guard eventually(10, { MosquittoBroker.accepts(port: port) }) else {
+            throw DaemonError("mosquitto did not start")
+        }
+    }
+
+    func stop() {
+        guard let process, process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Whether the broker saved its sessions after `date` (and so holds what was subscribed then).
+    func saved(after date: Date) -> Bool {
+        let path = directory.appendingPathComponent("mosquitto.db").path
+        let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+        return modified.map { $0 > date } ?? false
+    }
+
+    func publish(_ payload: String, topic: String) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
+        p.arguments = ["-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-m", payload]
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw DaemonError("mosquitto_pub failed") }
+    }
+}
+
+extension ReviewFindingsReloadTests {
+    /// REVIEW FINDING 4 (fails until fixed, NOT fixed here): rcagentd(8) says a channel a reload
+    /// replaces unsubscribes its old topics, so pings on them stop. When the reload comes while
+    /// the channel is disconnected (the broker restarting, the network down), the unsubscribe is
+    /// dropped (MQTTChannel.unsubscribe without a connection), the new channel resumes the same
+    /// persistent session (same client id, clean session off), and the old topic still marks the
+    /// device stale.
+    @Test func aChannelReplacedWhileDisconnectedStopsHearingItsOldTopic() throws {
+        let sandbox = try Sandbox()
+        let server = try ConfigServer(in: sandbox)
+        let broker = try PersistentBroker(in: sandbox)
+        try sandbox.writeConfig(
+            extra: """
+                [Source]
+                Type=http
+                URL=\(server.url)
+                [Push]
+                MQTT=mqtt://127.0.0.1:\(broker.port)
+                Jitter=0
+                """)
+        let daemon = try MQTTTests().startConnected(sandbox, server)
+        let subscribed = Date()
+        #expect(eventually { broker.saved(after: subscribed.addingTimeInterval(0.1)) })
+
+        broker.stop()
+        #expect(eventually { daemon.log.contains("MQTT connection to 127.0.0.1:\(broker.port) lost") }, "\(daemon.log)")
+        try dropIn(sandbox, "10-topic.conf", "[Push]\nMQTTTopic=FLEET_B\n")
+        #expect(try sandbox.cli("reload").stdout == "reloaded: Push.MQTTTopic changed\n")
+        try broker.start()
+        #expect(eventually(30) { daemon.log.contains("subscribed to FLEET_B, FLEET_B/") }, "\(daemon.log)")
+
+        let watcher = try SocketClient(path: sandbox.socketPath)
+        #expect(watcher.watch())
+        try server.serve(Sandbox.document(version: 2), etag: #""v2""#)
+        try broker.publish(MQTTTests.ping, topic: "PUSH_RC")
+        try broker.publish(MQTTTests.ping, topic: "FLEET_B")
+        let stale = watcher.event { $0["event"] as? String == "stale-set" }
+        #expect(
+            (stale?["reason"] as? String)?.contains("FLEET_B") == true, "\(String(describing: stale))\n\(daemon.log)")
+        #expect(daemon.stop() == 0)
+    }
+}
