@@ -90,7 +90,8 @@ actor Agent {
         configDigest = digest
         policy.minimumInterval = new.minimumFetchInterval
         if new.hooksDirectory != old.hooksDirectory || new.hookTimeout != old.hookTimeout {
-            events.hooks = HookRunner(directory: new.hooksDirectory, timeout: new.hookTimeout, log: log)
+            // The same runner: its one thread keeps hooks one at a time across the reload.
+            events.hooks.configure(directory: new.hooksDirectory, timeout: new.hookTimeout)
         }
         if let newSource {
             let another = newSource.name != source.name

@@ -8,7 +8,7 @@ import RCStore
 final class EventBroadcaster {
     private let store: StateStore
     private let log: Logger
-    /// Replaced by a reload that changes `HooksDirectory` or `HookTimeout`.
+    /// A reload that changes `HooksDirectory` or `HookTimeout` reconfigures it in place.
     var hooks: HookRunner
     /// Event-stream subscribers: socket descriptors that `watch` handed over.
     private var watchers: Set<Int32> = []
