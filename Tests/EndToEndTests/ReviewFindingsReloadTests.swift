@@ -261,7 +261,7 @@ extension ReviewFindingsReloadTests {
 }
 
 extension ReviewFindingsReloadTests {
-    /// REVIEW FINDING 6 (fails until fixed, NOT fixed here): `rcagent mark-stale` writes the flag
+    /// REVIEW FINDING 6 (failed until the fix): `rcagent mark-stale` writes the flag
     /// into the database itself when the daemon does not answer in time. The agent used to read
     /// the event log by id, so watchers (and the stale-set hooks) heard of that flag with the
     /// daemon's next write; since the writer only hands out its own committed events
