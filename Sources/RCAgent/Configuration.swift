@@ -109,6 +109,7 @@ struct MQTTService: Service {
         channel.start()
         await untilCancelled()
         channel.stop()
+        await channel.clearState()
     }
 
     func retire() async { channel.unsubscribe() }

@@ -230,7 +230,9 @@ public enum Daemon {
             start(running.services)
             if changed.contains(where: Configuration.feedsSource) { newSource = configuration.source }
         }
-        await agent.reconfigure(new, source: newSource, digest: loaded.digest)
+        // The digest of what runs: restart-only settings at their running values, so `doctor` keeps
+        // saying the files differ until the restart that applies them.
+        await agent.reconfigure(new, source: newSource, digest: new.digest)
         await agent.reloadDefaults()
         running.config = new
         for warning in loaded.warnings { log.warning("\(warning)") }

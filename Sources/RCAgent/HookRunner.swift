@@ -83,8 +83,11 @@ struct HookEvent: Sendable {
 /// it is killed after `HookTimeout`. Events that arrive
 /// while hooks run are merged per kind, so a burst runs them once more, not once per event.
 final class HookRunner: Sendable {
-    private let directory: String
-    private let timeout: Duration
+    /// Where the hooks are and how long each may run: a reload changes them in place, so the one
+    /// hook thread stays the only one (a replaced runner let its hook overlap the new runner's).
+    private let settings: Mutex<(directory: String, timeout: Duration)>
+    private var directory: String { settings.withLock { $0.directory } }
+    private var timeout: Duration { settings.withLock { $0.timeout } }
     private let log: Logger
     /// The events waiting for the hook thread, and whether that thread runs.
     private struct Queue {
@@ -94,9 +97,13 @@ final class HookRunner: Sendable {
     private let queue = Mutex(Queue())
 
     init(directory: String, timeout: Duration, log: Logger) {
-        self.directory = directory
-        self.timeout = timeout
+        settings = Mutex((directory, timeout))
         self.log = log
+    }
+
+    /// Applies a reloaded `HooksDirectory=` and `HookTimeout=` from the next hook run on.
+    func configure(directory: String, timeout: Duration) {
+        settings.withLock { $0 = (directory, timeout) }
     }
 
     /// The hooks that would run now, in order: executable regular files, no hidden files, editor

@@ -18,6 +18,13 @@ extension StateStore {
             detail: (try? JSONValue.parse(row.text(3) ?? "{}")) ?? .object([]))
     }
 
+    /// The id of the newest event (0 when there is none).
+    public func lastEventId() throws(StoreError) -> Int64 {
+        try Self.wrap { () throws(SQLiteError) in
+            try db.query("SELECT coalesce(max(id), 0) FROM events", [], row: { $0.integer(0) ?? 0 }).first ?? 0
+        }
+    }
+
     /// The newest event of `kind` the bounded log still holds.
     public func lastEvent(_ kind: String) throws(StoreError) -> StoredEvent? {
         try Self.wrap { () throws(SQLiteError) in

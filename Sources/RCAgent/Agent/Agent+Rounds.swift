@@ -42,6 +42,8 @@ extension Agent {
             scheduler.schedule(.delayed(trigger), at: .now + delay)
         case let .systemChanged(change):
             scheduler.schedule(.systemChange([change]), at: .now + Self.systemChangeDebounce)
+        case .rescheduled:
+            break  // the loop takes its next wait from the deadlines as they are now
         }
     }
 

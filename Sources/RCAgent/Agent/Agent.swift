@@ -11,6 +11,9 @@ enum AgentInput: Sendable {
     case fetchAfter(FetchTrigger, jitter: Duration)
     /// The network or the wall clock changed (debounced: the last of a burst counts).
     case systemChanged(SystemChange)
+    /// A deadline was set from outside the loop (a reload moved the timer): the loop's wait was
+    /// computed from the old ones and must be taken again.
+    case rescheduled
 }
 
 /// The daemon's state and behaviour (SPEC §4): the one writer of the state store. It owns the
@@ -20,7 +23,7 @@ enum AgentInput: Sendable {
 actor Agent {
     /// Replaced as a whole by ``reconfigure(_:source:digest:)`` (a reload).
     private(set) var config: AgentConfig
-    /// ``AgentConfig/digest`` of the files as loaded (restart-only settings included), for status.
+    /// ``AgentConfig/digest`` of the config it runs (restart-only settings as they were at start), for status.
     private(set) var configDigest: String
     let store: StateStore
     var source: any ConfigSource
@@ -87,7 +90,8 @@ actor Agent {
         configDigest = digest
         policy.minimumInterval = new.minimumFetchInterval
         if new.hooksDirectory != old.hooksDirectory || new.hookTimeout != old.hookTimeout {
-            events.hooks = HookRunner(directory: new.hooksDirectory, timeout: new.hookTimeout, log: log)
+            // The same runner: its one thread keeps hooks one at a time across the reload.
+            events.hooks.configure(directory: new.hooksDirectory, timeout: new.hookTimeout)
         }
         if let newSource {
             let another = newSource.name != source.name
@@ -99,6 +103,8 @@ actor Agent {
             }
         } else {
             scheduleTimer()
+            // The loop may be waiting for a later deadline (a shorter interval, a stale flag).
+            inbox.send(.rescheduled)
         }
         updateStatusLine()
     }

@@ -8,10 +8,14 @@ import RCStore
 final class EventBroadcaster {
     private let store: StateStore
     private let log: Logger
-    /// Replaced by a reload that changes `HooksDirectory` or `HookTimeout`.
+    /// A reload that changes `HooksDirectory` or `HookTimeout` reconfigures it in place.
     var hooks: HookRunner
     /// Event-stream subscribers: socket descriptors that `watch` handed over.
     private var watchers: Set<Int32> = []
+    /// The id of the last event told. Ids have no gaps (AUTOINCREMENT, and a rolled-back insert
+    /// takes its id back), so a gap before the store's next own event is another process's write:
+    /// `rcagent mark-stale` setting the flag beside a daemon that did not answer in time.
+    private var lastId: Int64 = 0
 
     init(store: StateStore, hooks: HookRunner, log: Logger) {
         self.store = store
@@ -19,6 +23,7 @@ final class EventBroadcaster {
         self.log = log
         // What start-up wrote (defaults, a recovery) happened before anyone could watch.
         _ = store.takeCommittedEvents()
+        lastId = (try? store.lastEventId()) ?? 0
     }
 
     /// Adds a `watch` subscriber. Its acknowledgement goes out here, before any event can overtake
@@ -46,8 +51,14 @@ final class EventBroadcaster {
     /// subscriber that does not keep up is dropped (its socket shut down), never allowed to stall
     /// the agent.
     func publish() {
-        let events = store.takeCommittedEvents()
-        guard !events.isEmpty else { return }
+        var events = store.takeCommittedEvents()
+        guard let first = events.first else { return }
+        if first.id > lastId + 1 {
+            // Read once, only when another process wrote in between.
+            let foreign = (try? store.events(after: lastId, limit: Int(min(first.id - lastId - 1, 1_000)))) ?? []
+            events = foreign.filter { $0.id < first.id } + events
+        }
+        lastId = max(lastId, events.last?.id ?? lastId)
         for event in events {
             // Activations reach the hooks through ``activated(_:)``, with their values.
             if let kind = HookEvent.Kind(rawValue: event.kind), kind != .activated {

@@ -124,6 +124,14 @@ final class MQTTChannel: Sendable {
         state.withLock { $0.delivery }?.cancel()
     }
 
+    /// After ``stop()``: waits until the states already sent have reached the agent, then takes the
+    /// channel out of `status`, so a reload that removes or replaces it leaves no state behind (a
+    /// removed channel showed "disconnected, reconnecting" until the daemon restarted).
+    func clearState() async {
+        await delivery?.value
+        await agent.setPushState(nil)
+    }
+
     /// Takes this channel's topics out of its persistent session (a reload moves to others). Sent
     /// before the disconnect that ``stop()`` sends; without a connection there is nothing to undo
     /// now, and the next connect of a channel with other topics does not subscribe these again.

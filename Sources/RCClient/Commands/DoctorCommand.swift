@@ -78,7 +78,9 @@ enum DoctorCommand {
                     socket,
                     Check(
                         name: "daemon", ok: false,
-                        detail: "\(running), with another config than the files say: run `rcagent reload`"),
+                        detail:
+                            "\(running), with another config than the files say: run `rcagent reload` "
+                            + "(a setting it says waits for a restart needs the daemon restarted)"),
                 ]
             }
             return [socket, Check(name: "daemon", ok: true, detail: running)]

@@ -1,0 +1,56 @@
+import RCCore
+import RCStore
+import TestSupport
+import Testing
+
+@testable import RCAgent
+
+/// Bugs a review of the reload work found in the agent, each shown by the test that failed before
+/// its fix (see the commit that added it).
+@Suite struct ReviewFindingsTests {
+    /// REVIEW FINDING 1 (failed until the fix: a reload that moved the timer did not wake the loop).
+    /// The fetch loop waits for its earliest deadline; a reload that brings the periodic fetch
+    /// closer (a shorter MinimumFetchInterval) re-armed the timer without waking that wait, so the
+    /// fetch came only when the loop woke for something else (the 10 s settle, or hours later).
+    @Test func aReloadThatBringsTheTimerCloserWakesTheWaitingLoop() async throws {
+        try await TemporaryDirectory.with { directory in
+            var config = AgentConfig()
+            config.stateDirectory = directory.path
+            config.defaults = directory.file("none.json")
+            config.hooksDirectory = directory.file("hooks.d")
+            let store = try StateStore.open(config: config)
+            // Fetched three hours ago: with the built-in 12 h interval nothing is due for 9 h.
+            let threeHoursAgo = Timestamp(milliseconds: Timestamp.now().milliseconds - 3 * 3_600_000)
+            try store.recordFetch(
+                .update(values: ["k": "old"], templateVersion: "1", etag: "e1"), at: threeHoursAgo, activate: true)
+            let source = FakeSource(name: "one")
+            let agent = try Agent(
+                config: config, store: store, source: source, log: Logger { _ in }, notifier: SystemdNotifier())
+            let loop = Task { await agent.run() }
+            // The start-up round is skipped (not due); this request is answered after it.
+            let settled = Inbox<FetchOutcome>()
+            agent.request(.timer) { settled.send($0) }
+            guard case .skipped? = await settled.next() else {
+                Issue.record("the start-up round should be skipped: the last fetch is recent")
+                loop.cancel()
+                await loop.value
+                return
+            }
+            #expect(source.calls.withLock { $0.count } == 0)
+
+            // A reload to a 1 h interval: the fetch three hours ago is past it, the timer comes due
+            // within a second (its floor).
+            var shorter = config
+            shorter.minimumFetchInterval = .seconds(3_600)
+            await agent.reconfigure(shorter, source: nil, digest: shorter.digest)
+            let next = await agent.nextFetch
+            #expect(next.map { $0.milliseconds <= Timestamp.now().milliseconds } == true, "status says due now")
+            // Well under the 10 s settle that would wake the loop anyway.
+            let started = await source.started.next(until: .now + .seconds(5))
+            #expect(started != nil, "the timer the reload moved should have fetched within 5 s")
+            source.release.send(())
+            loop.cancel()
+            await loop.value
+        }
+    }
+}
