@@ -105,12 +105,7 @@ struct MQTTService: Service {
         name = "MQTT channel \(config.mqtt ?? "")"
     }
 
-    func run() async throws {
-        channel.start()
-        await untilCancelled()
-        channel.stop()
-        await channel.clearState()
-    }
+    func run() async throws { await channel.run() }
 
     func retire() async { channel.unsubscribe() }
 }

@@ -183,7 +183,8 @@ final class PersistentBroker {
 }
 
 extension ReviewFindingsReloadTests {
-    /// REVIEW FINDING 4 (fails until fixed, NOT fixed here): rcagentd(8) says a channel a reload
+    /// REVIEW FINDING 4 (failed until the fix: the channel remembers its topics in the state
+    /// database and unsubscribes earlier ones at its first connect): rcagentd(8) says a channel a reload
     /// replaces unsubscribes its old topics, so pings on them stop. When the reload comes while
     /// the channel is disconnected (the broker restarting, the network down), the unsubscribe is
     /// dropped (MQTTChannel.unsubscribe without a connection), the new channel resumes the same

@@ -21,13 +21,12 @@ final class MQTTChannel: Sendable {
         var connected = false
         var everConnected = false
         var stopped = false
-        var delivery: Task<Void, Never>?
     }
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
-    /// What the connection did, in the order the network thread saw it: one task hands it to the
-    /// agent, so `status` never shows an older state after a newer one ("connecting" after
+    /// What the connection did, in the order the network thread saw it: the channel's own task
+    /// (``run()``) hands it to the agent, so `status` never shows an older state after a newer one ("connecting" after
     /// "connected" when a task per callback raced), and messages are handled in arrival order.
     private let events: AsyncStream<ConnectionEvent>
     private let eventInput: AsyncStream<ConnectionEvent>.Continuation
@@ -74,33 +73,12 @@ final class MQTTChannel: Sendable {
         client.onEvent { [weak self] event in self?.handle(event) }
     }
 
-    /// Starts the network thread: it connects, runs libmosquitto's loop, and whenever the loop
-    /// gives up (broker refused or gone, TLS failure) waits 1 s doubling to 60 s, ±50% jitter so a
-    /// fleet does not reconnect in step, and tries again, until ``stop()``.
-    func start() {
-        let (agent, jitter, events, log) = (agent, jitter, events, log)
-        let delivery = Task {
-            for await event in events {
-                switch event {
-                case let .state(state): await agent.setPushState(state)
-                case let .connected(state, first):
-                    await agent.setPushState(state)
-                    // A ping may have been missed while disconnected (at start too: the broker may hold none).
-                    if first {
-                        await agent.request(.pushReconnect)
-                    } else {
-                        await agent.requestAfterJitter(.pushReconnect, jitter: jitter)
-                    }
-                case let .message(message, topic):
-                    do {
-                        _ = try await agent.handle(message, from: "mqtt \(topic)", jitter: jitter)
-                    } catch {
-                        log.error("Failed to handle an MQTT message on \(topic): \(error)")
-                    }
-                }
-            }
-        }
-        state.withLock { $0.delivery = delivery }
+    /// Runs the channel until the calling task is cancelled: a thread of its own connects and runs
+    /// the client's loop (and whenever the loop gives up, broker refused or gone, TLS failure,
+    /// waits 1 s doubling to 60 s, ±50% jitter so a fleet does not reconnect in step, and tries
+    /// again), and this task hands what the thread saw to the agent, in order. Cancelled, it stops
+    /// the thread and takes the channel out of `status`.
+    func run() async {
         eventInput.yield(.state("mqtt \(host):\(port) connecting"))
         let started = DetachedThread.start { [self] in
             networkLoop()
@@ -112,24 +90,58 @@ final class MQTTChannel: Sendable {
             eventInput.yield(.state("mqtt \(host):\(port) not running (no network thread)"))
             finished.signal()  // `stop` has no thread to wait for
         }
+        // Ends when the task is cancelled (the stream ends with it).
+        for await event in events { await deliver(event) }
+        stop()
+        // A reload that removes or replaces the channel leaves no state of it behind.
+        await agent.setPushState(nil)
     }
 
-    func stop() {
+    private func deliver(_ event: ConnectionEvent) async {
+        switch event {
+        case let .state(state): await agent.setPushState(state)
+        case let .connected(state, first):
+            await agent.setPushState(state)
+            if first { await forgetEarlierTopics() }
+            // A ping may have been missed while disconnected (at start too: the broker may hold none).
+            if first {
+                agent.request(.pushReconnect)
+            } else {
+                agent.requestAfterJitter(.pushReconnect, jitter: jitter)
+            }
+        case let .message(message, topic):
+            do {
+                _ = try await agent.handle(message, from: "mqtt \(topic)", jitter: jitter)
+            } catch {
+                log.error("Failed to handle an MQTT message on \(topic): \(error)")
+            }
+        }
+    }
+
+    /// The broker keeps a persistent session's subscriptions, whatever config the daemon has now:
+    /// topics an earlier channel subscribed (before a reload or a restart that changed
+    /// `MQTTTopic=`) would go on delivering pings. The topics are remembered in the state
+    /// database, and those no longer wanted are unsubscribed at the first connect; the record is
+    /// updated only once every unsubscribe went out, so a connection lost meanwhile tries again.
+    private func forgetEarlierTopics() async {
+        let remembered = await agent.note(Self.topicsNote)?.split(separator: "\n").map(String.init) ?? []
+        var complete = true
+        for topic in remembered where !topics.contains(topic) {
+            do { try client.unsubscribe(topic) } catch { complete = false }
+        }
+        if complete && remembered != topics { await agent.setNote(Self.topicsNote, topics.joined(separator: "\n")) }
+    }
+
+    static let topicsNote = "mqtt.topics"
+
+    /// Stops the thread: disconnects, wakes a reconnect wait, and waits (3 s at most) for the
+    /// thread to let go of the client before it can be destroyed.
+    private func stop() {
         state.withLock { $0.stopped = true }
         client.disconnect()
         wake.signal()
-        // The thread must be done with the client before `deinit` destroys it.
         _ = finished.wait(timeout: .now() + .seconds(3))
         eventInput.finish()
-        state.withLock { $0.delivery }?.cancel()
-    }
-
-    /// After ``stop()``: waits until the states already sent have reached the agent, then takes the
-    /// channel out of `status`, so a reload that removes or replaces it leaves no state behind (a
-    /// removed channel showed "disconnected, reconnecting" until the daemon restarted).
-    func clearState() async {
-        await delivery?.value
-        await agent.setPushState(nil)
     }
 
     /// Takes this channel's topics out of its persistent session (a reload moves to others). Sent
