@@ -230,9 +230,7 @@ public enum Daemon {
             start(running.services)
             if changed.contains(where: Configuration.feedsSource) { newSource = configuration.source }
         }
-        // The digest of what runs: restart-only settings at their running values, so `doctor` keeps
-        // saying the files differ until the restart that applies them.
-        await agent.reconfigure(new, source: newSource, digest: new.digest)
+        await agent.reconfigure(new, source: newSource)
         await agent.reloadDefaults()
         running.config = new
         for warning in loaded.warnings { log.warning("\(warning)") }

@@ -87,7 +87,7 @@ final class FakeSource: ConfigSource {
             let other = FakeSource(name: "two")
             var config = await agent.config
             config.sourcePath = "/elsewhere"
-            await agent.reconfigure(config, source: other, digest: config.digest)
+            await agent.reconfigure(config, source: other)
             _ = await other.started.next()
             let call = other.calls.withLock { $0[0] }
             #expect(call.etag == nil)

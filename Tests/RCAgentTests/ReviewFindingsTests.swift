@@ -42,7 +42,7 @@ import Testing
             // within a second (its floor).
             var shorter = config
             shorter.minimumFetchInterval = .seconds(3_600)
-            await agent.reconfigure(shorter, source: nil, digest: shorter.digest)
+            await agent.reconfigure(shorter, source: nil)
             let next = await agent.nextFetch
             #expect(next.map { $0.milliseconds <= Timestamp.now().milliseconds } == true, "status says due now")
             // Well under the 10 s settle that would wake the loop anyway.

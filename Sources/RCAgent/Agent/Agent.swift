@@ -21,10 +21,11 @@ enum AgentInput: Sendable {
 /// (``EventBroadcaster``). It runs on its own queue (``QueueExecutor``) because SQLite commits
 /// block on fsync, which must stay off the two-thread cooperative pool.
 actor Agent {
-    /// Replaced as a whole by ``reconfigure(_:source:digest:)`` (a reload).
+    /// Replaced as a whole by ``reconfigure(_:source:)`` (a reload).
     private(set) var config: AgentConfig
-    /// ``AgentConfig/digest`` of the config it runs (restart-only settings as they were at start), for status.
-    private(set) var configDigest: String
+    /// ``AgentConfig/digest`` of the config it runs (restart-only settings as they were at start),
+    /// for status: `doctor` keeps saying the files differ until the restart that applies them.
+    var configDigest: String { config.digest }
     let store: StateStore
     var source: any ConfigSource
     var policy: FetchPolicy
@@ -49,7 +50,6 @@ actor Agent {
         throws
     {
         self.config = config
-        configDigest = config.digest
         self.store = store
         self.source = source
         self.policy = FetchPolicy(minimumInterval: config.minimumFetchInterval)
@@ -84,10 +84,9 @@ actor Agent {
 
     /// Applies a reloaded config: the new source, interval, activation policy and hooks. A new
     /// source, or new signals to evaluate templates with, fetches at once, with no ETag.
-    func reconfigure(_ new: AgentConfig, source newSource: (any ConfigSource)?, digest: String) {
+    func reconfigure(_ new: AgentConfig, source newSource: (any ConfigSource)?) {
         let old = config
         config = new
-        configDigest = digest
         policy.minimumInterval = new.minimumFetchInterval
         if new.hooksDirectory != old.hooksDirectory || new.hookTimeout != old.hookTimeout {
             // The same runner: its one thread keeps hooks one at a time across the reload.
