@@ -65,6 +65,9 @@ public actor InstallationClient {
         }
     }
 
+    /// Registers the installation if there is none yet, then returns the cached auth token while it is
+    /// valid, or asks for a new one with the refresh token (a 401 or 404 there means the installation
+    /// is gone on the server: it is forgotten and registered again, once, at once).
     private func obtainToken() async throws(FirebaseError) -> (fid: String, token: String) {
         if credentials == nil { try await register() }
         guard var current = credentials else { throw FirebaseError(.other, "Firebase Installations: no credentials") }
@@ -104,6 +107,9 @@ public actor InstallationClient {
         credentials?.expiresAt = nil
     }
 
+    /// Creates the installation (`POST .../installations`) and stores its refresh token and first auth
+    /// token. A conflict on the id (409: another installation has it) registers a new random id, as
+    /// the SDKs do; an id the server assigns wins over the one sent.
     private func register() async throws(FirebaseError) {
         var response = try await create()
         if response.status == 409 {
@@ -128,6 +134,7 @@ public actor InstallationClient {
         try save(credentials)
     }
 
+    /// The create call itself: the id, the app id, the auth version and the SDK version, as the SDKs send them.
     private func create() async throws(FirebaseError) -> HTTPResponse {
         var request = jsonRequest(endpoints.createInstallation)
         request.body = Array(
@@ -138,6 +145,7 @@ public actor InstallationClient {
         return try await send(request, what: "create the installation")
     }
 
+    /// A JSON POST to `url` with the API key header, from the base request (timeouts, TLS files).
     private func jsonRequest(_ url: String) -> HTTPRequest {
         var request = base
         request.url = url
@@ -148,6 +156,7 @@ public actor InstallationClient {
         return request
     }
 
+    /// Sends `request`; a transfer that fails (DNS, connect, TLS, timeout) is `unavailable`.
     private func send(_ request: HTTPRequest, what: String) async throws(FirebaseError) -> HTTPResponse {
         do {
             let response = try await HTTPClient.send(request)
@@ -174,17 +183,22 @@ public actor InstallationClient {
         return (token, now + .milliseconds(Int64(lifetime * 1_000)))
     }
 
+    /// An HTTP error as a typed failure: throttled for 429 and 503 (the fetch's backoff then holds),
+    /// else other; the message quotes the API's own error text.
     private static func failure(_ what: String, _ response: HTTPResponse) -> FirebaseError {
         let text = FirebaseError.describe(response, call: "Firebase Installations: cannot \(what)")
         return FirebaseError(
             response.status == 429 || response.status == 503 ? .throttled(retryAfter: nil) : .other, text)
     }
 
+    /// Drops the installation (memory and file): the server no longer knows it.
     private func forget() {
         credentials = nil
         unlink(path)
     }
 
+    /// Writes the credentials atomically, mode 0600 (temporary file, fsync, rename): the refresh token
+    /// is a secret, and a crash must leave the old file or the new one, never half of one.
     private func save(_ credentials: Credentials) throws(FirebaseError) {
         self.credentials = credentials
         let json = JSONValue.object([
@@ -199,6 +213,7 @@ public actor InstallationClient {
         }
     }
 
+    /// Reads stored credentials; a missing or unreadable file means none (the installation is registered again).
     private static func load(_ path: String) -> Credentials? {
         guard let bytes = try? FileBytes.read(path), let json = try? JSONValue.parse(bytes),
             let fid = json["fid"]?.stringValue, let refresh = json["refreshToken"]?.stringValue

@@ -102,6 +102,8 @@ public struct RealtimeStream: Sendable {
 
         var lastStatus: Int? { state.withLock { $0.status } }
 
+        /// Opens the stream and reads it until the server ends it, the transfer fails or ``stop()``;
+        /// the outcome says which, with the HTTP status when there was one.
         func run(_ request: HTTPRequest) async -> Outcome {
             let receiver = StreamReceiver(
                 onOpen: { [self] in
@@ -143,6 +145,9 @@ public struct RealtimeStream: Sendable {
             for message in messages { handle(message) }
         }
 
+        /// One message of the stream: `featureDisabled` (the stream ends, not to be reopened), a retry
+        /// interval the server asks for, a new template version (the invalidation), or something
+        /// unreadable, which is reported and skipped (the stream goes on).
         private func handle(_ bytes: [UInt8]) {
             guard let json = try? JSONValue.parse(bytes) else {
                 onEvent(.unreadable(String(decoding: bytes.prefix(200), as: UTF8.self)))

@@ -199,6 +199,8 @@ final class CurlTransfer {
         )
     }
 
+    /// A failed transfer as a typed error: what kind (timeout, too large, TLS, connect, DNS...) and
+    /// curl's own words from the error buffer.
     private func error(_ code: CURLcode, state: TransferState, request: HTTPRequest) -> HTTPError {
         let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
         let kind: HTTPError.Kind
@@ -259,6 +261,9 @@ private final class TransferState {
         self.stream = stream
     }
 
+    /// curl's write callback: a streamed 200 goes to the stream receiver (until it is cancelled);
+    /// anything else is kept, and the transfer stops once the size limit is passed (returning less
+    /// than `count` makes curl abort).
     func receiveBody(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
         if let stream {
             var status = 0
@@ -282,6 +287,9 @@ private final class TransferState {
         return count
     }
 
+    /// curl's header callback: one header line at a time; a new status line (after a redirect or a
+    /// 100 Continue) starts the headers again, and the blank line after a streamed 200's headers
+    /// tells the stream receiver it is open.
     func receiveHeader(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
         let line = data.withMemoryRebound(to: UInt8.self, capacity: count) {
             String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)

@@ -28,6 +28,8 @@ public enum HTTPClient {
         try await perform(request, stream: stream)
     }
 
+    /// Runs the blocking transfer on a thread of its own and resumes the caller when it is done: curl
+    /// blocks for up to the request's timeout, which must never hold a cooperative-pool thread.
     private static func perform(_ request: HTTPRequest, stream: StreamReceiver?) async throws(HTTPError) -> HTTPResponse
     {
         initializeOnce()

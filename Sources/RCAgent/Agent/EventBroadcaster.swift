@@ -46,8 +46,8 @@ final class EventBroadcaster {
         watchers = []
     }
 
-    /// Sends the events the agent's writes logged since the last call (the store hands them over,
-    /// nothing is read back) to every subscriber; the stale flag changing runs the hooks. A
+    /// Sends the events the agent's writes logged since the last call (the store hands them over;
+    /// the log is read only when the ids show another process wrote in between) to every subscriber; the stale flag changing runs the hooks. A
     /// subscriber that does not keep up is dropped (its socket shut down), never allowed to stall
     /// the agent.
     func publish() {
