@@ -289,3 +289,28 @@ extension ReviewFindingsReloadTests {
         #expect(daemon.stop() == 0)
     }
 }
+
+extension ReviewFindingsReloadTests {
+    /// `reload` changes state: a peer that may only read (here: nobody, let through by a socket
+    /// opened to everyone) is refused, and the daemon goes on with the config it has. (A guard:
+    /// this passes.)
+    @Test(.enabled(if: getuid() == 0, "needs root: runs the CLI as another user"))
+    func aReloadFromAPeerThatMayNotChangeStateIsRefused() throws {
+        let sandbox = try Sandbox()
+        let daemon = try sandbox.startServing(version: 1)
+        #expect(chmod(sandbox.socketPath, 0o666) == 0)
+        chmod(sandbox.root.path, 0o755)
+        try dropIn(sandbox, "10-interval.conf", "[Agent]\nMinimumFetchInterval=1h\n")
+        let refused = try runProcess(
+            "/usr/bin/setpriv",
+            [
+                "--reuid", "65534", "--regid", "65534", "--clear-groups", Binaries.url("rcagent").path, "reload",
+                "--config", sandbox.configPath,
+            ])
+        #expect(refused.status != 0, "\(refused.stdout)")
+        #expect(refused.stderr.contains("may not change the agent's state"), "\(refused.stderr)")
+        #expect(!daemon.log.contains("Reloading the config"), "\(daemon.log)")
+        #expect(try sandbox.cli("reload").stdout == "reloaded: Agent.MinimumFetchInterval changed\n")
+        #expect(daemon.stop() == 0)
+    }
+}
