@@ -314,3 +314,27 @@ extension ReviewFindingsReloadTests {
         #expect(daemon.stop() == 0)
     }
 }
+
+extension ReviewFindingsReloadTests {
+    /// A reload that lands while a fetch hangs: it answers at once (the agent is not held by the
+    /// transfer), the hung round ends by its FetchTimeout, and the new source serves right after.
+    /// (A guard: this passes.)
+    @Test func aReloadDuringAHungFetchAnswersAtOnceAndTheNewSourceServes() throws {
+        let sandbox = try Sandbox()
+        let server = try ConfigServer(in: sandbox)
+        try server.setMode(["kind": "hang"])
+        try sandbox.writeConfig(extra: "[Source]\nType=http\nURL=\(server.url)\n[Agent]\nFetchTimeout=8s\n")
+        let daemon = try sandbox.startDaemon()
+        #expect(eventually { !server.requests.isEmpty }, "the start-up fetch is under way: \(daemon.log)")
+
+        try sandbox.publish(Sandbox.document(version: 3))
+        try dropIn(sandbox, "10-file.conf", "[Source]\nType=file\nPath=\(sandbox.remotePath)\n")
+        let clock = ContinuousClock()
+        let started = clock.now
+        let reload = try sandbox.cli("reload")
+        #expect(reload.status == 0, "\(reload.stderr)")
+        #expect(clock.now - started < .seconds(5), "the reload waited for the hung transfer")
+        #expect(try eventually(20) { try sandbox.cli("get", "key_0").stdout == "v3\n" }, "\(daemon.log)")
+        #expect(daemon.stop() == 0)
+    }
+}
