@@ -290,3 +290,52 @@ extension ReviewFindingsReloadTests {
         #expect(daemon.stop() == 0)
     }
 }
+
+extension ReviewFindingsReloadTests {
+    /// `reload` changes state: a peer that may only read (here: nobody, let through by a socket
+    /// opened to everyone) is refused, and the daemon goes on with the config it has. (A guard:
+    /// this passes.)
+    @Test(.enabled(if: getuid() == 0, "needs root: runs the CLI as another user"))
+    func aReloadFromAPeerThatMayNotChangeStateIsRefused() throws {
+        let sandbox = try Sandbox()
+        let daemon = try sandbox.startServing(version: 1)
+        #expect(chmod(sandbox.socketPath, 0o666) == 0)
+        chmod(sandbox.root.path, 0o755)
+        try dropIn(sandbox, "10-interval.conf", "[Agent]\nMinimumFetchInterval=1h\n")
+        let refused = try runProcess(
+            "/usr/bin/setpriv",
+            [
+                "--reuid", "65534", "--regid", "65534", "--clear-groups", Binaries.url("rcagent").path, "reload",
+                "--config", sandbox.configPath,
+            ])
+        #expect(refused.status != 0, "\(refused.stdout)")
+        #expect(refused.stderr.contains("may not change the agent's state"), "\(refused.stderr)")
+        #expect(!daemon.log.contains("Reloading the config"), "\(daemon.log)")
+        #expect(try sandbox.cli("reload").stdout == "reloaded: Agent.MinimumFetchInterval changed\n")
+        #expect(daemon.stop() == 0)
+    }
+}
+
+extension ReviewFindingsReloadTests {
+    /// A reload that lands while a fetch hangs: it answers at once (the agent is not held by the
+    /// transfer), the hung round ends by its FetchTimeout, and the new source serves right after.
+    /// (A guard: this passes.)
+    @Test func aReloadDuringAHungFetchAnswersAtOnceAndTheNewSourceServes() throws {
+        let sandbox = try Sandbox()
+        let server = try ConfigServer(in: sandbox)
+        try server.setMode(["kind": "hang"])
+        try sandbox.writeConfig(extra: "[Source]\nType=http\nURL=\(server.url)\n[Agent]\nFetchTimeout=8s\n")
+        let daemon = try sandbox.startDaemon()
+        #expect(eventually { !server.requests.isEmpty }, "the start-up fetch is under way: \(daemon.log)")
+
+        try sandbox.publish(Sandbox.document(version: 3))
+        try dropIn(sandbox, "10-file.conf", "[Source]\nType=file\nPath=\(sandbox.remotePath)\n")
+        let clock = ContinuousClock()
+        let started = clock.now
+        let reload = try sandbox.cli("reload")
+        #expect(reload.status == 0, "\(reload.stderr)")
+        #expect(clock.now - started < .seconds(5), "the reload waited for the hung transfer")
+        #expect(try eventually(20) { try sandbox.cli("get", "key_0").stdout == "v3\n" }, "\(daemon.log)")
+        #expect(daemon.stop() == 0)
+    }
+}

@@ -36,6 +36,9 @@ import Testing
                 await loop.value
                 return
             }
+            // The round that answered sets the settle deadline about now: a loop that slept through
+            // the reload wakes no sooner than about this plus ``Agent/settleDelay``.
+            let answered = ContinuousClock.now
             #expect(source.calls.withLock { $0.count } == 0)
 
             // A reload to a 1 h interval: the fetch three hours ago is past it, the timer comes due
@@ -45,9 +48,14 @@ import Testing
             await agent.reconfigure(shorter, source: nil)
             let next = await agent.nextFetch
             #expect(next.map { $0.milliseconds <= Timestamp.now().milliseconds } == true, "status says due now")
-            // Well under the 10 s settle that would wake the loop anyway.
-            let started = await source.started.next(until: .now + .seconds(5))
-            #expect(started != nil, "the timer the reload moved should have fetched within 5 s")
+            // Woken by the reload, the loop fetches a second after it; left asleep, only when the
+            // settle deadline wakes it (a bound, not a sleep: under a loaded machine both are later).
+            let started = await source.started.next(until: answered + .seconds(30))
+            #expect(started != nil, "the timer the reload moved never fetched")
+            let waited = ContinuousClock.now - answered
+            #expect(
+                waited < Agent.settleDelay - .seconds(2),
+                "fetched \(waited) after the reload: the loop slept through it")
             source.release.send(())
             loop.cancel()
             await loop.value

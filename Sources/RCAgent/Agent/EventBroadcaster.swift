@@ -52,11 +52,13 @@ final class EventBroadcaster {
     /// the agent.
     func publish() {
         var events = store.takeCommittedEvents()
-        guard let first = events.first else { return }
-        if first.id > lastId + 1 {
-            // Read once, only when another process wrote in between.
-            let foreign = (try? store.events(after: lastId, limit: Int(min(first.id - lastId - 1, 1_000)))) ?? []
-            events = foreign.filter { $0.id < first.id } + events
+        guard let newest = events.last else { return }
+        if newest.id - lastId > Int64(events.count) {
+            // Another process wrote in between (before or among these): the log has it all, in
+            // order. Read only then, and at most 1,000 rows; the store's own events follow them.
+            let logged = (try? store.events(after: lastId, limit: Int(min(newest.id - lastId, 1_000)))) ?? []
+            let through = logged.last?.id ?? lastId
+            events = logged.filter { $0.id <= newest.id } + events.filter { $0.id > through }
         }
         lastId = max(lastId, events.last?.id ?? lastId)
         for event in events {
