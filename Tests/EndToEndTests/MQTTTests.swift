@@ -3,84 +3,30 @@ import Glibc
 import TestSupport
 import Testing
 
-/// A real mosquitto broker on a free loopback port, for the MQTT push channel tests.
-final class MosquittoBroker {
-    let port: Int
-    private let directory: URL
-    private var process: Process?
+/// The MQTT suites' broker: TestSupport's real mosquitto, in the sandbox.
+typealias MosquittoBroker = Mosquitto
 
-    init(in sandbox: Sandbox, tls: TestPKI? = nil) throws {
-        directory = sandbox.root.appendingPathComponent("broker")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        port = try Self.freePort()
-        // user root: mosquitto would otherwise drop to its own user and not read the sandbox files.
-        var config = "listener \(port) 127.0.0.1\nallow_anonymous true\npersistence false\nuser root\n"
+extension Mosquitto {
+    /// `tls`: the listener takes TLS with the test PKI's server certificate. `persistent`: the broker
+    /// keeps its sessions across a restart, as production brokers do (saved every second: started
+    /// from the test runner it inherits a blocked SIGTERM, so it cannot save on the way out).
+    convenience init(in sandbox: Sandbox, tls: TestPKI? = nil, persistent: Bool = false) throws {
+        let directory = sandbox.root.appendingPathComponent(persistent ? "persistent-broker" : "broker")
+        var settings = ""
         if let tls {
-            config += "cafile \(tls.caCertificate)\ncertfile \(tls.serverCertificate)\nkeyfile \(tls.serverKey)\n"
+            settings += "cafile \(tls.caCertificate)\ncertfile \(tls.serverCertificate)\nkeyfile \(tls.serverKey)\n"
         }
-        try config.write(to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
-        try start()
-    }
-
-    deinit { stop() }
-
-    func start() throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
-        p.arguments = ["-c", directory.appendingPathComponent("mosquitto.conf").path]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        process = p
-        guard eventually(10, { Self.accepts(port: port) }) else { throw DaemonError("mosquitto did not start") }
-    }
-
-    func stop() {
-        guard let process, process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-
-    /// Publishes with mosquitto_pub at QoS 1 (`retain`: kept by the broker for every later subscriber).
-    func publish(_ payload: String, topic: String = "PUSH_RC", retain: Bool = false) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
-        p.arguments =
-            ["-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-m", payload] + (retain ? ["-r"] : [])
-        try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw DaemonError("mosquitto_pub failed") }
-    }
-
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
+        if persistent {
+            settings += "persistence true\npersistence_location \(directory.path)/\nautosave_interval 1\n"
         }
-        guard ok else { throw DaemonError("no free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        try self.init(in: directory, settings: settings)
     }
 
-    static func accepts(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        } == 0
+    /// Whether a persistent broker saved its sessions after `date` (and so holds what was subscribed then).
+    func saved(after date: Date) -> Bool {
+        let path = directory.appendingPathComponent("mosquitto.db").path
+        let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+        return modified.map { $0 > date } ?? false
     }
 }
 

@@ -119,69 +119,6 @@ extension ReviewFindingsReloadTests {
     }
 }
 
-/// A mosquitto that keeps its sessions across a restart (`persistence true`, saved every second:
-/// started from the test runner it inherits a blocked SIGTERM, so it cannot save on the way
-/// out), as production brokers do: what a client subscribed stays subscribed while it is away.
-final class PersistentBroker {
-    let port: Int
-    private let directory: URL
-    private var process: Process?
-
-    init(in sandbox: Sandbox) throws {
-        directory = sandbox.root.appendingPathComponent("persistent-broker")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        port = try MosquittoBroker.freePort()
-        let config = """
-            listener \(port) 127.0.0.1
-            allow_anonymous true
-            persistence true
-            persistence_location \(directory.path)/
-            autosave_interval 1
-            user root
-
-            """
-        try config.write(to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
-        try start()
-    }
-
-    deinit { stop() }
-
-    func start() throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
-        p.arguments = ["-c", directory.appendingPathComponent("mosquitto.conf").path]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        process = p
-        guard eventually(10, { MosquittoBroker.accepts(port: port) }) else {
-            throw DaemonError("mosquitto did not start")
-        }
-    }
-
-    func stop() {
-        guard let process, process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-
-    /// Whether the broker saved its sessions after `date` (and so holds what was subscribed then).
-    func saved(after date: Date) -> Bool {
-        let path = directory.appendingPathComponent("mosquitto.db").path
-        let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
-        return modified.map { $0 > date } ?? false
-    }
-
-    func publish(_ payload: String, topic: String) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
-        p.arguments = ["-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-m", payload]
-        try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw DaemonError("mosquitto_pub failed") }
-    }
-}
-
 extension ReviewFindingsReloadTests {
     /// REVIEW FINDING 4 (failed until the fix: the channel remembers its topics in the state
     /// database and unsubscribes earlier ones at its first connect): rcagentd(8) says a channel a reload
@@ -193,7 +130,7 @@ extension ReviewFindingsReloadTests {
     @Test func aChannelReplacedWhileDisconnectedStopsHearingItsOldTopic() throws {
         let sandbox = try Sandbox()
         let server = try ConfigServer(in: sandbox)
-        let broker = try PersistentBroker(in: sandbox)
+        let broker = try MosquittoBroker(in: sandbox, persistent: true)
         try sandbox.writeConfig(
             extra: """
                 [Source]

@@ -58,7 +58,7 @@ import Testing
 
     @Test func aBrokerThatIsNotThereIsATypedErrorSayingWhy() throws {
         let client = try MQTTClient(MQTTClient.Options())
-        let port = try Broker.freePort()
+        let port = Int32(try Mosquitto.freePort())
         #expect {
             try client.connect(host: "127.0.0.1", port: port)
         } throws: { error in
@@ -121,58 +121,25 @@ private final class EventLog: Sendable {
     }
 }
 
-/// A real mosquitto listening on a free loopback port (mosquitto's own default configuration:
-/// loopback only, anonymous clients allowed), stopped by its pid.
+/// TestSupport's real mosquitto in a directory of its own, removed with it.
 private final class Broker {
-    let port: Int32
-    private let process = Process()
+    let mosquitto: Mosquitto
+    private let directory: URL
 
     init() throws {
-        port = try Self.freePort()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
-        process.arguments = ["-p", String(port)]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("rcnetwork-\(UUID().uuidString)")
+        mosquitto = try Mosquitto(in: directory)
     }
+
+    var port: Int32 { Int32(mosquitto.port) }
 
     func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        mosquitto.stop()
+        try? FileManager.default.removeItem(at: directory)
     }
 
-    /// Connects `client`, retrying while the broker starts up (connection refused) for up to 10 s.
+    /// Connects `client` (the broker accepts connections once `Mosquitto` returned).
     func connect(_ client: MQTTClient) throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while true {
-            let failure: MQTTError
-            do throws(MQTTError) {
-                try client.connect(host: "127.0.0.1", port: port)
-                return
-            } catch {
-                failure = error
-            }
-            guard failure.reason == "Connection refused", ContinuousClock.now < deadline, process.isRunning else {
-                throw failure
-            }
-            usleep(20_000)  // the broker is not listening yet: nothing to wait on but time
-        }
-    }
-
-    static func freePort() throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else { throw TestFailure("no free port") }
-        return Int32(UInt16(bigEndian: address.sin_port))
+        try client.connect(host: "127.0.0.1", port: port)
     }
 }
