@@ -30,27 +30,32 @@ final class FakeSource: ConfigSource {
     }
 }
 
+/// Runs `body` with an agent on a fresh database (what `prepare` stored in it first) and a fake
+/// source; `body` reads what was stored through a reader of its own, as `rcagent` does, and gets
+/// the agent's config.
+func withTestAgent(
+    prepare: (StateStore) throws -> Void = { _ in },
+    _ body: (Agent, FakeSource, _ read: () throws -> StateStore, AgentConfig) async throws -> Void
+) async throws {
+    try await TemporaryDirectory.with { directory in
+        var config = AgentConfig()
+        config.stateDirectory = directory.path
+        config.defaults = directory.file("none.json")
+        config.hooksDirectory = directory.file("hooks.d")
+        let store = try StateStore.open(config: config)
+        try prepare(store)
+        let source = FakeSource(name: "one")
+        let agent = try Agent(
+            config: config, store: store, source: source, log: Logger { _ in }, notifier: SystemdNotifier())
+        let path = config.databasePath
+        try await body(agent, source, { try #require(try StateStore.openForReading(path: path)) }, config)
+    }
+}
+
 /// The agent's fetch loop with a real state database and a fake source: coalescing, reload, stop.
 @Suite struct AgentTests {
-    /// Runs `body` with an agent on a fresh database; `body` reads what was stored through a
-    /// reader of its own, as `rcagent` does.
-    func withAgent(_ body: (Agent, FakeSource, _ read: () throws -> StateStore) async throws -> Void) async throws {
-        try await TemporaryDirectory.with { directory in
-            var config = AgentConfig()
-            config.stateDirectory = directory.path
-            config.defaults = directory.file("none.json")
-            config.hooksDirectory = directory.file("hooks.d")
-            let store = try StateStore.open(config: config)
-            let source = FakeSource(name: "one")
-            let agent = try Agent(
-                config: config, store: store, source: source, log: Logger { _ in }, notifier: SystemdNotifier())
-            let path = config.databasePath
-            try await body(agent, source) { try #require(try StateStore.openForReading(path: path)) }
-        }
-    }
-
     @Test func requestsThatArriveDuringAFetchShareTheNextRound() async throws {
-        try await withAgent { agent, source, store in
+        try await withTestAgent { agent, source, store, _ in
             let loop = Task { await agent.run() }
             _ = await source.started.next()  // the start-up round is fetching
             let replies = Inbox<FetchOutcome>()
@@ -73,7 +78,7 @@ final class FakeSource: ConfigSource {
     }
 
     @Test func aReloadedSourceIsAskedAtOnceWithoutTheOldETag() async throws {
-        try await withAgent { agent, source, store in
+        try await withTestAgent { agent, source, store, _ in
             let loop = Task { await agent.run() }
             _ = await source.started.next()
             source.release.send(())
@@ -103,7 +108,7 @@ final class FakeSource: ConfigSource {
     }
 
     @Test func stoppingAnswersWhatStillWaitsWithCancelled() async throws {
-        try await withAgent { agent, source, _ in
+        try await withTestAgent { agent, source, _, _ in
             let loop = Task { await agent.run() }
             _ = await source.started.next()
             let replies = Inbox<FetchOutcome>()

@@ -13,19 +13,12 @@ import Testing
     /// closer (a shorter MinimumFetchInterval) re-armed the timer without waking that wait, so the
     /// fetch came only when the loop woke for something else (the 10 s settle, or hours later).
     @Test func aReloadThatBringsTheTimerCloserWakesTheWaitingLoop() async throws {
-        try await TemporaryDirectory.with { directory in
-            var config = AgentConfig()
-            config.stateDirectory = directory.path
-            config.defaults = directory.file("none.json")
-            config.hooksDirectory = directory.file("hooks.d")
-            let store = try StateStore.open(config: config)
+        try await withTestAgent { store in
             // Fetched three hours ago: with the built-in 12 h interval nothing is due for 9 h.
             let threeHoursAgo = Timestamp(milliseconds: Timestamp.now().milliseconds - 3 * 3_600_000)
             try store.recordFetch(
                 .update(values: ["k": "old"], templateVersion: "1", etag: "e1"), at: threeHoursAgo, activate: true)
-            let source = FakeSource(name: "one")
-            let agent = try Agent(
-                config: config, store: store, source: source, log: Logger { _ in }, notifier: SystemdNotifier())
+        } _: { agent, source, _, config in
             let loop = Task { await agent.run() }
             // The start-up round is skipped (not due); this request is answered after it.
             let settled = Inbox<FetchOutcome>()
