@@ -41,10 +41,11 @@ extension Mosquitto {
         return daemon
     }
 
-    func setUp(jitter: String = "0") throws -> (Sandbox, ConfigServer, MosquittoBroker) {
+    /// `persistent`: the broker keeps sessions across its restarts (see ``Mosquitto/init(in:tls:persistent:)``).
+    func setUp(jitter: String = "0", persistent: Bool = false) throws -> (Sandbox, ConfigServer, MosquittoBroker) {
         let sandbox = try Sandbox()
         let server = try ConfigServer(in: sandbox)
-        let broker = try MosquittoBroker(in: sandbox)
+        let broker = try MosquittoBroker(in: sandbox, persistent: persistent)
         try sandbox.writeConfig(
             extra: """
                 [Source]

@@ -128,18 +128,7 @@ extension ReviewFindingsReloadTests {
     /// persistent session (same client id, clean session off), and the old topic still marks the
     /// device stale.
     @Test func aChannelReplacedWhileDisconnectedStopsHearingItsOldTopic() throws {
-        let sandbox = try Sandbox()
-        let server = try ConfigServer(in: sandbox)
-        let broker = try MosquittoBroker(in: sandbox, persistent: true)
-        try sandbox.writeConfig(
-            extra: """
-                [Source]
-                Type=http
-                URL=\(server.url)
-                [Push]
-                MQTT=mqtt://127.0.0.1:\(broker.port)
-                Jitter=0
-                """)
+        let (sandbox, server, broker) = try MQTTTests().setUp(persistent: true)
         let daemon = try MQTTTests().startConnected(sandbox, server)
         let subscribed = Date()
         #expect(eventually { broker.saved(after: subscribed.addingTimeInterval(0.1)) })
@@ -151,14 +140,7 @@ extension ReviewFindingsReloadTests {
         try broker.start()
         #expect(eventually(30) { daemon.log.contains("subscribed to FLEET_B, FLEET_B/") }, "\(daemon.log)")
 
-        let watcher = try SocketClient(path: sandbox.socketPath)
-        #expect(watcher.watch())
-        try server.serve(Sandbox.document(version: 2), etag: #""v2""#)
-        try broker.publish(MQTTTests.ping, topic: "PUSH_RC")
-        try broker.publish(MQTTTests.ping, topic: "FLEET_B")
-        let stale = watcher.event { $0["event"] as? String == "stale-set" }
-        #expect(
-            (stale?["reason"] as? String)?.contains("FLEET_B") == true, "\(String(describing: stale))\n\(daemon.log)")
+        try ReloadTests().expectOnlyTheNewTopicHeard(sandbox, server, broker, daemon)
         #expect(daemon.stop() == 0)
     }
 }
