@@ -6,9 +6,22 @@ import RCCore
 struct Configuration {
     let config: AgentConfig
     let source: any ConfigSource
-    /// The source's own services and whether it fetches over the network; built with the agent.
-    private let sourceServices: @Sendable (Agent) -> [any Service]
-    private let usesNetwork: Bool
+    /// Which source it is, for the services that belong to it (never a downcast of `source`).
+    private let kind: Kind
+
+    private enum Kind {
+        case unconfigured
+        case file(path: String)
+        case http
+        case firebase(FirebaseSource)
+
+        var usesNetwork: Bool {
+            switch self {
+            case .unconfigured, .file: false
+            case .http, .firebase: true
+            }
+        }
+    }
 
     /// Builds the source the config names. Nothing starts yet.
     init(_ config: AgentConfig, deviceId: String, log: Logger) {
@@ -16,40 +29,50 @@ struct Configuration {
         let reader = DocumentReader(deviceId: deviceId, signals: config.signals, log: log)
         switch config.sourceType {
         case .file:
-            guard let path = config.sourcePath else {
+            if let path = config.sourcePath {
+                source = FileSource(path: path, reader: reader)
+                kind = .file(path: path)
+            } else {
                 source = UnconfiguredSource()
-                sourceServices = { _ in [] }
-                usesNetwork = false
-                return
+                kind = .unconfigured
             }
-            source = FileSource(path: path, reader: reader)
-            sourceServices = { agent in [Self.fileWatch(path, agent: agent, log: log)] }
-            usesNetwork = false
         case .http:
             source = HTTPSource(config: config, reader: reader)
-            sourceServices = { _ in [] }
-            usesNetwork = true
+            kind = .http
         case .firebase:
             let firebase = FirebaseSource(config: config, deviceId: deviceId, environment: Environment.current())
             source = firebase
-            sourceServices = { agent in
-                guard config.realtime != .no else { return [] }
-                let listener = RealtimeListener(source: firebase, agent: agent, log: log)
-                return [TaskService(name: "realtime stream of \(firebase.name)") { await listener.run() }]
-            }
-            usesNetwork = true
+            kind = .firebase(firebase)
         }
+    }
+
+    /// The running source with another config's push settings: a reload that changes only
+    /// `[Push]` keeps the source (and its Firebase installation client, whose registration in
+    /// flight the realtime stream and the fetches share).
+    init(_ config: AgentConfig, keepingSourceOf running: Configuration) {
+        self.config = config
+        source = running.source
+        kind = running.kind
     }
 
     /// The services this config runs around `agent`. Fails only where the daemon cannot go on as
     /// configured (an MQTT client that cannot be made); a network watch the kernel refuses is
     /// logged and left out, as timers and pushes still start fetches.
     func services(agent: Agent, deviceId: String, log: Logger) throws -> [any Service] {
-        var services = sourceServices(agent)
+        var services: [any Service] = []
+        switch kind {
+        case let .file(path):
+            services.append(Self.fileWatch(path, agent: agent, log: log))
+        case let .firebase(firebase) where config.realtime != .no:
+            let listener = RealtimeListener(source: firebase, agent: agent, log: log)
+            services.append(TaskService(name: "realtime stream of \(firebase.name)") { await listener.run() })
+        case .unconfigured, .http, .firebase:
+            break
+        }
         if config.mqtt != nil {
             services.append(try MQTTService(config: config, deviceId: deviceId, agent: agent, log: log))
         }
-        if usesNetwork {
+        if kind.usesNetwork {
             do {
                 let monitor = try NetworkMonitor { agent.systemChanged(.network) }
                 services.append(EdgeService(name: "network watch") { { monitor.stop() } })

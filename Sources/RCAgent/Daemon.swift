@@ -109,7 +109,7 @@ public enum Daemon {
 
         // Every service is a child of this one task group: the daemon's lifetime is the group's.
         // This task reads the lifecycle stream, so reloads happen one at a time, in order.
-        var running = Running(config: config, services: ServiceSet(configured))
+        var running = Running(configuration: configuration, services: ServiceSet(configured))
         let exitStatus = await withTaskGroup(of: Void.self) { group in
             for service in fixed + [signalForwarding] {
                 group.addTask { await service.supervised(onFailure: serviceFailed) }
@@ -194,7 +194,7 @@ public enum Daemon {
 
     /// The config the daemon runs with, and the services it built from it.
     private struct Running {
-        var config: AgentConfig
+        var configuration: Configuration
         var services: ServiceSet
     }
 
@@ -212,12 +212,16 @@ public enum Daemon {
             log.error("Failed to reload the config: \(error); keeping the running config")
             return .failure(ControlError(.invalidConfig, error.description))
         }
-        let changed = loaded.changedSettings(since: running.config)
+        let changed = loaded.changedSettings(since: running.configuration.config)
         let restartNeeded = changed.filter(Configuration.restartOnly.contains)
-        let new = Configuration.applicable(loaded, running: running.config)
-        var newSource: (any ConfigSource)?
+        let new = Configuration.applicable(loaded, running: running.configuration.config)
+        let sourceChanged = changed.contains(where: Configuration.feedsSource)
+        // Another source is built only when its settings changed; otherwise the running one stays.
+        let configuration =
+            sourceChanged
+            ? Configuration(new, deviceId: deviceId, log: log)
+            : Configuration(new, keepingSourceOf: running.configuration)
         if changed.contains(where: Configuration.feedsServices) {
-            let configuration = Configuration(new, deviceId: deviceId, log: log)
             let services: [any Service]
             do {
                 services = try configuration.services(agent: agent, deviceId: deviceId, log: log)
@@ -228,11 +232,10 @@ public enum Daemon {
             await running.services.stop()
             running.services = ServiceSet(services)
             start(running.services)
-            if changed.contains(where: Configuration.feedsSource) { newSource = configuration.source }
         }
-        await agent.reconfigure(new, source: newSource)
+        await agent.reconfigure(new, source: sourceChanged ? configuration.source : nil)
         await agent.reloadDefaults()
-        running.config = new
+        running.configuration = configuration
         for warning in loaded.warnings { log.warning("\(warning)") }
         for setting in restartNeeded {
             log.warning("\(setting) changed: it applies when the daemon is restarted")

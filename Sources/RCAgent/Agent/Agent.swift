@@ -95,6 +95,8 @@ actor Agent {
         if let newSource {
             let another = newSource.name != source.name
             source = newSource
+            // What the old source fetched and the disk refused must not land after the new one's.
+            unstored = nil
             if newSource.isConfigured {
                 request(.reload(newSource: another))
             } else {
