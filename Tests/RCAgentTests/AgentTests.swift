@@ -34,7 +34,7 @@ final class FakeSource: ConfigSource {
 /// source; `body` reads what was stored through a reader of its own, as `rcagent` does, and gets
 /// the agent's config.
 func withTestAgent(
-    prepare: (StateStore) throws -> Void = { _ in },
+    settleDelay: Duration = .seconds(10), prepare: (StateStore) throws -> Void = { _ in },
     _ body: (Agent, FakeSource, _ read: () throws -> StateStore, AgentConfig) async throws -> Void
 ) async throws {
     try await TemporaryDirectory.with { directory in
@@ -46,7 +46,8 @@ func withTestAgent(
         try prepare(store)
         let source = FakeSource(name: "one")
         let agent = try Agent(
-            config: config, store: store, source: source, log: Logger { _ in }, notifier: SystemdNotifier())
+            config: config, store: store, source: source, log: Logger { _ in }, notifier: SystemdNotifier(),
+            settleDelay: settleDelay)
         let path = config.databasePath
         try await body(agent, source, { try #require(try StateStore.openForReading(path: path)) }, config)
     }

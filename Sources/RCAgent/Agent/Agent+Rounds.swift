@@ -6,8 +6,6 @@ import RCStore
 extension Agent {
     /// Retries a write the store refused this often.
     static let storeRetry = Duration.seconds(5)
-    /// Gives back the pages a round mapped once the agent has been quiet this long.
-    static let settleDelay = Duration.seconds(10)
     /// A network or clock change is acted on once nothing more has changed for this long.
     static let systemChangeDebounce = Duration.seconds(1)
 
@@ -71,7 +69,7 @@ extension Agent {
         let now = Timestamp.now()
         let status = try? fetchState(now: now)
         scheduleTimer(status, now: now)
-        scheduler.schedule(.settle, at: .now + Self.settleDelay)
+        scheduler.schedule(.settle, at: .now + settleDelay)
         updateStatusLine(status, now: now)
     }
 

@@ -38,6 +38,9 @@ actor Agent {
     nonisolated let inbox = Inbox<AgentInput>()
     var scheduler = FetchScheduler()
     let events: EventBroadcaster
+    /// Gives back the pages a round mapped once the agent has been quiet this long (tests that
+    /// watch the loop's waits set it out of their way).
+    let settleDelay: Duration
     /// A round is running (`status` says "fetching").
     var fetching = false
 
@@ -46,9 +49,11 @@ actor Agent {
     /// A stale flag the store refused, written by the store retry unless a fetch is stored first.
     var unstoredStale: (reason: String, at: Timestamp)?
 
-    init(config: AgentConfig, store: StateStore, source: any ConfigSource, log: Logger, notifier: SystemdNotifier)
-        throws
-    {
+    init(
+        config: AgentConfig, store: StateStore, source: any ConfigSource, log: Logger, notifier: SystemdNotifier,
+        settleDelay: Duration = .seconds(10)
+    ) throws {
+        self.settleDelay = settleDelay
         self.config = config
         self.store = store
         self.source = source
