@@ -110,7 +110,8 @@ public enum Daemon {
         // Every service is a child of this one task group: the daemon's lifetime is the group's.
         // This task reads the lifecycle stream, so reloads happen one at a time, in order.
         var running = Running(configuration: configuration, services: ServiceSet(configured))
-        let exitStatus = await withTaskGroup(of: Void.self) { group in
+        // Discarding: a service set a reload replaced ends, and nothing holds on to its task.
+        let exitStatus = await withDiscardingTaskGroup(returning: Int32.self) { group in
             for service in fixed + [signalForwarding] {
                 group.addTask { await service.supervised(onFailure: serviceFailed) }
             }
@@ -150,7 +151,6 @@ public enum Daemon {
             // session) and the group returns once all of them have ended. A fetch under way is let
             // finish: its transfer is bounded by FetchTimeout.
             group.cancelAll()
-            await group.waitForAll()
             return exitStatus
         }
         // Reloads asked for while stopping are told so; the rest of the stream is dropped.

@@ -66,7 +66,7 @@ final class ServiceSet: Sendable {
 
     /// Runs every service until ``stop()`` (or until the calling task is cancelled).
     func run(onFailure: @escaping @Sendable (String) -> Void) async {
-        await withTaskGroup(of: Void.self) { group in
+        await withDiscardingTaskGroup { group in
             for service in services {
                 group.addTask { await service.supervised(onFailure: onFailure) }
             }
