@@ -113,6 +113,7 @@ struct Configuration {
         config.stateDirectory = running.stateDirectory
         config.socket = running.socket
         config.socketGroup = running.socketGroup
+        for setting in restartOnly { config.assignments[setting] = running.assignments[setting] }
         return config
     }
 }

@@ -63,6 +63,11 @@ public struct AgentConfig: Sendable {
 
     /// The files that were read, in the order they were applied.
     public var files: [String] = []
+    /// What the files set, as written: `Section.Key` → value (a repeated key's values joined by
+    /// newlines). A key set back to empty is the built-in default again and is left out. Two
+    /// configs are told apart by this (a reload, the digest `status` reports), not by the parsed
+    /// properties: comparing those took a key path per setting, a sixth of `rcagent get`'s start.
+    public var assignments: [String: String] = [:]
     /// Where each key was last set, for cross-key errors (`Section.Key` → location).
     public var locations: [String: SourceLocation] = [:]
     /// Keys the agent does not know: reported, not fatal, so a newer config works on an older agent.
@@ -122,13 +127,24 @@ public struct AgentConfig: Sendable {
             return
         }
         try setting.apply(&self, entry.value, entry.location)
-        locations["\(entry.section).\(entry.key)"] = entry.location
+        let name = "\(entry.section).\(entry.key)"
+        locations[name] = entry.location
+        if entry.value.isEmpty {
+            assignments[name] = nil
+        } else if let earlier = assignments[name], Self.repeatable.contains(name) {
+            assignments[name] = earlier + "\n" + entry.value
+        } else {
+            assignments[name] = entry.value
+        }
     }
+
+    /// Keys that add a value each time they are set (an empty value clears them).
+    static let repeatable: Set<String> = ["Source.Header"]
 
     /// The settings whose values differ from `old`'s, as `Section.Key` (a signal as
     /// `Signals.<name>`), in the order agent.conf documents them: what a reload has to apply.
     public func changedSettings(since old: AgentConfig) -> [String] {
-        var changed = ConfigKeys.all.filter { $0.value(self) != $0.value(old) }.map { "\($0.section).\($0.key)" }
+        var changed = ConfigKeys.all.map { "\($0.section).\($0.key)" }.filter { assignments[$0] != old.assignments[$0] }
         let before = Dictionary(old.signals.map { ($0.name, $0.value) }) { $1 }
         let after = Dictionary(signals.map { ($0.name, $0.value) }) { $1 }
         for name in Set(before.keys).union(after.keys).sorted() where before[name] != after[name] {
@@ -141,7 +157,9 @@ public struct AgentConfig: Sendable {
     /// can tell when the files on disk say something else (a reload is due).
     public var digest: String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        let text = ConfigKeys.all.map { $0.value(self) } + signals.flatMap { [$0.name, $0.value] }
+        let text =
+            assignments.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }
+            + signals.sorted { $0.name < $1.name }.flatMap { [$0.name, $0.value] }
         for byte in text.joined(separator: "\u{0}").utf8 {
             hash ^= UInt64(byte)
             hash &*= 0x100_0000_01b3

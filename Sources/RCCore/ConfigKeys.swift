@@ -3,8 +3,6 @@
 struct ConfigKey: Sendable {
     let section: String
     let key: String
-    /// The setting's current value as text, to tell two configs apart (a reload reports what changed).
-    let value: @Sendable (AgentConfig) -> String
     let apply: @Sendable (inout AgentConfig, String, SourceLocation) throws(ConfigError) -> Void
 }
 
@@ -13,7 +11,7 @@ enum ConfigKeys {
         path("Agent", "StateDirectory", \.stateDirectory),
         path("Agent", "Socket", \.socket),
         // Empty means no group (only root and the daemon's user may change state).
-        ConfigKey(section: "Agent", key: "SocketGroup", value: { $0.socketGroup ?? "" }) { config, value, _ in
+        ConfigKey(section: "Agent", key: "SocketGroup") { config, value, _ in
             config.socketGroup = value.isEmpty ? nil : value
         },
         path("Agent", "Defaults", \.defaults),
@@ -32,8 +30,7 @@ enum ConfigKeys {
         choice("Source", "Type", \.sourceType),
         optionalPath("Source", "Path", \.sourcePath),
         optionalText("Source", "URL", \.sourceURL),
-        ConfigKey(section: "Source", key: "Header", value: { $0.headers.joined(separator: "\n") }) {
-            config, value, location throws(ConfigError) in
+        ConfigKey(section: "Source", key: "Header") { config, value, location throws(ConfigError) in
             guard !value.isEmpty else { return config.headers = [] }
             guard let colon = value.firstIndex(of: ":"), !value[..<colon].trimmingSpaces().isEmpty else {
                 throw ConfigError(location, "Header= must be 'Name: value', got '\(value)'")
@@ -46,16 +43,14 @@ enum ConfigKeys {
         optionalText("Source", "ProjectId", \.projectId),
         optionalText("Source", "AppId", \.appId),
         optionalText("Source", "APIKey", \.apiKey),
-        ConfigKey(section: "Source", key: "Endpoint", value: { $0.endpoint ?? "" }) {
-            config, value, location throws(ConfigError) in
+        ConfigKey(section: "Source", key: "Endpoint") { config, value, location throws(ConfigError) in
             guard !value.isEmpty else { return config.endpoint = nil }
             guard URLText.origin(of: value) != nil else {
                 throw ConfigError(location, "Endpoint= must be an http:// or https:// URL, got '\(value)'")
             }
             config.endpoint = value
         },
-        ConfigKey(section: "Source", key: "MaxResponseSize", value: { String($0.maxResponseSize) }) {
-            config, value, location throws(ConfigError) in
+        ConfigKey(section: "Source", key: "MaxResponseSize") { config, value, location throws(ConfigError) in
             guard !value.isEmpty else { return config.maxResponseSize = builtIn.maxResponseSize }
             guard let size = SizeText.parse(value) else {
                 throw ConfigError(location, "MaxResponseSize= '\(value)' is not a size (e.g. 4M, 512K, 65536)")
@@ -64,8 +59,7 @@ enum ConfigKeys {
         },
 
         choice("Push", "Realtime", \.realtime),
-        ConfigKey(section: "Push", key: "MQTT", value: { $0.mqtt ?? "" }) {
-            config, value, location throws(ConfigError) in
+        ConfigKey(section: "Push", key: "MQTT") { config, value, location throws(ConfigError) in
             guard !value.isEmpty else { return config.mqtt = nil }
             guard MQTTAddress.parse(value) != nil else {
                 throw ConfigError(
@@ -87,7 +81,7 @@ enum ConfigKeys {
     )
         -> ConfigKey
     {
-        ConfigKey(section: section, key: key, value: { $0[keyPath: property] }) { config, value, _ in
+        ConfigKey(section: section, key: key) { config, value, _ in
             config[keyPath: property] = value.isEmpty ? builtIn[keyPath: property] : value
         }
     }
@@ -95,7 +89,7 @@ enum ConfigKeys {
     private static func optionalText(
         _ section: String, _ key: String, _ property: WritableKeyPath<AgentConfig, String?> & Sendable
     ) -> ConfigKey {
-        ConfigKey(section: section, key: key, value: { $0[keyPath: property] ?? "" }) { config, value, _ in
+        ConfigKey(section: section, key: key) { config, value, _ in
             config[keyPath: property] = value.isEmpty ? builtIn[keyPath: property] : value
         }
     }
@@ -105,8 +99,7 @@ enum ConfigKeys {
     )
         -> ConfigKey
     {
-        ConfigKey(section: section, key: key, value: { $0[keyPath: property] }) {
-            config, value, location throws(ConfigError) in
+        ConfigKey(section: section, key: key) { config, value, location throws(ConfigError) in
             guard value.isEmpty || value.hasPrefix("/") else {
                 throw ConfigError(location, "\(key)= must be an absolute path, got '\(value)'")
             }
@@ -117,8 +110,7 @@ enum ConfigKeys {
     private static func optionalPath(
         _ section: String, _ key: String, _ property: WritableKeyPath<AgentConfig, String?> & Sendable
     ) -> ConfigKey {
-        ConfigKey(section: section, key: key, value: { $0[keyPath: property] ?? "" }) {
-            config, value, location throws(ConfigError) in
+        ConfigKey(section: section, key: key) { config, value, location throws(ConfigError) in
             guard value.isEmpty || value.hasPrefix("/") else {
                 throw ConfigError(location, "\(key)= must be an absolute path, got '\(value)'")
             }
@@ -130,8 +122,7 @@ enum ConfigKeys {
         _ section: String, _ key: String, _ property: WritableKeyPath<AgentConfig, Duration> & Sendable,
         allowZero: Bool = true
     ) -> ConfigKey {
-        ConfigKey(section: section, key: key, value: { DurationText.format($0[keyPath: property]) }) {
-            config, value, location throws(ConfigError) in
+        ConfigKey(section: section, key: key) { config, value, location throws(ConfigError) in
             guard !value.isEmpty else { return config[keyPath: property] = builtIn[keyPath: property] }
             guard let duration = DurationText.parse(value) else {
                 throw ConfigError(location, "\(key)= '\(value)' is not a duration (e.g. 500ms, 30s, 5min, 12h, 1d)")
@@ -144,8 +135,7 @@ enum ConfigKeys {
     private static func choice<T: RawRepresentable<String> & CaseIterable & Sendable>(
         _ section: String, _ key: String, _ property: WritableKeyPath<AgentConfig, T> & Sendable
     ) -> ConfigKey {
-        ConfigKey(section: section, key: key, value: { $0[keyPath: property].rawValue }) {
-            config, value, location throws(ConfigError) in
+        ConfigKey(section: section, key: key) { config, value, location throws(ConfigError) in
             guard !value.isEmpty else { return config[keyPath: property] = builtIn[keyPath: property] }
             guard let choice = T(rawValue: value) else {
                 let allowed = T.allCases.map(\.rawValue).joined(separator: ", ")

@@ -487,4 +487,25 @@ import Testing
             }
         }
     }
+
+    /// What a reload reports and the digest `status` carries: settings as the files wrote them.
+    @Test func changedSettingsAndTheDigestFollowWhatTheFilesSay() throws {
+        let base = try config("[Agent]\nMinimumFetchInterval=1h\n[Source]\nHeader=A: 1\n[Signals]\nstore=berlin")
+        let same = try config("[Signals]\nstore=berlin\n[Source]\nHeader=A: 1\n[Agent]\nMinimumFetchInterval=1h")
+        #expect(same.changedSettings(since: base).isEmpty)
+        #expect(same.digest == base.digest, "the order of the lines does not matter")
+
+        let other = try config(
+            "[Agent]\nMinimumFetchInterval=\nSocket=/run/x.sock\n[Source]\nHeader=A: 1\nHeader=B: 2\n[Signals]\ntier=gold"
+        )
+        #expect(
+            other.changedSettings(since: base) == [
+                "Agent.Socket", "Agent.MinimumFetchInterval", "Source.Header", "Signals.store", "Signals.tier",
+            ])
+        #expect(other.digest != base.digest)
+        // A key set back to empty is its built-in default: the same as never set.
+        #expect(
+            try config("[Agent]\nMinimumFetchInterval=1h\nMinimumFetchInterval=").changedSettings(since: AgentConfig())
+                .isEmpty)
+    }
 }
