@@ -155,8 +155,13 @@ enum ConfigTargets {
 
     /// Every setting of the config, as text (not where each came from).
     private static func snapshot(_ config: AgentConfig) -> String {
-        Mirror(reflecting: config).children.filter { !["files", "locations", "warnings"].contains($0.label) }
-            .map { "\($0.label ?? "?")=\(String(reflecting: $0.value))" }.joined(separator: "\n")
+        // The assignments are a dictionary, whose printed order varies: listed sorted instead.
+        Mirror(reflecting: config).children.filter {
+            !["files", "locations", "warnings", "assignments"].contains($0.label)
+        }
+        .map { "\($0.label ?? "?")=\(String(reflecting: $0.value))" }.joined(separator: "\n")
+            + "\nassignments="
+            + config.assignments.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
     }
 }
 
