@@ -17,7 +17,8 @@ trap 'rm -rf "$stage"' EXIT
 pkg=$stage/rcagent
 install -d "$pkg/DEBIAN" "$pkg/usr/bin" "$pkg/usr/libexec/rcagent" "$pkg/lib/systemd/system" \
     "$pkg/usr/lib/sysusers.d" "$pkg/usr/lib/tmpfiles.d" "$pkg/etc/rcagent/hooks.d" "$pkg/etc/rcagent/agent.conf.d" \
-    "$pkg/usr/share/doc/rcagent" "$pkg/usr/share/man/man1" "$pkg/usr/share/man/man8"
+    "$pkg/usr/share/doc/rcagent" "$pkg/usr/share/man/man1" "$pkg/usr/share/man/man5" \
+    "$pkg/usr/share/man/man8"
 
 for program in rcagent rcagentd rcadmin; do
     install -m 0755 "$bin/$program" "$pkg/usr/bin/$program"
@@ -34,9 +35,12 @@ install -m 0644 "$root/packaging/debian/lintian-overrides" "$pkg/usr/share/linti
 install -m 0644 "$root/README.md" "$pkg/usr/share/doc/rcagent/README.md"
 for page in "$root"/docs/*.md; do install -m 0644 "$page" "$pkg/usr/share/doc/rcagent/"; done
 sed "s/@VERSION@/$version/" "$root/packaging/debian/changelog.in" | gzip -9n > "$pkg/usr/share/doc/rcagent/changelog.gz"
-sed "s/@VERSION@/$version/" "$root/packaging/man/rcagent.1" | gzip -9n > "$pkg/usr/share/man/man1/rcagent.1.gz"
-sed "s/@VERSION@/$version/" "$root/packaging/man/rcagentd.8" | gzip -9n > "$pkg/usr/share/man/man8/rcagentd.8.gz"
-sed "s/@VERSION@/$version/" "$root/packaging/man/rcadmin.1" | gzip -9n > "$pkg/usr/share/man/man1/rcadmin.1.gz"
+# The man pages are made from docs/ (packaging/manpage.sh), the one source of the manual.
+for page in rcagent:1 rcagentd:8 agent.conf:5 rcadmin:1; do
+    name=${page%:*} section=${page#*:}
+    sh "$root/packaging/manpage.sh" "$root/docs/$name.md" "$version" | gzip -9n \
+        > "$pkg/usr/share/man/man$section/$name.$section.gz"
+done
 chmod 0644 "$pkg"/usr/share/doc/rcagent/*.gz "$pkg"/usr/share/man/man*/*.gz
 
 for script in postinst prerm postrm; do install -m 0755 "$root/packaging/debian/$script" "$pkg/DEBIAN/$script"; done

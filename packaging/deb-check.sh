@@ -28,7 +28,7 @@ deb2=$("$root/packaging/build-deb.sh" "$bin" "$work/v2" "$version+rebuild1")
 ls -l "$deb" | awk '{print "package size: " $5 " bytes"}'
 
 step "lintian"
-lintian --fail-on error "$deb"
+lintian --fail-on error,warning "$deb"
 
 step "binaries link nothing from the Swift toolchain"
 mkdir "$work/extract"
@@ -46,6 +46,11 @@ dpkg -i "$deb"
 getent passwd rcagent >/dev/null || fail "postinst did not create the rcagent user"
 rcagent --version | grep -qx "rcagent $(sed -n 's/.*version = "\(.*\)".*/\1/p' "$root/Sources/RCCore/BuildInfo.swift")" || fail "rcagent --version"
 [ "$(stat -c %U /var/lib/rcagent)" = rcagent ] || fail "/var/lib/rcagent is not owned by rcagent"
+for page in rcagent.1 rcagentd.8 agent.conf.5 rcadmin.1; do
+    name=${page%.*} section=${page##*.}
+    man -w "$section" "$name" >/dev/null 2>&1 || fail "man page $page is not installed"
+done
+man 5 agent.conf 2>/dev/null | grep -q 'MinimumFetchInterval' || fail "agent.conf(5) lacks the documented keys"
 
 step "systemd-analyze verify"
 systemd-analyze verify /lib/systemd/system/rcagentd.service /lib/systemd/system/rcagent-update-check.service
