@@ -109,8 +109,19 @@ import Testing
         ])
         let fetch = try sandbox.cli("fetch", "--force", "--wait")
         #expect(fetch.status == 0, "\(fetch.stderr)")
-        #expect(server.requests(api: "create").count == 2)
         #expect(try sandbox.cli("get", "a").stdout == "2\n")
+
+        // A new installation with a new id, as the SDKs make, not the lost id registered again.
+        let creates = server.requests(api: "create").compactMap { ($0["body"] as? [String: Any])?["fid"] as? String }
+        let deviceId = try deviceId(sandbox)
+        #expect(creates.count == 2 && creates.first == deviceId, "\(creates)")
+        let replacement = try #require(creates.last)
+        #expect(replacement != deviceId && replacement.count == 22, "\(creates)")
+        let fetched = server.requests(api: "fetch").last?["body"] as? [String: Any]
+        #expect(fetched?["appInstanceId"] as? String == replacement)
+        let credentials = try String(contentsOfFile: sandbox.statePath + "/installation.json", encoding: .utf8)
+        #expect(credentials.contains(replacement))
+        #expect(try self.deviceId(sandbox) == deviceId, "the device id itself stays")
         daemon.stop()
     }
 
