@@ -30,13 +30,12 @@ final class RealtimeListener: Sendable {
     func run() async {
         let (work, input) = AsyncStream<Work>.makeStream()
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { [agent, log] in
+            group.addTask { [agent] in
                 for await item in work {
                     switch item {
                     case .refetch(toReach: nil): await agent.refetch(toReach: nil)
                     case let .refetch(toReach: version?):
                         guard await agent.isNewer(version) else { continue }
-                        log.info("Realtime: template \(version) published; fetching")
                         await agent.refetch(toReach: version)
                     }
                 }
