@@ -194,6 +194,34 @@ import Testing
         daemon.stop()
     }
 
+    @Test func reconnectsWithoutANewerTemplateDoNotFetch() throws {
+        let (sandbox, server) = try sandbox(realtime: "yes", push: "Jitter=0")
+        try server.publish(version: 1, entries: ["a": "1"])
+        let daemon = try sandbox.startDaemon()
+        #expect(eventually { !server.requests(api: "realtime").isEmpty })
+        #expect(try eventually { try sandbox.cli("get", "a").stdout == "1\n" }, "\(daemon.log)")
+        #expect(eventually { server.requests(api: "fetch").count >= 1 })
+        let fetchesBefore = server.requests(api: "fetch").count
+        // A flapping stream: two drops, two reconnects, nothing new published.
+        for reconnects in 2...3 {
+            try server.dropStreams()
+            #expect(eventually { server.requests(api: "realtime").count >= reconnects }, "\(daemon.log)")
+        }
+        // An announcement on the last stream: its fetch is handled after anything the reconnects
+        // asked for (one ordered queue), so once it is active every reconnect fetch would be counted.
+        let watcher = try SocketClient(path: sandbox.socketPath)
+        #expect(watcher.watch())
+        try server.publish(version: 2, entries: ["a": "2"])
+        try server.push(["latestTemplateVersionNumber": "2"])
+        let activated = watcher.event(timeout: 15) {
+            $0["event"] as? String == "activated" && $0["templateVersion"] as? String == "2"
+        }
+        #expect(activated != nil, "\(daemon.log)")
+        let fetches = server.requests(api: "fetch")
+        #expect(fetches.count == fetchesBefore + 1, "only the announcement fetched: \(fetches.count - fetchesBefore)")
+        daemon.stop()
+    }
+
     @Test func realtimeFetchesAtOnceWithJitterZero() throws {
         let (sandbox, server) = try sandbox(realtime: "yes", push: "Jitter=0")
         try server.publish(version: 1, entries: ["a": "1"])

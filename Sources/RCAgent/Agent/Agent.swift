@@ -229,6 +229,15 @@ actor Agent {
         log.warning("Realtime announced template \(target ?? 0), but three fetches did not reach it")
     }
 
+    /// Whether a (re)opened realtime stream should fetch by itself: only when the cache is stale or
+    /// was never fetched. A newer template is announced by the stream itself (its first message,
+    /// against the version sent in `lastKnownVersionNumber`, as the SDKs compare it), and the
+    /// interval is the timer's: a stream that keeps reconnecting must not spend the fetch quota.
+    func wantsFetchOnStreamOpen() -> Bool {
+        guard let status = try? store.status() else { return true }
+        return status.stale.isSet || status.lastSuccess == nil
+    }
+
     /// Whether a realtime announcement of `version` is news.
     func isNewer(_ version: Int64) -> Bool {
         guard let current = try? currentTemplateVersion() else { return true }
