@@ -99,6 +99,7 @@ public struct AgentConfig: Sendable {
             let dropIn = dropInDirectory + "/" + name
             if let text = try readIfPresent(dropIn) { try config.apply(text: text, file: dropIn) }
         }
+        try config.validateSignals()
         return config
     }
 
@@ -112,7 +113,24 @@ public struct AgentConfig: Sendable {
 
     mutating func apply(_ entry: ConfigEntry) throws(ConfigError) {
         if entry.section == "Signals" {
+            // Firebase's limits, counted in UTF-16 units as the Android SDK counts them (it refuses
+            // a set that breaks one, and the server would too): refused here, with the line.
+            let keyLength = entry.key.utf16.count
+            guard keyLength <= Self.maximumSignalKeyLength else {
+                throw ConfigError(
+                    entry.location,
+                    "custom signal name is \(keyLength) characters long; Firebase allows at most \(Self.maximumSignalKeyLength)"
+                )
+            }
+            let valueLength = entry.value.utf16.count
+            guard valueLength <= Self.maximumSignalValueLength else {
+                throw ConfigError(
+                    entry.location,
+                    "custom signal '\(entry.key)' has a value \(valueLength) characters long; Firebase allows at most \(Self.maximumSignalValueLength)"
+                )
+            }
             signals.removeAll { $0.name == entry.key }
+            locations["Signals.\(entry.key)"] = entry.value.isEmpty ? nil : entry.location
             if !entry.value.isEmpty { signals.append((entry.key, entry.value)) }
             return
         }
@@ -136,6 +154,21 @@ public struct AgentConfig: Sendable {
         } else {
             assignments[name] = entry.value
         }
+    }
+
+    /// Firebase's limits on custom signals (the Android SDK's `CustomSignals` checks, the server's own).
+    public static let maximumSignalKeyLength = 250
+    public static let maximumSignalValueLength = 500
+    public static let maximumSignalCount = 100
+
+    /// Checks the number of custom signals once every file has been applied (a drop-in may remove
+    /// some): more than Firebase takes is an error at the first signal past the limit.
+    public func validateSignals() throws(ConfigError) {
+        guard signals.count > Self.maximumSignalCount else { return }
+        let first = signals[Self.maximumSignalCount].name
+        throw ConfigError(
+            locations["Signals.\(first)"] ?? SourceLocation(file: files.last ?? "config", line: 0),
+            "[Signals] sets \(signals.count) custom signals; Firebase allows at most \(Self.maximumSignalCount)")
     }
 
     /// Keys that add a value each time they are set (an empty value clears them).

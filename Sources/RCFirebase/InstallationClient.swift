@@ -15,7 +15,8 @@ public actor InstallationClient {
 
     private let endpoints: FirebaseEndpoints
     private let appId: String
-    /// The id to register: the device id, until Firebase says another installation has it.
+    /// The id to register: the device id, until Firebase says another installation has it or that
+    /// the registered installation is gone (then a new random id).
     private var fid: String
     private let path: String
     private let base: HTTPRequest
@@ -67,7 +68,7 @@ public actor InstallationClient {
 
     /// Registers the installation if there is none yet, then returns the cached auth token while it is
     /// valid, or asks for a new one with the refresh token (a 401 or 404 there means the installation
-    /// is gone on the server: it is forgotten and registered again, once, at once).
+    /// is gone on the server: it is forgotten and a new one, with a new id, is registered, once, at once).
     private func obtainToken() async throws(FirebaseError) -> (fid: String, token: String) {
         if credentials == nil { try await register() }
         guard var current = credentials else { throw FirebaseError(.other, "Firebase Installations: no credentials") }
@@ -89,8 +90,12 @@ public actor InstallationClient {
             try save(current)
             return (current.fid, token)
         case 401, 404:
-            // The installation is gone on the server: forget it and register again (once).
+            // The installation is gone on the server (deleted, or its refresh token revoked): the SDKs
+            // discard it and create a new one with a new random id (Android FirebaseInstallations
+            // deletes the entry and starts from a fresh FID; iOS FIRInstallationsIDController does
+            // the same), never the old id again: the server may still hold it as deleted.
             forget()
+            fid = DeviceID.generate()
             try await register()
             guard let fresh = credentials, let token = fresh.authToken else {
                 throw FirebaseError(.other, "Firebase Installations: re-registration gave no token")

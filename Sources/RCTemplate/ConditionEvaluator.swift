@@ -122,8 +122,10 @@ struct ConditionEvaluator {
 
     /// Compares dot-separated versions segment by segment, missing segments being 0 (1.2.3 == 1.2.3.0).
     /// `nil` (the condition is false) when either side has more than 5 segments or any segment is
-    /// not a number. The SDK only notices a non-number up to the first differing segment; SPEC §3 and
-    /// the protocol notes say any, so every segment is checked first.
+    /// not a number, or is negative. The SDK only notices a non-number up to the first differing
+    /// segment; SPEC §3 and the protocol notes say any, so every segment is checked first. A negative
+    /// segment (`5.12.-3.4`) reads as a number in JavaScript, but the Go, Java and Python Admin SDKs
+    /// refuse such a version: they are followed, so a template means the same in every backend.
     static func compareVersions(_ actual: String, _ target: String) -> Int? {
         let maxSegments = 5
         func segments(_ version: String) -> [Double]? {
@@ -131,7 +133,7 @@ struct ConditionEvaluator {
             guard parts.count <= maxSegments else { return nil }
             var numbers: [Double] = []
             for part in parts {
-                guard let number = JavaScript.number(String(part)) else { return nil }
+                guard let number = JavaScript.number(String(part)), number >= 0 else { return nil }
                 numbers.append(number)
             }
             return numbers + Array(repeating: 0, count: maxSegments - numbers.count)

@@ -6,7 +6,8 @@ import Testing
 /// The firebase source end to end: rcagentd against a fake Firebase server process that speaks the
 /// documented installations, fetch and realtime protocols (SPEC §6).
 @Suite struct FirebaseSourceTests {
-    func sandbox(realtime: String = "no", extra: String = "") throws -> (Sandbox, FirebaseServer) {
+    /// `push`: more lines for the [Push] section (e.g. `Jitter=0`).
+    func sandbox(realtime: String = "no", push: String = "", extra: String = "") throws -> (Sandbox, FirebaseServer) {
         let sandbox = try Sandbox()
         let server = try FirebaseServer(in: sandbox)
         try sandbox.writeConfig(
@@ -21,6 +22,7 @@ import Testing
                 Version=1.4.0.7
                 [Push]
                 Realtime=\(realtime)
+                \(push)
                 [Signals]
                 store=berlin-12
                 tier=gold
@@ -109,8 +111,19 @@ import Testing
         ])
         let fetch = try sandbox.cli("fetch", "--force", "--wait")
         #expect(fetch.status == 0, "\(fetch.stderr)")
-        #expect(server.requests(api: "create").count == 2)
         #expect(try sandbox.cli("get", "a").stdout == "2\n")
+
+        // A new installation with a new id, as the SDKs make, not the lost id registered again.
+        let creates = server.requests(api: "create").compactMap { ($0["body"] as? [String: Any])?["fid"] as? String }
+        let deviceId = try deviceId(sandbox)
+        #expect(creates.count == 2 && creates.first == deviceId, "\(creates)")
+        let replacement = try #require(creates.last)
+        #expect(replacement != deviceId && replacement.count == 22, "\(creates)")
+        let fetched = server.requests(api: "fetch").last?["body"] as? [String: Any]
+        #expect(fetched?["appInstanceId"] as? String == replacement)
+        let credentials = try String(contentsOfFile: sandbox.statePath + "/installation.json", encoding: .utf8)
+        #expect(credentials.contains(replacement))
+        #expect(try self.deviceId(sandbox) == deviceId, "the device id itself stays")
         daemon.stop()
     }
 
@@ -178,6 +191,58 @@ import Testing
         #expect(eventually { server.requests(api: "realtime").count >= 2 }, "\(daemon.log)")
         #expect(eventually { server.requests(api: "fetch").count > fetchesBefore })
         #expect(try eventually { try sandbox.cli("get", "a").stdout == "2\n" }, "\(daemon.log)")
+        daemon.stop()
+    }
+
+    @Test func reconnectsWithoutANewerTemplateDoNotFetch() throws {
+        let (sandbox, server) = try sandbox(realtime: "yes", push: "Jitter=0")
+        try server.publish(version: 1, entries: ["a": "1"])
+        let daemon = try sandbox.startDaemon()
+        #expect(eventually { !server.requests(api: "realtime").isEmpty })
+        #expect(try eventually { try sandbox.cli("get", "a").stdout == "1\n" }, "\(daemon.log)")
+        #expect(eventually { server.requests(api: "fetch").count >= 1 })
+        let fetchesBefore = server.requests(api: "fetch").count
+        // A flapping stream: two drops, two reconnects, nothing new published.
+        for reconnects in 2...3 {
+            try server.dropStreams()
+            #expect(eventually { server.requests(api: "realtime").count >= reconnects }, "\(daemon.log)")
+        }
+        // An announcement on the last stream: its fetch is handled after anything the reconnects
+        // asked for (one ordered queue), so once it is active every reconnect fetch would be counted.
+        let watcher = try SocketClient(path: sandbox.socketPath)
+        #expect(watcher.watch())
+        try server.publish(version: 2, entries: ["a": "2"])
+        try server.push(["latestTemplateVersionNumber": "2"])
+        let activated = watcher.event(timeout: 15) {
+            $0["event"] as? String == "activated" && $0["templateVersion"] as? String == "2"
+        }
+        #expect(activated != nil, "\(daemon.log)")
+        let fetches = server.requests(api: "fetch")
+        #expect(fetches.count == fetchesBefore + 1, "only the announcement fetched: \(fetches.count - fetchesBefore)")
+        daemon.stop()
+    }
+
+    @Test func realtimeFetchesAtOnceWithJitterZero() throws {
+        let (sandbox, server) = try sandbox(realtime: "yes", push: "Jitter=0")
+        try server.publish(version: 1, entries: ["a": "1"])
+        let daemon = try sandbox.startDaemon()
+        #expect(eventually { !server.requests(api: "realtime").isEmpty })
+        #expect(try eventually { try sandbox.cli("get", "a").stdout == "1\n" }, "\(daemon.log)")
+        let watcher = try SocketClient(path: sandbox.socketPath)
+        #expect(watcher.watch())
+        try server.publish(version: 2, entries: ["a": "2"])
+        try server.push(["latestTemplateVersionNumber": "2"])
+        let activated = watcher.event(timeout: 15) {
+            $0["event"] as? String == "activated" && $0["templateVersion"] as? String == "2"
+        }
+        #expect(activated != nil, "\(daemon.log)")
+        // The announcement, then at once its fetch (no wait logged), then the activation.
+        let log = daemon.log
+        let announced = try #require(log.range(of: "Realtime: template 2 published; fetching at once"), "\(log)")
+        #expect(!log.contains("Realtime: template 2 published; fetching in"), "\(log)")
+        #expect(log.range(of: "Activated template 2")?.lowerBound ?? announced.lowerBound > announced.lowerBound)
+        let realtimeFetch = server.requests(api: "fetch").last?["headers"] as? [String: String]
+        #expect(realtimeFetch?["x-firebase-rc-fetch-type"] == "REALTIME/1")
         daemon.stop()
     }
 

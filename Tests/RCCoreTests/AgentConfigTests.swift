@@ -218,6 +218,40 @@ import Testing
         #expect(config.warnings.isEmpty)
     }
 
+    @Test func signalsOverFirebasesLimitsAreRefusedWithTheirLine() throws {
+        let longName = String(repeating: "k", count: 251)
+        #expect(
+            throws: ConfigError(
+                SourceLocation(file: "/etc/rcagent/agent.conf", line: 3),
+                "custom signal name is 251 characters long; Firebase allows at most 250")
+        ) { try config("[Signals]\nstore=berlin\n\(longName)=x") }
+        #expect(
+            throws: ConfigError(
+                SourceLocation(file: "/etc/rcagent/agent.conf", line: 2),
+                "custom signal 'store' has a value 501 characters long; Firebase allows at most 500")
+        ) { try config("[Signals]\nstore=\(String(repeating: "v", count: 501))") }
+        // At the limits exactly: accepted.
+        let atLimits = try config(
+            "[Signals]\n\(String(repeating: "k", count: 250))=\(String(repeating: "v", count: 500))")
+        #expect(atLimits.signals.count == 1)
+    }
+
+    @Test func moreThanAHundredSignalsAreRefusedOnceEveryFileIsApplied() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let lines = (1...101).map { "s\($0)=v" }.joined(separator: "\n")
+            let main = try dir.write("agent.conf", "[Signals]\n\(lines)\n")
+            #expect(
+                throws: ConfigError(
+                    SourceLocation(file: main, line: 102),
+                    "[Signals] sets 101 custom signals; Firebase allows at most 100")
+            ) { try AgentConfig.load(explicitPath: main) }
+            // A drop-in that removes one brings the set back within the limit.
+            try dir.write("agent.conf.d/10-fewer.conf", "[Signals]\ns1=\n")
+            let config = try AgentConfig.load(explicitPath: main)
+            #expect(config.signals.count == 100)
+        }
+    }
+
     @Test func unknownKeysAndSectionsAreWarningsWithLocations() throws {
         let config = try config(
             """

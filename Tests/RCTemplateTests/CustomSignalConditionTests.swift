@@ -145,6 +145,11 @@ struct SignalCase: Sendable, CustomTestStringConvertible {
             ("1.x", "2.0", never),
             ("1.2.3", "1.2.NaN", never),
             ("v1.2", "1.2", never),
+            // A negative segment on either side: false, as in the Go, Java and Python Admin SDKs.
+            ("5.12.-3.4", "5.12.0", never),
+            ("5.12", "5.12.-3", never),
+            ("-1", "0", never),
+            ("1.-Infinity", "1", never),
         ])
 
     @Test(arguments: versionCases) func semanticVersionOperators(_ c: SignalCase) throws {

@@ -205,10 +205,19 @@ actor Agent {
     }
 
     /// Fetches after a realtime invalidation until the template reaches `target` (up to three
-    /// attempts, each after a random 0–3 s wait as the SDKs do), or once after a reconnect (`nil`).
+    /// attempts, each after a random wait of up to `[Push] Jitter=`: the SDKs wait 0–3 s, the
+    /// default), or once after a (re)opened stream found the cache stale (`nil`).
     func refetch(toReach target: Int64?) async {
         for attempt in 1...3 {
-            if target != nil { try? await Task.sleep(for: .milliseconds(Int.random(in: 0...3_000))) }
+            // The same spread as the MQTT channel's, from the same setting: Jitter=0 fetches at once.
+            if let target {
+                let wait = Duration.milliseconds(Int64.random(in: 0...max(config.jitter.milliseconds, 0)))
+                if attempt == 1 {
+                    let when = wait > .zero ? "in \(DurationText.format(wait))" : "at once"
+                    log.info("Realtime: template \(target) published; fetching \(when)")
+                }
+                if wait > .zero { try? await Task.sleep(for: wait) }
+            }
             let outcome = await fetch(.realtime(attempt: attempt), wait: true)
             guard let target else { return }
             if let current = try? currentTemplateVersion(), current >= target { return }
@@ -218,6 +227,15 @@ actor Agent {
             }
         }
         log.warning("Realtime announced template \(target ?? 0), but three fetches did not reach it")
+    }
+
+    /// Whether a (re)opened realtime stream should fetch by itself: only when the cache is stale or
+    /// was never fetched. A newer template is announced by the stream itself (its first message,
+    /// against the version sent in `lastKnownVersionNumber`, as the SDKs compare it), and the
+    /// interval is the timer's: a stream that keeps reconnecting must not spend the fetch quota.
+    func wantsFetchOnStreamOpen() -> Bool {
+        guard let status = try? store.status() else { return true }
+        return status.stale.isSet || status.lastSuccess == nil
     }
 
     /// Whether a realtime announcement of `version` is news.

@@ -4,8 +4,10 @@ import RCFirebase
 /// The daemon's side of Firebase's realtime invalidation stream (SPEC §6; the protocol is
 /// RCFirebase's ``RealtimeStream``): a `latestTemplateVersionNumber` above the current version
 /// triggers a fetch that must reach it; `featureDisabled` stops reconnecting. Failed connections back
-/// off exponentially with jitter, counted across restarts; every successful (re)connect refetches
-/// once, since a message may have been missed.
+/// off exponentially with jitter, counted across restarts. A (re)connect fetches by itself only
+/// when the cache is stale or was never fetched: a template published while it was down is
+/// announced by the stream's first message (the server compares it with `lastKnownVersionNumber`),
+/// so a flapping stream costs no fetches.
 final class RealtimeListener: Sendable {
     private let stream: RealtimeStream
     private let agent: Agent
@@ -21,7 +23,10 @@ final class RealtimeListener: Sendable {
 
     /// What a connection asks of the agent, in the order the stream said it.
     private enum Work: Sendable {
-        case refetch(toReach: Int64?)
+        /// The stream (re)opened: fetch if the cache is stale or was never fetched.
+        case opened
+        /// The stream announced a template version: fetch until it is reached, if it is newer.
+        case announced(Int64)
     }
 
     /// Connects and reconnects until cancelled, or until the server says not to. The connection's
@@ -30,13 +35,14 @@ final class RealtimeListener: Sendable {
     func run() async {
         let (work, input) = AsyncStream<Work>.makeStream()
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { [agent, log] in
+            group.addTask { [agent] in
                 for await item in work {
                     switch item {
-                    case .refetch(toReach: nil): await agent.refetch(toReach: nil)
-                    case let .refetch(toReach: version?):
+                    case .opened:
+                        guard await agent.wantsFetchOnStreamOpen() else { continue }
+                        await agent.refetch(toReach: nil)
+                    case let .announced(version):
                         guard await agent.isNewer(version) else { continue }
-                        log.info("Realtime: template \(version) published; fetching")
                         await agent.refetch(toReach: version)
                     }
                 }
@@ -63,9 +69,9 @@ final class RealtimeListener: Sendable {
                 switch event {
                 case .opened:
                     log.info("Realtime stream open")
-                    work.yield(.refetch(toReach: nil))  // a message may have been missed while disconnected
+                    work.yield(.opened)
                 case let .templatePublished(version):
-                    work.yield(.refetch(toReach: version))
+                    work.yield(.announced(version))
                 case let .unreadable(text):
                     log.warning("Ignoring an unreadable realtime message: \(text)")
                 }
