@@ -41,6 +41,11 @@ enum CheckUpdateCommand {
             report.configAge = status.lastSuccess.map { (now - $0).milliseconds / 1_000 }
         }
         do {
+            // A database that exists but cannot be read may hold a required update the defaults
+            // file does not: the verdict from the defaults alone would be a guess (SPEC §4.7).
+            if let problem = reader.storeProblem {
+                throw UpdateCheckError("cannot read the state database (\(problem))")
+            }
             let (installed, origin) = try installedVersion(invocation, config: config)
             report.installed = installed
             var offers: [(kind: UpdateKind, key: String, value: String?)] = []
