@@ -14,6 +14,12 @@ RELIABILITY_DEPS := $(TEST_DEPS) faketime
 # libstdc++.a makes the toolchain's `-lstdc++` pick the archive. That removes libstdc++.so's
 # load-time symbol binding, about a third of the instructions `rcagent get` executes.
 STATIC_CXX := $(ROOT)/.build/static-libstdc++
+# Each release link prints "warning: the use of `mktemp' is dangerous, better use `mkstemp' or
+# `mkdtemp'". It is expected and harmless: glibc marks mktemp with a link-time warning, and the
+# static FoundationEssentials (--static-swift-stdlib) has one object, Data+Writing.swift.o, that
+# calls it for Data.write(options: .atomic), which opens the name it gets with O_CREAT|O_EXCL
+# (no race). Our code never calls it. The debug build links FoundationEssentials dynamically, so
+# it stays quiet. Silencing it would take ld's -w, which hides every other linker warning too.
 RELEASE    := $(SWIFT) build $(SWIFTPM_FLAGS) -c release --static-swift-stdlib -Xswiftc -gnone -Xlinker -L$(STATIC_CXX)
 RELEASE_BIN = $(shell $(SWIFT) build $(SWIFTPM_FLAGS) -c release --show-bin-path)
 
