@@ -59,7 +59,15 @@ enum CheckUpdateCommand {
             let (installed, origin) = try installedVersion(invocation, config: config)
             report.installed = installed
             var offers: [(kind: UpdateKind, key: String, value: String?)] = []
-            for (kind, key) in kinds { offers.append((kind, key, try reader.value(forKey: key)?.text)) }
+            for (kind, key) in kinds {
+                let value: String?
+                do {
+                    value = try reader.valueWithoutFallback(forKey: key)?.text
+                } catch let error as StoreError {
+                    throw UpdateCheckError("cannot read the state database (\(error))")
+                }
+                offers.append((kind, key, value))
+            }
             report.verdict = try UpdateChecker(scheme: config.versionScheme)
                 .check(installed: installed, installedOrigin: origin, offers: offers, now: now)
         } catch let error as UpdateCheckError {
