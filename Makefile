@@ -14,10 +14,16 @@ RELIABILITY_DEPS := $(TEST_DEPS) faketime
 # libstdc++.a makes the toolchain's `-lstdc++` pick the archive. That removes libstdc++.so's
 # load-time symbol binding, about a third of the instructions `rcagent get` executes.
 STATIC_CXX := $(ROOT)/.build/static-libstdc++
+# Each release link prints "warning: the use of `mktemp' is dangerous, better use `mkstemp' or
+# `mkdtemp'". It is expected and harmless: glibc marks mktemp with a link-time warning, and the
+# static FoundationEssentials (--static-swift-stdlib) has one object, Data+Writing.swift.o, that
+# calls it for Data.write(options: .atomic), which opens the name it gets with O_CREAT|O_EXCL
+# (no race). Our code never calls it. The debug build links FoundationEssentials dynamically, so
+# it stays quiet. Silencing it would take ld's -w, which hides every other linker warning too.
 RELEASE    := $(SWIFT) build $(SWIFTPM_FLAGS) -c release --static-swift-stdlib -Xswiftc -gnone -Xlinker -L$(STATIC_CXX)
 RELEASE_BIN = $(shell $(SWIFT) build $(SWIFTPM_FLAGS) -c release --show-bin-path)
 
-.PHONY: all build release test test-reliability fuzz lint format run bench deb deb-check clean deps-build deps-test deps-bench deps-deb deps-reliability
+.PHONY: all build release test test-reliability fuzz lint format run run-config bench deb deb-check clean deps-build deps-test deps-bench deps-deb deps-reliability
 
 all: build
 
@@ -89,15 +95,22 @@ format:
 
 # Runs the daemon in the foreground on the bundled example: a file source (run/remote.json,
 # edit it to push a change) and state under run/. Query it from another shell as printed.
-run: release
-	@mkdir -p run
-	@sed "s|@ROOT@|$(ROOT)|g" etc/example/agent.conf.in > run/agent.conf
-	@[ -f run/remote.json ] || cp etc/example/remote.json run/remote.json
+run: release run-config
 	@echo "rcagentd on the example config. In another shell:"
-	@echo "  export RCAGENT_CONFIG=$(ROOT)/run/agent.conf"
+	@echo "  export RCAGENT_CONFIG=$(RUN_DIR)/agent.conf"
 	@echo "  $(RELEASE_BIN)/rcagent status; $(RELEASE_BIN)/rcagent get kiosk_url"
 	@echo "  (edit run/remote.json to change values; Ctrl-C stops the daemon)"
-	exec $(RELEASE_BIN)/rcagentd --config $(ROOT)/run/agent.conf
+	exec $(RELEASE_BIN)/rcagentd --config $(RUN_DIR)/agent.conf
+
+# The example's files in RUN_DIR: agent.conf, and the defaults, source file and (empty) hooks.d it
+# names. Nothing points outside RUN_DIR (ExampleTests check it); an edited remote.json or
+# defaults.json is kept.
+RUN_DIR ?= $(ROOT)/run
+run-config:
+	@mkdir -p $(RUN_DIR)/hooks.d
+	@sed "s|@RUN@|$(RUN_DIR)|g" etc/example/agent.conf.in > $(RUN_DIR)/agent.conf
+	@[ -f $(RUN_DIR)/remote.json ] || cp etc/example/remote.json $(RUN_DIR)/remote.json
+	@[ -f $(RUN_DIR)/defaults.json ] || cp etc/rcagent/defaults.json $(RUN_DIR)/defaults.json
 
 # Every bench/ script against the release build, one table at the end and bench/results.json
 # (BENCHMARKS.md explains the figures). `bench/run.py BIN_DIR idle` runs one script.

@@ -45,7 +45,18 @@ step "install"
 dpkg -i "$deb"
 getent passwd rcagent >/dev/null || fail "postinst did not create the rcagent user"
 rcagent --version | grep -qx "rcagent $(sed -n 's/.*version = "\(.*\)".*/\1/p' "$root/Sources/RCCore/BuildInfo.swift")" || fail "rcagent --version"
-[ "$(stat -c %U /var/lib/rcagent)" = rcagent ] || fail "/var/lib/rcagent is not owned by rcagent"
+for dir in /var/lib/rcagent /run/rcagent; do
+    [ "$(stat -c %U:%G:%a "$dir" 2>/dev/null)" = rcagent:rcagent:755 ] || fail "postinst did not create $dir (rcagent:rcagent 0755)"
+done
+
+step "postinst creates /run/rcagent without systemd-tmpfiles (a container or chroot without systemd)"
+# A systemd-tmpfiles that fails stands in for one that is missing: postinst must not rely on it.
+mkdir "$work/no-tmpfiles"
+printf '#!/bin/sh\nexit 1\n' > "$work/no-tmpfiles/systemd-tmpfiles"
+chmod 0755 "$work/no-tmpfiles/systemd-tmpfiles"
+rmdir /run/rcagent
+PATH="$work/no-tmpfiles:$PATH" /var/lib/dpkg/info/rcagent.postinst configure >/dev/null
+[ "$(stat -c %U:%G:%a /run/rcagent 2>/dev/null)" = rcagent:rcagent:755 ] || fail "postinst without systemd-tmpfiles did not create /run/rcagent"
 for page in rcagent.1 rcagentd.8 agent.conf.5 rcadmin.1; do
     name=${page%.*} section=${page##*.}
     man -w "$section" "$name" >/dev/null 2>&1 || fail "man page $page is not installed"
@@ -56,7 +67,6 @@ step "systemd-analyze verify"
 systemd-analyze verify /lib/systemd/system/rcagentd.service /lib/systemd/system/rcagent-update-check.service
 
 step "run rcagentd as the rcagent user with the installed config"
-install -d -o rcagent -g rcagent -m 0755 /run/rcagent
 start_daemon() {
     runuser -u rcagent -- /usr/bin/rcagentd 2>"$work/daemon.log" &
     daemon=$!

@@ -64,6 +64,14 @@ struct ValueReader {
         return defaults[key].map { ConfigValue(key: key, text: $0, source: .default) }
     }
 
+    /// ``value(forKey:)`` for an answer that must not be a guess (`check-update`): a database read
+    /// that fails past the open-time probe throws instead of falling back to the defaults file,
+    /// which may lack what the database holds (a required update).
+    func valueWithoutFallback(forKey key: String) throws -> ConfigValue? {
+        guard let store else { return try value(forKey: key) }
+        return try store.value(forKey: key)
+    }
+
     func allValues(prefix: String) throws(CLIError) -> [ConfigValue] {
         let defaults: [String: String]
         if let store {

@@ -1,3 +1,4 @@
+import Glibc
 import RCCore
 
 /// The agent's durable state in one SQLite database (SPEC §4): defaults, the fetched and the
@@ -27,9 +28,10 @@ public final class StateStore {
     }
 
     /// Opens the database for reading, or returns `nil` when it does not exist yet.
-    /// Used by the CLI: it never creates or migrates anything.
+    /// Used by the CLI: it never creates or migrates anything. A database this user cannot see
+    /// (the state directory or the file refuses it) throws: it is not "not created yet".
     public static func openForReading(path: String) throws(StoreError) -> StateStore? {
-        guard access(path: path) else { return nil }
+        guard try exists(path: path) else { return nil }
         let store = try wrap { () throws(SQLiteError) in
             try Database.checkFile(path)  // an empty or truncated file is damage here, not "no database yet"
             return StateStore(path: path, db: try Database(path: path, mode: .readOnly))
@@ -54,8 +56,18 @@ public final class StateStore {
         return store
     }
 
-    private static func access(path: String) -> Bool {
-        FileBytes.exists(path)
+    /// `false` only when nothing is at `path` (ENOENT). Any other failure throws: EACCES on a
+    /// state directory at 0700 would otherwise read as "no database yet" and the CLI would serve
+    /// the defaults file as if no fetch had ever happened (SPEC §4.7).
+    private static func exists(path: String) throws(StoreError) -> Bool {
+        var info = stat()
+        if lstat(path, &info) == 0 { return true }
+        let failure = errno
+        if failure == ENOENT { return false }
+        throw .sqlite(
+            SQLiteError(
+                code: 14 /* SQLITE_CANTOPEN */, message: SystemError("stat \(path)", errno: failure).description,
+                sql: nil))
     }
 
     private func userVersion() throws(StoreError) -> Int {

@@ -175,6 +175,43 @@ import Testing
         #expect(result.stderr.contains("Warning: cannot read \(sandbox.databasePath)"))
     }
 
+    /// Damage the open-time probe does not reach (the page holding the update key): `get` falls back
+    /// to the defaults file with a warning, but `check-update` cannot tell, since that file lacks
+    /// the required update the database holds (issue 16).
+    @Test func checkUpdateCannotTellWhenTheUpdateKeysPageIsDamaged() throws {
+        let sandbox = try Sandbox(extraConfig: "[App]\nVersion=1.4.0")
+        var values: [String: String] = [:]
+        for i in 0..<3_000 { values["k" + String(10_000 + i)] = String(repeating: "v", count: 40) }
+        values["linux_required_update"] = #"{"version": "1.5.0", "download": "https://dl.example/app.deb"}"#
+        try activate(values, in: sandbox)
+        #expect(try sandbox.cli("check-update").status == 101)
+
+        // Everything into the main file first: a page still in the WAL would be read from there.
+        let checkpoint = try runProcess(
+            "/usr/bin/sqlite3", [sandbox.databasePath, "PRAGMA wal_checkpoint(TRUNCATE)"])
+        try #require(checkpoint.status == 0, "\(checkpoint.stderr)")
+        // Every page holding the key (in active_values and fetched_values) gets an invalid b-tree
+        // page type. "linux..." sorts after every "k..." key: the probe's lookup of "" does not meet it.
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: sandbox.databasePath)))
+        let pageSize = Int(bytes[16]) << 8 | Int(bytes[17])
+        let needle = Array("linux_required_update".utf8)
+        var damaged = 0
+        for page in stride(from: pageSize, to: bytes.count, by: pageSize) {
+            let slice = bytes[page..<min(page + pageSize, bytes.count)]
+            guard slice.indices.contains(where: { slice[$0...].starts(with: needle) }) else { continue }
+            bytes[page] = 0x7f
+            damaged += 1
+        }
+        try #require(damaged > 0)
+        try Data(bytes).write(to: URL(fileURLWithPath: sandbox.databasePath))
+
+        let check = try sandbox.cli("check-update")
+        #expect(check.status == 1, "\(check.stdout)\(check.stderr)")
+        #expect(check.stderr.contains("Error: cannot tell whether an update applies: cannot read the state database"))
+        let get = try sandbox.cli("get", "greeting")
+        #expect(get.stdout == "hello\n", "reads other than check-update still fall back: \(get.stderr)")
+    }
+
     @Test func badDefaultsFileIsAClearError() throws {
         let sandbox = try Sandbox(defaults: #"{"a": "b", "broken": }"#)
         let result = try sandbox.cli("get", "a")

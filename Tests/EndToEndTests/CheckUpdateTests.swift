@@ -79,6 +79,29 @@ import Testing
         #expect((report["error"] as? String)?.contains(message) == true)
     }
 
+    /// `--format env`: what a shell's eval reads back is exactly the JSON fields, with the same exit status.
+    @Test func envFormatRoundTripsThroughAShell() throws {
+        let sandbox = try sandbox(required: Self.offer("1.5.0"))
+        let script =
+            #"out=$("$RCAGENT" check-update --format env); s=$?; eval "$out"; "#
+            + #"printf '%s|%s|%s|%s|%s|%s|%s|%s\n' "$s" "$RCAGENT_UPDATE_RESULT" "$RCAGENT_UPDATE_INSTALLED" "#
+            + #""$RCAGENT_UPDATE_VERSION" "$RCAGENT_UPDATE_DOWNLOAD" "$RCAGENT_UPDATE_DEADLINE" "$RCAGENT_UPDATE_STALE" "#
+            + #""$RCAGENT_UPDATE_ERROR""#
+        let environment = ["RCAGENT": Binaries.url("rcagent").path, "RCAGENT_CONFIG": sandbox.configPath]
+        let result = try sandbox.run("/bin/sh", ["-c", script], environment: environment)
+        #expect(result.stdout == "101|required|1.4.0|1.5.0|https://dl.example/app_1.5.0.deb||no|\n", "\(result.stderr)")
+
+        let broken = try self.sandbox(required: "{oops")
+        let failed = try broken.run(
+            "/bin/sh", ["-c", script],
+            environment: ["RCAGENT": Binaries.url("rcagent").path, "RCAGENT_CONFIG": broken.configPath])
+        #expect(
+            failed.stdout.hasPrefix("1|unknown|1.4.0||||no|linux_required_update: invalid JSON"), "\(failed.stdout)")
+        #expect(failed.stderr.contains("Error: cannot tell whether an update applies: "))
+        let usage = try sandbox.cli("check-update", "--format", "env", "--json")
+        #expect(usage.status == 64)
+    }
+
     @Test func missingOrBadInstalledVersionExitsOne() throws {
         let none = try sandbox(required: Self.offer("1.5.0"), app: "")
         let result = try none.cli("check-update")
@@ -172,5 +195,47 @@ import Testing
         let result = try runScript(sandbox, onRequired: "true")
         #expect(result.status == 1)
         #expect(result.stderr.contains("cannot tell"))
+        #expect(result.stderr.contains("linux_required_update: invalid JSON"), "rcagent's reason reaches the journal")
+    }
+
+    /// With the daemon up the fresh fetch works and there is no note: the old script then printed
+    /// check-update's empty output as an empty line.
+    @Test func cannotTellWithAFreshFetchPrintsNoEmptyLine() throws {
+        let sandbox = try Sandbox(defaults: #"{"linux_required_update": ""}"#, extraConfig: "[App]\nVersion=1.4.0")
+        try sandbox.publish(Sandbox.document(version: 1, extra: ["linux_required_update": "{oops"]))
+        let daemon = try sandbox.startDaemon()
+        let result = try runScript(sandbox, onRequired: "true")
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("linux_required_update: invalid JSON"), "\(result.stderr)")
+        #expect(result.stdout.isEmpty, "\(result.stdout.debugDescription)")
+        #expect(daemon.stop() == 0)
+    }
+
+    /// The script reads `check-update --format env`, not text meant for people: a download URL and a
+    /// message full of shell syntax reach the command exactly, and nothing in them runs.
+    @Test func offerFieldsReachTheCommandExactlyAndNeverRun() throws {
+        let marker = "/tmp/rca-never-\(UUID().uuidString.prefix(8))"
+        let message = "Update now: \"quoted\" 'single' $(touch \(marker)) `touch \(marker)` $HOME \\ back\nsecond line"
+        let download = "https://dl.example/app.deb?a=1&b=$(touch \(marker))"
+        let offer = try JSONSerialization.data(withJSONObject: [
+            "version": "1.5.0", "download": download, "message": message, "deadline": "2020-01-01T00:00:00Z",
+        ])
+        let defaults = try JSONSerialization.data(withJSONObject: [
+            "linux_required_update": String(decoding: offer, as: UTF8.self)
+        ])
+        let sandbox = try Sandbox(
+            defaults: String(decoding: defaults, as: UTF8.self), extraConfig: "[App]\nVersion=1.4.0")
+        let record = sandbox.root.appendingPathComponent("record").path
+        let result = try runScript(
+            sandbox,
+            onRequired:
+                "printf '%s|%s|%s|%s' \"$RCAGENT_UPDATE_VERSION\" \"$RCAGENT_UPDATE_DOWNLOAD\" \"$RCAGENT_UPDATE_DEADLINE\" \"$RCAGENT_UPDATE_MESSAGE\" > \(record)"
+        )
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(
+            try String(contentsOfFile: record, encoding: .utf8)
+                == "1.5.0|\(download)|2020-01-01T00:00:00Z|\(message)")
+        #expect(!FileManager.default.fileExists(atPath: marker))
+        #expect(result.stdout.contains("a required update applies: 1.5.0 (installed 1.4.0)"), "\(result.stdout)")
     }
 }

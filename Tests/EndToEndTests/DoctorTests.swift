@@ -35,6 +35,36 @@ import Testing
         daemon.stop()
     }
 
+    /// Hooks are optional: a hooks directory that does not exist is healthy, and said so; a
+    /// non-executable file alone does not fail a healthy device (issue 16).
+    @Test func hooksThatDoNotRunWarnOrSaySoWithoutFailing() throws {
+        let (sandbox, hooks) = try sandbox()
+        let daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        try FileManager.default.removeItem(at: hooks)
+        var result = try sandbox.cli("doctor")
+        #expect(result.status == 0, "\(result.stdout)")
+        #expect(
+            result.stdout.contains("ok    hooks     \(hooks.path) does not exist: no hooks run\n"), "\(result.stdout)")
+
+        try FileManager.default.createDirectory(at: hooks, withIntermediateDirectories: true)
+        try "#!/bin/sh\n".write(to: hooks.appendingPathComponent("10-on"), atomically: true, encoding: .utf8)
+        chmod(hooks.appendingPathComponent("10-on").path, 0o755)
+        try "#!/bin/sh\n".write(to: hooks.appendingPathComponent("20-off"), atomically: true, encoding: .utf8)
+        try "#!/bin/sh\n".write(to: hooks.appendingPathComponent("30-on.dpkg-old"), atomically: true, encoding: .utf8)
+        result = try sandbox.cli("doctor")
+        #expect(result.status == 0, "\(result.stdout)")
+        #expect(
+            result.stdout.contains("warn  hooks     10-on; not executable, so skipped: 20-off\n"), "\(result.stdout)")
+        let json = try #require(
+            JSONSerialization.jsonObject(with: Data(try sandbox.cli("doctor", "--json").stdout.utf8)) as? [String: Any])
+        #expect(json["ok"] as? Bool == true)
+        let checks = try #require(json["checks"] as? [[String: Any]])
+        #expect(checks.last?["check"] as? String == "hooks")
+        #expect(checks.last?["warning"] as? Bool == true)
+        daemon.stop()
+    }
+
     @Test func eachBrokenConditionFails() throws {
         let (sandbox, hooks) = try sandbox()
         let daemon = try sandbox.startDaemon()
@@ -46,12 +76,15 @@ import Testing
         #expect(result.status == 1)
         #expect(failing(result) == ["socket", "daemon"], "\(result.stdout)")
 
-        // A hook that is not executable, a missing source file.
+        // A missing source file fails; a hook that is not executable only warns (the daemon skips
+        // it, as run-parts does: that is how a hook is switched off).
         try "#!/bin/sh\n".write(to: hooks.appendingPathComponent("20-forgot-chmod"), atomically: true, encoding: .utf8)
         try FileManager.default.removeItem(atPath: sandbox.remotePath)
         result = try sandbox.cli("doctor")
-        #expect(failing(result) == ["socket", "daemon", "source", "hooks"], "\(result.stdout)")
-        #expect(result.stdout.contains("20-forgot-chmod"))
+        #expect(failing(result) == ["socket", "daemon", "source"], "\(result.stdout)")
+        #expect(
+            result.stdout.contains(
+                "warn  hooks     none in \(hooks.path); not executable, so skipped: 20-forgot-chmod\n"))
 
         // The clock went back behind the last successful fetch.
         let sqlite = Process()

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RCCore
 import TestSupport
 import Testing
 
@@ -55,5 +56,31 @@ import Testing
             "\(daemon.log)")
         #expect(daemon.log.contains("hook 50-restart-kiosk: kiosk settings changed; restarting the kiosk"))
         daemon.stop()
+    }
+
+    /// `make run`'s config (issue 16): every path it names lies in the run directory. The built-in
+    /// defaults point at /etc/rcagent: an example left on HooksDirectory's default would run the
+    /// host's hooks.d as whoever ran make (root, often).
+    @Test func makeRunsConfigKeepsEveryPathInsideTheRunDirectory() throws {
+        let sandbox = try Sandbox()  // only for its directory, removed at the end
+        let run = sandbox.root.appendingPathComponent("run").path
+        let checkout = Self.examples.deletingLastPathComponent().deletingLastPathComponent().path
+        let make = try runProcess("/usr/bin/make", ["-s", "-C", checkout, "run-config", "RUN_DIR=\(run)"])
+        try #require(make.status == 0, "\(make.stdout)\(make.stderr)")
+        let config = try AgentConfig.load(explicitPath: run + "/agent.conf")
+        let paths: [(String, String?)] = [
+            ("StateDirectory", config.stateDirectory), ("Socket", config.socket), ("Defaults", config.defaults),
+            ("HooksDirectory", config.hooksDirectory), ("Path", config.sourcePath), ("CAFile", config.caFile),
+            ("ClientCertificate", config.clientCertificate), ("ClientKey", config.clientKey),
+            ("MQTTPasswordFile", config.mqttPasswordFile), ("MQTTCAFile", config.mqttCAFile),
+        ]
+        for case let (key, path?) in paths {
+            #expect(path.hasPrefix(run + "/"), "\(key)=\(path) is outside \(run)")
+        }
+        #expect(config.files == [run + "/agent.conf"], "no drop-in from elsewhere")
+        // What the config names exists, so `make run` starts on it as is.
+        for file in [config.defaults, config.sourcePath ?? "", config.hooksDirectory] {
+            #expect(FileManager.default.fileExists(atPath: file), "\(file)")
+        }
     }
 }

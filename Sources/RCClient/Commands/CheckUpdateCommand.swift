@@ -16,6 +16,9 @@ enum CheckUpdateCommand {
             .flag("fresh", "ask the daemon for a forced fetch first, and wait for it"),
             .value("timeout", "D", "how long --fresh waits (default: FetchTimeout + 10s)"),
             .flag("json", "print the verdict as one JSON document"),
+            .value(
+                "format", "FORMAT",
+                "text, or env: RCAGENT_UPDATE_*=\"value\" lines a shell can eval (exit status as for text)"),
         ], run: run)
 
     static let recommendedExit: Int32 = 100
@@ -23,6 +26,13 @@ enum CheckUpdateCommand {
 
     static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
         let arguments = invocation.arguments
+        let format = arguments.value("format") ?? "text"
+        guard format == "text" || format == "env" else {
+            throw .usage("--format must be text or env, got '\(format)'", command: spec)
+        }
+        if format == "env" && invocation.json {
+            throw .usage("--format env and --json exclude each other", command: spec)
+        }
         let config = try invocation.config()
         let freshness = arguments.has("fresh") ? try refresh(invocation, config: config) : nil
         var kinds: [(kind: UpdateKind, key: String)] = []
@@ -41,10 +51,23 @@ enum CheckUpdateCommand {
             report.configAge = status.lastSuccess.map { (now - $0).milliseconds / 1_000 }
         }
         do {
+            // A database that exists but cannot be read may hold a required update the defaults
+            // file does not: the verdict from the defaults alone would be a guess (SPEC §4.7).
+            if let problem = reader.storeProblem {
+                throw UpdateCheckError("cannot read the state database (\(problem))")
+            }
             let (installed, origin) = try installedVersion(invocation, config: config)
             report.installed = installed
             var offers: [(kind: UpdateKind, key: String, value: String?)] = []
-            for (kind, key) in kinds { offers.append((kind, key, try reader.value(forKey: key)?.text)) }
+            for (kind, key) in kinds {
+                let value: String?
+                do {
+                    value = try reader.valueWithoutFallback(forKey: key)?.text
+                } catch let error as StoreError {
+                    throw UpdateCheckError("cannot read the state database (\(error))")
+                }
+                offers.append((kind, key, value))
+            }
             report.verdict = try UpdateChecker(scheme: config.versionScheme)
                 .check(installed: installed, installedOrigin: origin, offers: offers, now: now)
         } catch let error as UpdateCheckError {
@@ -56,6 +79,9 @@ enum CheckUpdateCommand {
         }
         if invocation.json {
             Output.raw(report.json.compactText + "\n")
+        } else if format == "env" {
+            Output.raw(report.environment)
+            if let error = report.error { Output.err("Error: cannot tell whether an update applies: \(error)\n") }
         } else {
             Output.out(report.text)
             if let error = report.error { Output.err("Error: cannot tell whether an update applies: \(error)\n") }
@@ -118,6 +144,40 @@ enum CheckUpdateCommand {
                 fields.append(("fresh", .object([("ok", .bool(freshness.ok)), ("note", string(freshness.note))])))
             }
             return .object(fields)
+        }
+
+        /// `--format env`: the JSON fields as `RCAGENT_UPDATE_<FIELD>="value"` lines, quoted by
+        /// ``TextEscaping/shellDoubleQuoted(_:)`` so that `eval` in sh (the boot script) reads back
+        /// exactly the value, whatever the remote config put in a download URL or message. Absent
+        /// fields are empty strings; a value no shell can hold (a NUL) is left empty and said on stderr.
+        var environment: String {
+            let names = [
+                "result": "RESULT", "installed": "INSTALLED", "target": "VERSION", "download": "DOWNLOAD",
+                "deadline": "DEADLINE", "message": "MESSAGE", "stale": "STALE", "error": "ERROR",
+            ]
+            guard case let .object(fields) = json else { return "" }
+            var lines = ""
+            for (key, value) in fields {
+                guard let name = names[key] else { continue }
+                let text: String =
+                    switch value {
+                    case let .string(s): s
+                    case let .bool(b): b ? "yes" : "no"
+                    default: ""
+                    }
+                let quoted: String
+                do {
+                    quoted = try TextEscaping.shellDoubleQuoted(text)
+                } catch {
+                    Output.err("Warning: \(key) left empty: \(error)\n")
+                    quoted = "\"\""
+                }
+                lines += "RCAGENT_UPDATE_\(name)=\(quoted)\n"
+            }
+            // Why --fresh fell back to the cache (our own text: always representable).
+            let note = freshness.flatMap { $0.ok ? nil : $0.note } ?? ""
+            lines += "RCAGENT_UPDATE_NOTE=\((try? TextEscaping.shellDoubleQuoted(note)) ?? "\"\"")\n"
+            return lines
         }
 
         var text: TerminalText {

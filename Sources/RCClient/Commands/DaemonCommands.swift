@@ -24,8 +24,23 @@ enum FetchCommand {
             Output.raw(answer.json.compactText + "\n")
             return ExitCode.ok
         }
-        Output.out("\(describeOutcome(answer.response))\n")
+        if case .requested = answer.response {
+            Output.out(
+                "\(describeRequest(force: arguments.has("force"), ignoreThrottle: arguments.has("ignore-throttle")))\n")
+        } else {
+            Output.out("\(describeOutcome(answer.response))\n")
+        }
         return ExitCode.ok
+    }
+
+    /// What a fetch request without `--wait` leads to: the daemon decides after answering, so
+    /// say what may still hold the fetch back and how to learn the outcome.
+    static func describeRequest(force: Bool, ignoreThrottle: Bool) -> TerminalText {
+        var holds: [String] = []
+        if !force { holds.append("MinimumFetchInterval has not passed (--force)") }
+        if !ignoreThrottle { holds.append("the server throttles this device (--ignore-throttle)") }
+        let skip = holds.isEmpty ? "" : "; the daemon skips it if " + holds.joined(separator: " or ")
+        return "fetch requested\(TerminalText(verbatim: skip)); --wait waits and prints the outcome"
     }
 
     /// One line for a fetch outcome as the daemon reports it.
@@ -33,6 +48,9 @@ enum FetchCommand {
         switch response {
         case let .updated(templateVersion, changedKeys):
             let version = templateVersion ?? "-"
+            if let changedKeys, changedKeys.isEmpty {
+                return "fetched and activated template \(version); no keys changed"
+            }
             if let changedKeys {
                 return "fetched and activated template \(version); changed keys: \(changedKeys.joined(separator: " "))"
             }

@@ -12,6 +12,8 @@ enum DoctorCommand {
         let name: String
         let ok: Bool
         let detail: String
+        /// Worth a look but not a fault: printed as `warn`, and `doctor` still exits 0.
+        var warning = false
     }
 
     /// The day this version was made: a clock before it is certainly wrong.
@@ -137,19 +139,38 @@ enum DoctorCommand {
         }
     }
 
+    /// The hooks the daemon will run. A missing directory is fine (no hooks) but said as such; a
+    /// non-executable file is only a warning: the daemon skips it as run-parts does, by design
+    /// (that is how a hook is switched off), so the device is healthy either way.
     static func hooks(_ config: AgentConfig) -> Check {
-        let names = FileBytes.directoryEntries(config.hooksDirectory).filter {
-            !$0.hasPrefix(".") && !$0.hasSuffix("~")
+        let directory = config.hooksDirectory
+        var info = stat()
+        guard stat(directory, &info) == 0 else {
+            let why = String(cString: strerror(errno))
+            if errno == ENOENT {
+                return Check(name: "hooks", ok: true, detail: "\(directory) does not exist: no hooks run")
+            }
+            return Check(name: "hooks", ok: false, detail: "\(directory): \(why)")
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            return Check(name: "hooks", ok: false, detail: "\(directory) is not a directory")
+        }
+        // The names the daemon's HookRunner ignores (RCAgent, which the CLI does not link).
+        let names = FileBytes.directoryEntries(directory).filter { name in
+            !name.hasPrefix(".") && !name.hasSuffix("~") && !(name.hasPrefix("#") && name.hasSuffix("#"))
+                && ![".dpkg-old", ".dpkg-new", ".dpkg-dist", ".dpkg-tmp", ".swp", ".bak", ".orig", ".rej"]
+                    .contains(where: name.hasSuffix)
         }.sorted()
-        let notExecutable = names.filter { access(config.hooksDirectory + "/" + $0, X_OK) != 0 }
+        let notExecutable = names.filter { access(directory + "/" + $0, X_OK) != 0 }
+        let executable = names.filter { !notExecutable.contains($0) }
+        let runs = executable.isEmpty ? "none in \(directory)" : executable.joined(separator: ", ")
         if !notExecutable.isEmpty {
             return Check(
-                name: "hooks", ok: false,
-                detail: "not executable in \(config.hooksDirectory): \(notExecutable.joined(separator: ", "))")
+                name: "hooks", ok: true,
+                detail: "\(runs); not executable, so skipped: \(notExecutable.joined(separator: ", "))",
+                warning: true)
         }
-        return Check(
-            name: "hooks", ok: true,
-            detail: names.isEmpty ? "none in \(config.hooksDirectory)" : names.joined(separator: ", "))
+        return Check(name: "hooks", ok: true, detail: runs)
     }
 
     static func hostAndPort(_ url: String) -> (String, Int32)? {
@@ -191,13 +212,17 @@ enum DoctorCommand {
         let allOK = checks.allSatisfy(\.ok)
         if json {
             let items = checks.map {
-                JSONValue.object([("check", .string($0.name)), ("ok", .bool($0.ok)), ("detail", .string($0.detail))])
+                JSONValue.object([
+                    ("check", .string($0.name)), ("ok", .bool($0.ok)), ("warning", .bool($0.warning)),
+                    ("detail", .string($0.detail)),
+                ])
             }
             Output.raw(JSONValue.object([("ok", .bool(allOK)), ("checks", .array(items))]).compactText + "\n")
         } else {
             Output.out(
                 checks.map {
-                    TerminalText(verbatim: $0.ok ? "ok    " : "FAIL  ") + "\($0.name.padding(to: 10))\($0.detail)\n"
+                    TerminalText(verbatim: !$0.ok ? "FAIL  " : $0.warning ? "warn  " : "ok    ")
+                        + "\($0.name.padding(to: 10))\($0.detail)\n"
                 }.joined())
         }
         return allOK ? ExitCode.ok : ExitCode.failure

@@ -137,7 +137,7 @@ enum StatusCommand {
             }
         }
         var lines: [TerminalText] = ["daemon:       \(running ?? "not running (\(config.socket))")"]
-        lines.append("source:       \(config.sourceType.rawValue)")
+        lines.append("source:       \(describeSource(config))")
         if let push = daemon?.status?.push { lines.append("push:         \(push)") }
         guard let status else {
             let state = storeProblem.map { "unreadable: \($0)" } ?? "none yet"
@@ -170,6 +170,16 @@ enum StatusCommand {
             lines.append("next fetch:   \(next)")
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The source type, or that there is none: `Type=file` is the built-in default, so a config
+    /// without `[Source] Path=` has no source at all and fetches nothing.
+    static func describeSource(_ config: AgentConfig) -> String {
+        if config.sourceType == .file && config.sourcePath == nil {
+            let file = config.files.last ?? AgentConfig.defaultPath
+            return "none (set [Source] Type= and Path= or URL= in \(file))"
+        }
+        return config.sourceType.rawValue
     }
 
     /// "3s ago", "5min ago", "2h ago", "in 4min".
