@@ -97,8 +97,8 @@ format:
 # edit it to push a change) and state under run/. Query it from another shell as printed.
 run: release run-config
 	@echo "rcagentd on the example config. In another shell:"
-	@echo "  export RCAGENT_CONFIG=$(RUN_DIR)/agent.conf"
-	@echo "  $(RELEASE_BIN)/rcagent status; $(RELEASE_BIN)/rcagent get kiosk_url"
+	@echo "  export PATH=$(ROOT)/.build/release:\$$PATH RCAGENT_CONFIG=$(RUN_DIR)/agent.conf"
+	@echo "  rcagent status; rcagent get kiosk_url    (the README's quick tour goes on from here)"
 	@echo "  (edit run/remote.json to change values; Ctrl-C stops the daemon)"
 	exec $(RELEASE_BIN)/rcagentd --config $(RUN_DIR)/agent.conf
 
