@@ -34,7 +34,11 @@ enum StateRecovery {
     static func loadDefaults(into store: StateStore, config: AgentConfig, log: Logger) {
         do {
             guard let defaults = try StateStore.readDefaults(path: config.defaults) else {
-                log.warning("No defaults file at \(config.defaults); keeping the stored defaults")
+                // A new database has none to keep: say so plainly rather than "keeping" nothing.
+                let stored = (try? store.allValues().filter { $0.source == .default }.count) ?? 0
+                log.warning(
+                    "No defaults file at \(config.defaults)"
+                        + (stored == 0 ? ": there are no defaults" : "; keeping the \(stored) stored defaults"))
                 return
             }
             try store.replaceDefaults(defaults)
