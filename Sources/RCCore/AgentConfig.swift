@@ -88,8 +88,12 @@ public struct AgentConfig: Sendable {
         let named = explicitPath ?? environment["RCAGENT_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
         let path = named ?? defaultPath
         var config = AgentConfig()
+        var problems: [ConfigError] = []
+        func collect(_ body: () throws(ConfigError) -> Void) {
+            do { try body() } catch { problems.append(error) }
+        }
         if let text = try readIfPresent(path) {
-            try config.apply(text: text, file: path)
+            collect { () throws(ConfigError) in try config.apply(text: text, file: path) }
         } else if named != nil {
             throw ConfigError(SourceLocation(file: path, line: 0), "config file not found")
         }
@@ -97,18 +101,26 @@ public struct AgentConfig: Sendable {
         let dropInDirectory = path + ".d"
         for name in dropIns(in: dropInDirectory) {
             let dropIn = dropInDirectory + "/" + name
-            if let text = try readIfPresent(dropIn) { try config.apply(text: text, file: dropIn) }
+            collect { () throws(ConfigError) in
+                if let text = try readIfPresent(dropIn) { try config.apply(text: text, file: dropIn) }
+            }
         }
-        try config.validateSignals()
+        collect { () throws(ConfigError) in try config.validateSignals() }
+        // Every problem at once; the unknown keys too, which may be what caused the others.
+        if let error = ConfigError.combining(problems + (problems.isEmpty ? [] : config.warnings)) { throw error }
         return config
     }
 
     /// Applies one file's assignments over the current values.
+    /// Every bad value is reported at once (a syntax error ends the file: what follows it cannot be
+    /// read reliably).
     public mutating func apply(text: String, file: String) throws(ConfigError) {
         files.append(file)
+        var problems: [ConfigError] = []
         for entry in try ConfigFile.parse(text, file: file) {
-            try apply(entry)
+            do { try apply(entry) } catch { problems.append(error) }
         }
+        if let error = ConfigError.combining(problems) { throw error }
     }
 
     mutating func apply(_ entry: ConfigEntry) throws(ConfigError) {
@@ -141,7 +153,10 @@ public struct AgentConfig: Sendable {
                     entry.location,
                     known
                         ? "unknown key '\(entry.key)' in [\(entry.section)], ignoring"
-                        : "unknown section [\(entry.section)], ignoring '\(entry.key)='"))
+                            + Self.didYouMean(
+                                entry.key, among: ConfigKeys.all.filter { $0.section == entry.section }.map(\.key))
+                        : "unknown section [\(entry.section)], ignoring '\(entry.key)='"
+                            + Self.didYouMean(entry.section, among: Self.sections, brackets: true)))
             return
         }
         try setting.apply(&self, entry.value, entry.location)
@@ -200,8 +215,45 @@ public struct AgentConfig: Sendable {
         return String(hash, radix: 16)
     }
 
-    /// Checks what only the daemon needs: the source has what its type requires.
+    /// The sections agent.conf knows.
+    static let sections = ["Agent", "App", "Source", "Push", "Signals"]
+
+    /// " (did you mean 'URL'?)" for a name that differs from a known one only in case, or by up to
+    /// two edits (a typo); else nothing.
+    static func didYouMean(_ name: String, among known: [String], brackets: Bool = false) -> String {
+        let lower = Array(name.lowercased().unicodeScalars)
+        let best = known.map { candidate -> (String, Int) in
+            (candidate, editDistance(lower, Array(candidate.lowercased().unicodeScalars)))
+        }.min { $0.1 < $1.1 }
+        guard let (candidate, distance) = best, distance <= min(2, lower.count / 3) else { return "" }
+        return brackets ? " (did you mean [\(candidate)]?)" : " (did you mean '\(candidate)'?)"
+    }
+
+    /// Levenshtein distance; both names are short (config keys), so the quadratic table is tiny.
+    private static func editDistance(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar]) -> Int {
+        guard a.count <= 64, b.count <= 64 else { return Int.max }
+        var previous = Array(0...b.count)
+        for (i, x) in a.enumerated() {
+            var current = [i + 1] + [Int](repeating: 0, count: b.count)
+            for (j, y) in b.enumerated() {
+                current[j + 1] = Swift.min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+
+    /// Checks what only the daemon needs: the source has what its type requires. The error also
+    /// carries the unknown keys the files hold, as a `Url=` for `URL=` is often its cause.
     public func validateSource() throws(ConfigError) {
+        do { try checkSource() } catch {
+            var error = error
+            error.others += warnings
+            throw error
+        }
+    }
+
+    private func checkSource() throws(ConfigError) {
         func location(_ key: String) -> SourceLocation {
             locations["Source.\(key)"] ?? locations["Source.Type"]
                 ?? SourceLocation(file: files.last ?? "config", line: 0)

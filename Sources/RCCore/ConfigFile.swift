@@ -17,13 +17,27 @@ public struct SourceLocation: Sendable, Equatable, CustomStringConvertible {
 public struct ConfigError: Error, CustomStringConvertible, Sendable, Equatable {
     public let location: SourceLocation
     public let message: String
+    /// The other problems found in the same load: every one is reported at once, so a fix is not
+    /// followed by the next error, and a misspelt key is not hidden behind the error it causes.
+    public var others: [ConfigError] = []
 
     public init(_ location: SourceLocation, _ message: String) {
         self.location = location
         self.message = message
     }
 
-    public var description: String { "\(location): \(message)" }
+    /// The first problem and, on lines of their own, the others.
+    public var description: String {
+        ([self] + others).map { "\($0.location): \($0.message)" }.joined(separator: "\n")
+    }
+
+    /// `problems` as one error (`nil` when there are none).
+    static func combining(_ problems: [ConfigError]) -> ConfigError? {
+        guard let head = problems.first else { return nil }
+        var first = ConfigError(head.location, head.message)
+        first.others = head.others + problems.dropFirst().flatMap { [ConfigError($0.location, $0.message)] + $0.others }
+        return first
+    }
 }
 
 /// One `Key=Value` assignment, with the section it belongs to and where it was written.

@@ -268,7 +268,9 @@ import Testing
         #expect(
             config.warnings == [
                 ConfigError(SourceLocation(file: file, line: 3), "unknown key 'FutureKey' in [Agent], ignoring"),
-                ConfigError(SourceLocation(file: file, line: 4), "unknown key 'statedirectory' in [Agent], ignoring"),
+                ConfigError(
+                    SourceLocation(file: file, line: 4),
+                    "unknown key 'statedirectory' in [Agent], ignoring (did you mean 'StateDirectory'?)"),
                 ConfigError(SourceLocation(file: file, line: 6), "unknown section [Future], ignoring 'Thing='"),
             ])
         // The known keys around them still apply, and unknown keys change nothing.
@@ -541,5 +543,35 @@ import Testing
         #expect(
             try config("[Agent]\nMinimumFetchInterval=1h\nMinimumFetchInterval=").changedSettings(since: AgentConfig())
                 .isEmpty)
+    }
+
+    /// A misspelt section or key says what it probably meant, and every problem of a load comes
+    /// at once: the `Url=` typo is shown beside the "needs URL=" error it causes.
+    @Test func typosAreNamedAndEveryProblemComesAtOnce() throws {
+        try TemporaryDirectory.with { directory in
+            let path = try directory.write(
+                "agent.conf", "[source]\nPath=/x\n[Source]\nType=http\nUrl=http://h/c.json\n[Agent]\nJitter=2s\n")
+            try directory.write("agent.conf.d/10-a.conf", "[Agent]\nMinimumFetchInterval=soon\nHookTimeout=0\n")
+            #expect {
+                try AgentConfig.load(explicitPath: path)
+            } throws: { error in
+                let text = (error as? ConfigError)?.description ?? ""
+                return text.contains("10-a.conf:2: MinimumFetchInterval= 'soon' is not a duration")
+                    && text.contains("10-a.conf:3: HookTimeout= must be greater than 0")
+                    && text.contains(
+                        "agent.conf:2: unknown section [source], ignoring 'Path=' (did you mean [Source]?)")
+                    && text.contains("agent.conf:5: unknown key 'Url' in [Source], ignoring (did you mean 'URL'?)")
+                    && text.contains("agent.conf:7: unknown key 'Jitter' in [Agent], ignoring")
+            }
+            try directory.write("agent.conf.d/10-a.conf", "")
+            let config = try AgentConfig.load(explicitPath: path)
+            #expect {
+                try config.validateSource()
+            } throws: { error in
+                let text = (error as? ConfigError)?.description ?? ""
+                return text.hasPrefix("\(path):4: [Source] Type=http needs URL=")
+                    && text.contains("unknown key 'Url' in [Source], ignoring (did you mean 'URL'?)")
+            }
+        }
     }
 }

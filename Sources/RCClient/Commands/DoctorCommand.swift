@@ -29,11 +29,16 @@ enum DoctorCommand {
             let warnings = config.warnings.map(\.description)
             checks.append(
                 Check(
-                    name: "config", ok: true,
+                    // An unknown key or section is a typo until shown otherwise: the setting it was
+                    // meant to be is not applied (a `[source]` leaves the daemon without a source).
+                    name: "config", ok: warnings.isEmpty,
                     detail: (config.files.isEmpty ? "built-in defaults" : config.files.joined(separator: ", "))
-                        + (warnings.isEmpty ? "" : "; warnings: " + warnings.joined(separator: "; "))))
+                        + (warnings.isEmpty ? "" : "; " + warnings.joined(separator: "; "))))
         } catch {
-            checks.append(Check(name: "config", ok: false, detail: error.description))
+            checks.append(
+                Check(
+                    name: "config", ok: false, detail: error.description.split(separator: "\n").joined(separator: "; "))
+            )
             return report(checks, json: invocation.json)
         }
         var status: StoreStatus?
