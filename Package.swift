@@ -41,7 +41,7 @@ let package = Package(
 
         .executableTarget(
             name: "rcagent", dependencies: ["RCClient"],
-            // Startup dominates `rcagent get` (SPEC §9): a position-dependent executable skips
+            // Startup dominates `rcagent get` (BENCHMARKS.md): a position-dependent executable skips
             // ~35,000 load-time relocations, about 0.4 ms of a 3 ms run. The daemon stays PIE.
             linkerSettings: [.unsafeFlags(["-Xlinker", "-no-pie"], .when(configuration: .release))]),
         .executableTarget(name: "rcagentd", dependencies: ["RCAgent"]),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §9: `rcagent get KEY` on a 3,000-key cache, wall time against `sqlite3 state.db "select ..."`
+# Performance target: `rcagent get KEY` on a 3,000-key cache, wall time against `sqlite3 state.db "select ..."`
 # doing the same lookup, in the same invocation. Prints both means and the ratio (target ≤ 1.5).
 # Usage: bench/get.sh BIN_DIR   (a release build with --static-swift-stdlib)
 set -euo pipefail
@@ -53,10 +53,10 @@ hyperfine --warmup 20 --runs 300 -N --export-json "$work/get.json" \
 jq -r '
   (.results[0].mean) as $a | (.results[1].mean) as $b |
   (.results[] | "\(.command | . + "                " | .[0:16]) \(.mean * 1000 * 1000 | round / 1000) ms"),
-  "ratio rcagent/sqlite3: \($a / $b * 1000 | round / 1000) (SPEC §9 target <= 1.5)"
+  "ratio rcagent/sqlite3: \($a / $b * 1000 | round / 1000) (target <= 1.5)"
 ' "$work/get.json"
 
-# For bench/run.py: the ratio against sqlite3 (the SPEC §9 figure), and every command's mean with
+# For bench/run.py: the ratio against sqlite3 (the figure with a target), and every command's mean with
 # the peers' statistics and rcagent's ratio to each.
 [ -n "${RCBENCH_OUT:-}" ] && jq '
   def ms: . * 1000000 | round / 1000;

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""SPEC §9: the daemon idle. A daemon on a `file` source, fetched once, then left alone for
+"""Performance target: the daemon idle. A daemon on a `file` source, fetched once, then left alone for
 SECONDS (60): its proportional set size at the end (smaps_rollup, target <= 8 MiB) with a
 per-mapping breakdown (smaps), the CPU time it used (utime+stime), and its wakeups over the window,
 counted per thread as voluntary+nonvoluntary context switches (/proc/PID/task/*/status) and, when
-`perf stat` can count the sched:sched_switch tracepoint here, by perf as well. SPEC §9 allows only
+`perf stat` can count the sched:sched_switch tracepoint here, by perf as well. The target allows only
 timer and watchdog wakeups: after the window strace watches the daemon for 10 s more and shows
 what each woken thread returned from, and the timer periods it re-armed.
 
@@ -149,7 +149,7 @@ try:
     pss = memory["Pss"]
     print(f"rcagentd idle for {seconds}s: PSS {pss / 1024:.1f} MiB (RSS {memory['Rss'] / 1024:.1f} MiB, "
           f"anonymous {memory.get('Pss_Anon', 0) / 1024:.1f} MiB), CPU {cpu_after - cpu_before} ms, "
-          f"{wakeups} wakeups ({per_minute:.0f}/min) (SPEC §9 target PSS <= 8 MiB, only timer/watchdog wakeups)")
+          f"{wakeups} wakeups ({per_minute:.0f}/min) (target PSS <= 8 MiB, only timer/watchdog wakeups)")
     print(f"  threads at the end: {len(after)}")
     for t in per_thread:
         print(f"    {t['tid']:>7} {t['name']:<16} {str(t['wakeups']):>5} wakeups  sleeps in {t['sleeps_in']:<28} {t['alive']}")

@@ -5,7 +5,7 @@ prints one table and writes bench/results.json.
 Each script prints its own human-readable lines as it goes and, when RCBENCH_OUT is set, writes
 RCBENCH_OUT/<script>.json: a list of figures, each
     {"id", "figure", "value", "unit", "target": {"op": "<=", "value": N} | null, "peers": {...}, "note"}.
-This driver adds the verdict (met/missed; "-" where SPEC §9 sets no target) and the machine.
+This driver adds the verdict (met/missed; "-" where no target is set) and the machine.
 
 Usage: bench/run.py BIN_DIR [SCRIPT...]     (scripts: get ping activate hostile fanout idle sizes; default all)
 Environment: RCBENCH_IDLE_SECONDS (60), RCBENCH_AGENTS (50), RCBENCH_ROUNDS (200), RCBENCH_DEB (a
@@ -107,7 +107,7 @@ def main():
         json.dump(results, f, indent=2)
         f.write("\n")
 
-    rows = [("figure", "measured", "SPEC §9 target", "verdict")]
+    rows = [("figure", "measured", "target", "verdict")]
     for figure in figures:
         target = figure.get("target")
         rows.append((

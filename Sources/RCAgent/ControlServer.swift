@@ -4,7 +4,7 @@ import RCCore
 import RCStore
 import Synchronization
 
-/// The Unix control socket (SPEC §6): newline-delimited JSON, one request → one response, `watch`
+/// The Unix control socket: newline-delimited JSON, one request → one response, `watch`
 /// keeps the connection for events. Each connection gets its own thread; ``ControlConnections``
 /// bounds how many run at once and keeps room for the owner. Nothing a client sends can crash the
 /// daemon, and no client can hold a slot for long without sending whole requests.

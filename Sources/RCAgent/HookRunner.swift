@@ -76,7 +76,7 @@ struct HookEvent: Sendable {
 }
 
 /// Runs the executables in `HooksDirectory` after activations that changed something and on
-/// stale-set/stale-cleared (SPEC §9 of the issue list: local integration). Hooks run in run-parts
+/// stale-set/stale-cleared (local integration). Hooks run in run-parts
 /// order, one at a time, on a thread of their own — never in the daemon's critical path. Each gets
 /// `RCAGENT_EVENT`, `RCAGENT_CHANGED_KEYS` (percent-encoded, bounded; see ``HookEvent/environment(maxKeysBytes:)``),
 /// `RCAGENT_TEMPLATE_VERSION` and the event as JSON on stdin; its output is logged with its name;

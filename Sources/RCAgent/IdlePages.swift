@@ -2,7 +2,7 @@
 import Glibc
 import RCCore
 
-/// Gives back the pages an idle daemon does not use (SPEC §9: idle PSS ≤ 8 MiB). Start-up and fetch
+/// Gives back the pages an idle daemon does not use (idle PSS ≤ 8 MiB). Start-up and fetch
 /// rounds run code from all over a 14 MB static binary and the shared libraries, and the kernel maps
 /// whole 64 KiB windows around each page they run, so about two thirds of a just-busy daemon's PSS
 /// are code and read-only data that idle does not touch. This drops the daemon's mappings of file

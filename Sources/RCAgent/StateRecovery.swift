@@ -4,7 +4,7 @@ import RCStore
 
 /// Opens the state database for the daemon. A database SQLite cannot read is moved aside as
 /// `state.db.corrupt-<time>` (with its WAL), a fresh one starts from the defaults and is marked
-/// stale, and the log says so (SPEC §4.6). Nothing else ever discards the last good snapshot.
+/// stale, and the log says so. Nothing else ever discards the last good snapshot.
 enum StateRecovery {
     static func open(config: AgentConfig, log: Logger) throws -> StateStore {
         do {

@@ -1,4 +1,4 @@
-/// The CLI's exit codes (SPEC §5).
+/// The CLI's exit codes.
 enum ExitCode {
     static let ok: Int32 = 0
     static let failure: Int32 = 1

@@ -4,7 +4,7 @@ import RCStore
 /// Reads values the way every CLI command sees them: from the state database when it exists,
 /// else from the defaults file (a device whose daemon never ran still answers). A database that
 /// exists but cannot be read (empty, truncated, damaged) is never created or repaired here: a
-/// warning goes to stderr and the values come from the defaults file (SPEC §4.7).
+/// warning goes to stderr and the values come from the defaults file.
 struct ValueReader {
     let store: StateStore?
     private let config: AgentConfig

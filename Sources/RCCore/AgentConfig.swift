@@ -1,4 +1,4 @@
-/// When fetched values become active (SPEC §4.5).
+/// When fetched values become active.
 public enum ActivationPolicy: String, Sendable, CaseIterable {
     case immediate
     case onStart = "on-start"

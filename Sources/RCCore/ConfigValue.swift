@@ -3,7 +3,7 @@ public enum ValueSource: String, Sendable {
     case remote, `default`, flag
 }
 
-/// The types `rcagent get --type` reads a value as (SPEC §5).
+/// The types `rcagent get --type` reads a value as.
 public enum ValueType: String, Sendable, CaseIterable {
     case string, bool, number, int, json
 }

@@ -1,4 +1,4 @@
-/// The control socket protocol (SPEC §6): one JSON object per line each way. A request names its
+/// The control socket protocol: one JSON object per line each way. A request names its
 /// `op`; a response is `{"ok":true,...}` or `{"ok":false,"error":{"code":"...","message":"..."}}`.
 /// Shared by the daemon and the CLI so both sides agree on every name.
 public enum ControlRequest: Sendable, Equatable {

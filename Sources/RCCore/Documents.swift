@@ -69,7 +69,7 @@ public enum RemoteDocument: Sendable, Equatable {
     case update(values: [String: String], templateVersion: String?)
     case noChange
 
-    /// Reads either document shape of SPEC §3: a fetch response (`entries`/`state`) or a
+    /// Reads either document shape (agent.conf(5), rcagentd(8)): a fetch response (`entries`/`state`) or a
     /// template (`parameters`). Template conditions are not evaluated yet: each parameter's
     /// `defaultValue` applies, and `useInAppDefault` leaves the key to the local defaults.
     public static func parse(_ bytes: [UInt8], name: String) throws(DocumentError) -> RemoteDocument {

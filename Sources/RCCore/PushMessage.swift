@@ -1,5 +1,5 @@
 /// An FCM-style message as the socket, MQTT and `rcagent notify` deliver it: `{"data": {...}}`
-/// or a full HTTP v1 envelope `{"message": {"data": {...}, ...}}` (SPEC §4, §6).
+/// or a full HTTP v1 envelope `{"message": {"data": {...}, ...}}`.
 public struct PushMessage: Sendable, Equatable {
     /// The data payload; FCM data values are strings, numbers and booleans are accepted as text.
     public var data: [String: String]

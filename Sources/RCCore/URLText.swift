@@ -29,7 +29,7 @@ public enum URLText {
         return "\(scheme)://\(host):\(port)"
     }
 
-    /// `url` with its scheme, host and port taken from `endpoint` (SPEC §6 `Endpoint=`: proxies, tests).
+    /// `url` with its scheme, host and port taken from `endpoint` (`Endpoint=`: proxies, tests).
     public static func replacingOrigin(of url: String, with endpoint: String) -> String {
         guard let found = Self.origin(of: url), let replacement = Self.origin(of: endpoint) else { return url }
         return String(replacement) + url[found.endIndex...]

@@ -1,4 +1,4 @@
-/// The required/recommended update feature (SPEC §5): the Linux counterpart of the
+/// The required/recommended update feature: the Linux counterpart of the
 /// `ios_required_update`/`ios_recommended_update` keys, built so a boot script can trust its exit code.
 public enum UpdateKind: String, Sendable {
     case required, recommended

@@ -3,7 +3,7 @@ import RCCore
 
 /// The three Google APIs a Firebase client talks to (installations, Remote Config fetch, realtime),
 /// for one project and API key. An `endpoint` (the daemon's `Endpoint=`, a test server) replaces
-/// scheme, host and port of all three; the paths stay as Google documents them (SPEC §6).
+/// scheme, host and port of all three; the paths stay as Google documents them.
 public struct FirebaseEndpoints: Sendable {
     /// The origins (`https://host[:port]`) of Firebase Installations, Remote Config and its realtime API.
     public let installations: String

@@ -2,7 +2,7 @@ import RCCore
 import RCHTTP
 import Synchronization
 
-/// Firebase's realtime invalidation stream (`streamFetchInvalidations`, SPEC §6): a long-lived
+/// Firebase's realtime invalidation stream (`streamFetchInvalidations`): a long-lived
 /// POST whose body is a sequence of JSON objects. A `latestTemplateVersionNumber` announces a newly
 /// published template; `featureDisabled` ends the stream for good; `retryIntervalSeconds` sets the
 /// next reconnect. This type speaks the protocol of one connection at a time; when and how often to

@@ -1,7 +1,7 @@
 import RCCore
 import RCHTTP
 
-/// The Remote Config client fetch call (SPEC §6): `POST .../v1/projects/{project}/namespaces/firebase:fetch`
+/// The Remote Config client fetch call: `POST .../v1/projects/{project}/namespaces/firebase:fetch`
 /// with the documented body fields, the installation's auth token, `If-None-Match`, and every
 /// response state (UPDATE, NO_CHANGE, NO_TEMPLATE, EMPTY_CONFIG). What a device (or a tool acting
 /// as one) sends to learn its values; the daemon's `firebase` source is an adapter around it.

@@ -1,6 +1,6 @@
 import RCCore
 
-/// The config file (SPEC §2): the INI syntax, the keys and their values.
+/// The config file: the INI syntax, the keys and their values.
 enum ConfigTargets {
     static let all = [config, durations]
 

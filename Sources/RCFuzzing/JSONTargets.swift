@@ -1,6 +1,6 @@
 import RCCore
 
-/// The JSON documents and messages (SPEC §3, §6): the JSON reader itself and what is built on it.
+/// The JSON documents and messages: the JSON reader itself and what is built on it.
 enum JSONTargets {
     static let all = [json, defaults, remoteDocument, pushMessage, controlRequest, controlResponse]
 

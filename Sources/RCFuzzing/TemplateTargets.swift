@@ -2,7 +2,7 @@ import RCAgent
 import RCCore
 import RCTemplate
 
-/// Templates with conditions (SPEC §3), evaluated on the device.
+/// Templates with conditions, evaluated on the device.
 enum TemplateTargets {
     static let all = [template, documentReader]
 

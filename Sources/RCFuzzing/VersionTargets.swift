@@ -1,6 +1,6 @@
 import RCCore
 
-/// App versions and update offers (SPEC §5): dotted and Debian versions, dpkg's status file,
+/// App versions and update offers: dotted and Debian versions, dpkg's status file,
 /// update values and their ISO 8601 deadlines.
 enum VersionTargets {
     static let all = [versions, dpkgStatus, updateOffer, timestamp]

@@ -1,7 +1,7 @@
 import Glibc
 import RCCore
 
-/// The agent's durable state in one SQLite database (SPEC §4): defaults, the fetched and the
+/// The agent's durable state in one SQLite database: defaults, the fetched and the
 /// active snapshot, fetch metadata, the stale flag, the device id and a bounded event log.
 ///
 /// Each logical change is one `BEGIN IMMEDIATE` transaction. Writers use `synchronous=FULL`
@@ -58,7 +58,7 @@ public final class StateStore {
 
     /// `false` only when nothing is at `path` (ENOENT). Any other failure throws: EACCES on a
     /// state directory at 0700 would otherwise read as "no database yet" and the CLI would serve
-    /// the defaults file as if no fetch had ever happened (SPEC §4.7).
+    /// the defaults file as if no fetch had ever happened.
     private static func exists(path: String) throws(StoreError) -> Bool {
         var info = stat()
         if lstat(path, &info) == 0 { return true }

@@ -1,6 +1,6 @@
 import RCCore
 
-/// The persistent stale flag (SPEC §4).
+/// The persistent stale flag.
 public struct StaleFlag: Sendable, Equatable {
     public var isSet: Bool
     public var reason: String?

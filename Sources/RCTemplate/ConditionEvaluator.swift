@@ -9,7 +9,7 @@ struct ConditionEvaluator {
     /// Nodes deeper than this evaluate to false; the top-level node is at depth 1.
     ///
     /// The Admin SDK checks `nestingLevel >= 10` but raises the level twice per `or`/`and` (once
-    /// entering the combinator, once per child), which in effect stops at 5 nested nodes. SPEC §3
+    /// entering the combinator, once per child), which in effect stops at 5 nested nodes. The documented limit
     /// promises "deeper than 10 is false"; this counts each node once. Only templates nested 6 to 10
     /// deep can tell the two apart.
     static let maxDepth = 10
@@ -123,7 +123,7 @@ struct ConditionEvaluator {
     /// Compares dot-separated versions segment by segment, missing segments being 0 (1.2.3 == 1.2.3.0).
     /// `nil` (the condition is false) when either side has more than 5 segments or any segment is
     /// not a number, or is negative. The SDK only notices a non-number up to the first differing
-    /// segment; SPEC §3 and the protocol notes say any, so every segment is checked first. A negative
+    /// segment; Firebase's documentation says any, so every segment is checked first. A negative
     /// segment (`5.12.-3.4`) reads as a number in JavaScript, but the Go, Java and Python Admin SDKs
     /// refuse such a version: they are followed, so a template means the same in every backend.
     static func compareVersions(_ actual: String, _ target: String) -> Int? {

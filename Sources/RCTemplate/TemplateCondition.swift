@@ -129,7 +129,7 @@ struct CustomSignalCondition: Sendable, Equatable {
 }
 
 /// An entry of a template's `conditions` array: a name and either a structured condition (server
-/// templates) or a client-template expression string, which this agent does not evaluate (SPEC §3).
+/// templates) or a client-template expression string, which this agent does not evaluate.
 struct NamedCondition: Sendable, Equatable {
     enum Body: Sendable, Equatable {
         case structured(TemplateCondition)

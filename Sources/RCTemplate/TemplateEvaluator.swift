@@ -32,7 +32,7 @@ public struct TemplateEvaluation: Sendable, Equatable {
     }
 }
 
-/// Resolves a Remote Config template document (SPEC §3) for one device, evaluating server-template
+/// Resolves a Remote Config template document for one device, evaluating server-template
 /// conditions locally.
 public enum TemplateEvaluator {
     /// Evaluates the template in `bytes` (`name` labels errors, usually the file or URL it came from).

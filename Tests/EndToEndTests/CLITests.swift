@@ -3,7 +3,7 @@ import RCCore
 import RCStore
 import Testing
 
-/// The `rcagent` binary end to end, before and after a daemon ever ran (SPEC §5).
+/// The `rcagent` binary end to end, before and after a daemon ever ran.
 @Suite struct CLITests {
     /// Puts `values` into the active snapshot the way a successful fetch would.
     func activate(_ values: [String: String], in sandbox: Sandbox, version: String = "5") throws {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// `rcagent check-update` through the built binary: exit codes a boot script can trust (SPEC §5).
+/// `rcagent check-update` through the built binary: exit codes a boot script can trust.
 @Suite struct CheckUpdateTests {
     static func offer(_ version: String, deadline: String? = nil) -> String {
         var fields = [#""version": "\#(version)""#, #""download": "https://dl.example/app_\#(version).deb""#]

@@ -4,7 +4,7 @@ import RCCore
 import RCStore
 import Testing
 
-/// `rcagentd` and `rcagent` together, as systemd and a shell script would use them (SPEC §4–§6).
+/// `rcagentd` and `rcagent` together, as systemd and a shell script would use them.
 @Suite struct DaemonTests {
     @Test func readyArrivesBeforeTheFirstFetchCompletesAndStopIsClean() throws {
         let sandbox = try Sandbox()
@@ -299,7 +299,7 @@ import Testing
     }
 }
 
-/// SO_PEERCRED: only root, the daemon's user or SocketGroup may change state (SPEC §6).
+/// SO_PEERCRED: only root, the daemon's user or SocketGroup may change state.
 @Suite struct PeerCredentialTests {
     @Test(.enabled(if: getuid() == 0, "needs root to run a client as another user"))
     func unprivilegedPeersMayReadButNotChangeState() throws {
@@ -353,7 +353,7 @@ import Testing
     }
 }
 
-/// Template documents through the file source, with conditions evaluated on the device (SPEC §3).
+/// Template documents through the file source, with conditions evaluated on the device.
 @Suite struct TemplateSourceTests {
     @Test func conditionsUseTheDeviceSignalsAndUnsupportedOnesAreReportedOnce() throws {
         let sandbox = try Sandbox(extraConfig: "[Signals]\nstore=berlin-12")

@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// The firebase source end to end: rcagentd against a fake Firebase server process that speaks the
-/// documented installations, fetch and realtime protocols (SPEC §6).
+/// documented installations, fetch and realtime protocols.
 @Suite struct FirebaseSourceTests {
     /// `push`: more lines for the [Push] section (e.g. `Jitter=0`).
     func sandbox(realtime: String = "no", push: String = "", extra: String = "") throws -> (Sandbox, FirebaseServer) {

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import Testing
 
-/// The `http` source against a real HTTP server process (SPEC §4.3, §6): ETags, faults of every
+/// The `http` source against a real HTTP server process: ETags, faults of every
 /// kind, throttling, backoff that survives restarts, TLS.
 @Suite struct HTTPSourceTests {
     /// A sandbox whose daemon fetches from `server`, with a short FetchTimeout so a hung server costs 2 s.

@@ -30,7 +30,7 @@ extension Mosquitto {
     }
 }
 
-/// The MQTT push channel against a real broker (SPEC §6): the fleet counterpart of the FCM topic.
+/// The MQTT push channel against a real broker: the fleet counterpart of the FCM topic.
 @Suite struct MQTTTests {
     /// Serves template 1, starts the daemon and waits until it is connected to the broker and serves it.
     func startConnected(_ sandbox: Sandbox, _ server: ConfigServer) throws -> DaemonProcess {

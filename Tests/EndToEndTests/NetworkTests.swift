@@ -26,7 +26,7 @@ final class NetworkNamespace {
     }
 }
 
-/// SPEC §6: a network-online transition refetches when stale. The daemon and an HTTP config server
+/// A network-online transition refetches when stale. The daemon and an HTTP config server
 /// share a network namespace whose loopback is down, so the start-up fetch fails; bringing the
 /// loopback up is the network coming online.
 @Suite(.serialized, .enabled(if: getuid() == 0, "network namespaces need root")) struct NetworkTests {

@@ -4,7 +4,7 @@ import Testing
 @testable import RCAgent
 @testable import RCStore
 
-/// The fetch policy on its own (SPEC §4.2–4.3): when a fetch is due, when the next one comes,
+/// The fetch policy on its own: when a fetch is due, when the next one comes,
 /// the backoff schedule and what a failure or a throttling server leaves behind.
 @Suite struct FetchPolicyTests {
     let now = Timestamp(milliseconds: 1_800_000_000_000)

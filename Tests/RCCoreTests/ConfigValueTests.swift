@@ -1,7 +1,7 @@
 import RCCore
 import Testing
 
-/// Reading stored strings as the `--type`s of `rcagent get` (SPEC §5).
+/// Reading stored strings as the `--type`s of `rcagent get`.
 @Suite struct ConfigValueTests {
     private func value(_ text: String) -> ConfigValue { ConfigValue(key: "k", text: text, source: .remote) }
 

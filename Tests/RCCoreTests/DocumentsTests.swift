@@ -1,7 +1,7 @@
 import RCCore
 import Testing
 
-/// The defaults file and both remote document shapes (SPEC §3).
+/// The defaults file and both remote document shapes.
 @Suite struct DocumentsTests {
     private func defaults(_ text: String, name: String = "/etc/rcagent/defaults.json") throws(DocumentError)
         -> [String: String]

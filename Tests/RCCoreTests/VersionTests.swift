@@ -2,7 +2,7 @@ import Foundation
 import RCCore
 import Testing
 
-/// Version ordering for update checks (SPEC §5): `dotted` and dpkg's `debian` scheme.
+/// Version ordering for update checks: `dotted` and dpkg's `debian` scheme.
 @Suite struct DottedVersionTests {
     static func v(_ text: String) throws -> DottedVersion { try DottedVersion(text, origin: "test") }
 

@@ -19,7 +19,7 @@ struct SignalCase: Sendable, CustomTestStringConvertible {
     var testDescription: String { "\(op) \(actual.map { "\"\($0)\"" } ?? "nil") \(targets) → \(expected)" }
 }
 
-/// customSignal conditions with the Admin SDK's operator semantics (SPEC §3).
+/// customSignal conditions with the Admin SDK's operator semantics.
 @Suite struct CustomSignalConditionTests {
     static let stringCases: [SignalCase] = [
         SignalCase("STRING_CONTAINS", "hello world", ["lo w"], true),

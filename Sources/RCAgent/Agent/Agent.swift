@@ -16,7 +16,7 @@ enum AgentInput: Sendable {
     case rescheduled
 }
 
-/// The daemon's state and behaviour (SPEC §4): the one writer of the state store. It owns the
+/// The daemon's state and behaviour: the one writer of the state store. It owns the
 /// fetch rounds (``run()``, in Agent+Rounds.swift), activation, stale pings and the event stream
 /// (``EventBroadcaster``). It runs on its own queue (``QueueExecutor``) because SQLite commits
 /// block on fsync, which must stay off the two-thread cooperative pool.
@@ -80,7 +80,7 @@ actor Agent {
 
     /// The network or the clock changed. Once nothing more has changed for a second, the timer is
     /// set again (its wall-clock deadlines may have moved), and the agent fetches if the cache is
-    /// stale or the last fetch failed (SPEC §6).
+    /// stale or the last fetch failed.
     nonisolated func systemChanged(_ change: SystemChange) {
         inbox.send(.systemChanged(change))
     }
@@ -183,7 +183,7 @@ actor Agent {
         pushState = state
     }
 
-    /// Handles an FCM-style message exactly as a push channel delivers it (SPEC §4.1, §4.4). With
+    /// Handles an FCM-style message exactly as a push channel delivers it. With
     /// `wait`, the response also carries the outcome of the fetch the message started.
     func handle(_ message: PushMessage, from channel: String, wait: Bool = false, jitter: Duration = .zero) async throws
         -> MessageResponse

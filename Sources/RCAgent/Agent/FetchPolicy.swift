@@ -1,7 +1,7 @@
 import RCCore
 import RCStore
 
-/// When the next fetch may happen (SPEC §4.2–4.3), in one place for every source: the minimum
+/// When the next fetch may happen, in one place for every source: the minimum
 /// interval unless stale or forced, exponential backoff with jitter after failures, and the
 /// server's throttle, which only `--ignore-throttle` overrides.
 public struct FetchPolicy: Sendable {

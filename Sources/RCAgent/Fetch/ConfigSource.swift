@@ -27,7 +27,7 @@ public struct SourceError: Error, CustomStringConvertible, Sendable {
     public var description: String { message }
 }
 
-/// A place remote config comes from (SPEC §6): the file, HTTP and Firebase sources.
+/// A place remote config comes from: the file, HTTP and Firebase sources.
 public protocol ConfigSource: Sendable {
     /// A short description for status and logs (`file /etc/rcagent/remote.json`).
     var name: String { get }

@@ -2,7 +2,7 @@ import RCCore
 import RCTemplate
 import Synchronization
 
-/// Reads what the file and http sources deliver (SPEC §3): a fetch response, or a template whose
+/// Reads what the file and http sources deliver: a fetch response, or a template whose
 /// server-template conditions are evaluated here with the device id and `[Signals]` as context.
 /// Conditions this agent cannot evaluate are false, and each is reported once.
 /// Package access: the parser fuzz targets read documents through it.

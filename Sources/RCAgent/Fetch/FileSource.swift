@@ -1,6 +1,6 @@
 import RCCore
 
-/// The `file` source: a JSON file in either document shape (SPEC §3). Its ETag is a hash of the
+/// The `file` source: a JSON file in either document shape. Its ETag is a hash of the
 /// bytes, so rewriting the same content is a no-change fetch, not a new activation.
 public struct FileSource: ConfigSource {
     public let path: String

@@ -1,7 +1,7 @@
 import RCCore
 import RCHTTP
 
-/// The `http` source (SPEC §6): GET with `If-None-Match`; 304 means the snapshot the agent has
+/// The `http` source: GET with `If-None-Match`; 304 means the snapshot the agent has
 /// is current. 429 and 503 are the server asking for a pause (`Retry-After` honoured).
 public struct HTTPSource: ConfigSource {
     public let url: String

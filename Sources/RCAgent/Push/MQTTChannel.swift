@@ -3,7 +3,7 @@ import RCCore
 import RCMQTT
 import Synchronization
 
-/// The MQTT push channel (SPEC §6): the Linux counterpart of the FCM `PUSH_RC` topic. It
+/// The MQTT push channel: the Linux counterpart of the FCM `PUSH_RC` topic. It
 /// subscribes to `MQTTTopic` and `MQTTTopic/<deviceId>` with QoS 1 on a persistent session
 /// (client id = device id, clean session off), so pings published while the device was offline
 /// arrive when it reconnects. Payloads are the FCM-style messages the socket takes and go through

@@ -2,7 +2,7 @@ import CLinux
 import Glibc
 import RCCore
 
-/// Tells the agent when the network may have come up (SPEC §6: a network-online transition
+/// Tells the agent when the network may have come up (a network-online transition
 /// refetches when stale): an rtnetlink socket joined to the link, address and route groups.
 final class NetworkMonitor: Sendable {
     private let watch: DescriptorWatch

@@ -1,7 +1,7 @@
 import RCCore
 import RCFirebase
 
-/// The daemon's side of Firebase's realtime invalidation stream (SPEC §6; the protocol is
+/// The daemon's side of Firebase's realtime invalidation stream (the protocol is
 /// RCFirebase's ``RealtimeStream``): a `latestTemplateVersionNumber` above the current version
 /// triggers a fetch that must reach it; `featureDisabled` stops reconnecting. Failed connections back
 /// off exponentially with jitter, counted across restarts. A (re)connect fetches by itself only

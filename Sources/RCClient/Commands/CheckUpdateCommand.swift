@@ -52,7 +52,7 @@ enum CheckUpdateCommand {
         }
         do {
             // A database that exists but cannot be read may hold a required update the defaults
-            // file does not: the verdict from the defaults alone would be a guess (SPEC §4.7).
+            // file does not: the verdict from the defaults alone would be a guess.
             if let problem = reader.storeProblem {
                 throw UpdateCheckError("cannot read the state database (\(problem))")
             }

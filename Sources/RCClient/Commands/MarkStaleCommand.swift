@@ -4,7 +4,7 @@ import RCStore
 /// `rcagent mark-stale [--reason TEXT]`: sets the persistent stale flag. It asks the daemon when one
 /// takes the request (the daemon persists the flag and fetches). Otherwise — no daemon, or one that
 /// is busy, does not answer or may not be reached by this user — it writes the database itself, so
-/// that the flag holds: the daemon sees it at its next fetch or start (SPEC §5).
+/// that the flag holds: the daemon sees it at its next fetch or start.
 enum MarkStaleCommand {
     static let spec = CommandSpec(
         "mark-stale", summary: "Set the stale flag (works with the daemon down; the next fetch ignores the interval).",

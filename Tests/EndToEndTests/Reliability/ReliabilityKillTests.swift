@@ -4,7 +4,7 @@ import RCCore
 import Testing
 
 extension Reliability {
-    /// SPEC §9: kill -9 at any moment loses nothing. Each round starts the daemon stale on a source it
+    /// kill -9 at any moment loses nothing. Each round starts the daemon stale on a source it
     /// cannot read, then runs a loop that publishes whole documents and fetches (and, every third round,
     /// activates) each in turn, and kills the daemon at a random moment of that loop. After each kill the
     /// database must be intact, each snapshot one whole document, the versions never older than before,

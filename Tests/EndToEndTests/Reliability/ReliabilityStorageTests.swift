@@ -7,7 +7,7 @@ import Testing
 extension Reliability {
     /// The state directory going wrong under a running agent: a full disk, a read-only file system,
     /// a damaged database, a torn WAL. In each the agent keeps serving the last good values, says
-    /// what is wrong, and recovers by itself when the disk does (SPEC §4.6: nothing but a corrupt
+    /// what is wrong, and recovers by itself when the disk does (nothing but a corrupt
     /// database may lose the last good snapshot).
     @Suite(.serialized) struct ReliabilityStorageTests {
         /// A document big enough not to fit in what a full disk has left.

@@ -2,7 +2,7 @@ import RCCore
 import RCFirebase
 import RCHTTP
 
-/// The `firebase` source (SPEC §6): the daemon's adapter around RCFirebase's client fetch call
+/// The `firebase` source: the daemon's adapter around RCFirebase's client fetch call
 /// (``RemoteConfigFetcher``: Firebase Installations, then `firebase:fetch`), set up from the config
 /// and answering in the daemon's terms (``SourceResult``, ``SourceError``). It also holds the
 /// realtime stream of the same project and installation, for the ``RealtimeListener``.
