@@ -6,6 +6,19 @@ import Testing
 /// The firebase source end to end: rcagentd against a fake Firebase server process that speaks the
 /// documented installations, fetch and realtime protocols.
 @Suite struct FirebaseSourceTests {
+    /// Publishes template 2 (`a` = 2), announces it on the realtime stream and waits until the
+    /// daemon has activated it (seen by a `watch` that subscribed before the announcement).
+    func announceTemplate2(_ sandbox: Sandbox, _ server: FirebaseServer, _ daemon: DaemonProcess) throws {
+        let watcher = try SocketClient(path: sandbox.socketPath)
+        #expect(watcher.watch())
+        try server.publish(version: 2, entries: ["a": "2"])
+        try server.push(["latestTemplateVersionNumber": "2"])
+        let activated = watcher.event(timeout: 15) {
+            $0["event"] as? String == "activated" && $0["templateVersion"] as? String == "2"
+        }
+        #expect(activated != nil, "\(daemon.log)")
+    }
+
     /// `push`: more lines for the [Push] section (e.g. `Jitter=0`).
     func sandbox(realtime: String = "no", push: String = "", extra: String = "") throws -> (Sandbox, FirebaseServer) {
         let sandbox = try Sandbox()
@@ -164,14 +177,7 @@ import Testing
         #expect(stream["problem"] is NSNull, "\(stream)")
         #expect(try eventually { try sandbox.cli("get", "a").stdout == "1\n" })
 
-        let watcher = try SocketClient(path: sandbox.socketPath)
-        #expect(watcher.watch())
-        try server.publish(version: 2, entries: ["a": "2"])
-        try server.push(["latestTemplateVersionNumber": "2"])
-        let activated = watcher.event(timeout: 15) {
-            $0["event"] as? String == "activated" && $0["templateVersion"] as? String == "2"
-        }
-        #expect(activated != nil, "\(daemon.log)")
+        try announceTemplate2(sandbox, server, daemon)
         #expect(try sandbox.cli("get", "a").stdout == "2\n")
         let realtimeFetch = server.requests(api: "fetch").last?["headers"] as? [String: String]
         #expect(realtimeFetch?["x-firebase-rc-fetch-type"]?.hasPrefix("REALTIME/") == true)
@@ -209,14 +215,7 @@ import Testing
         }
         // An announcement on the last stream: its fetch is handled after anything the reconnects
         // asked for (one ordered queue), so once it is active every reconnect fetch would be counted.
-        let watcher = try SocketClient(path: sandbox.socketPath)
-        #expect(watcher.watch())
-        try server.publish(version: 2, entries: ["a": "2"])
-        try server.push(["latestTemplateVersionNumber": "2"])
-        let activated = watcher.event(timeout: 15) {
-            $0["event"] as? String == "activated" && $0["templateVersion"] as? String == "2"
-        }
-        #expect(activated != nil, "\(daemon.log)")
+        try announceTemplate2(sandbox, server, daemon)
         let fetches = server.requests(api: "fetch")
         #expect(fetches.count == fetchesBefore + 1, "only the announcement fetched: \(fetches.count - fetchesBefore)")
         daemon.stop()
@@ -228,15 +227,10 @@ import Testing
         let daemon = try sandbox.startDaemon()
         #expect(eventually { !server.requests(api: "realtime").isEmpty })
         #expect(try eventually { try sandbox.cli("get", "a").stdout == "1\n" }, "\(daemon.log)")
-        let watcher = try SocketClient(path: sandbox.socketPath)
-        #expect(watcher.watch())
-        try server.publish(version: 2, entries: ["a": "2"])
-        try server.push(["latestTemplateVersionNumber": "2"])
-        let activated = watcher.event(timeout: 15) {
-            $0["event"] as? String == "activated" && $0["templateVersion"] as? String == "2"
-        }
-        #expect(activated != nil, "\(daemon.log)")
-        // The announcement, then at once its fetch (no wait logged), then the activation.
+        try announceTemplate2(sandbox, server, daemon)
+        // The announcement, then at once its fetch (no wait logged), then the activation (its log
+        // line follows the event the watch saw).
+        #expect(eventually { daemon.log.contains("Activated template 2") }, "\(daemon.log)")
         let log = daemon.log
         let announced = try #require(log.range(of: "Realtime: template 2 published; fetching at once"), "\(log)")
         #expect(!log.contains("Realtime: template 2 published; fetching in"), "\(log)")

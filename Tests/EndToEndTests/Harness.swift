@@ -77,11 +77,15 @@ final class Sandbox {
 }
 
 /// Runs a program to its end with exactly `environment`, its output collected.
-func runProcess(_ path: String, _ arguments: [String], environment: [String: String]? = nil) throws -> ProcessResult {
+/// `directory`: the working directory (the test runner's when `nil`).
+func runProcess(
+    _ path: String, _ arguments: [String], environment: [String: String]? = nil, in directory: String? = nil
+) throws -> ProcessResult {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
     if let environment { process.environment = environment }
+    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
     let out = Pipe()
     let err = Pipe()
     process.standardOutput = out

@@ -42,6 +42,18 @@ extension ReviewFindingsReloadTests {
         return (threads, fds)
     }
 
+    /// Once what the last reload started has settled (the CLI's connection, a fetch a new channel's
+    /// connect asked for), the daemon has no more descriptors and threads than `before`: a leak
+    /// never settles.
+    func expectNoLeak(_ pid: Int32, since before: (threads: Int, fds: Int)) {
+        var after = counts(pid)
+        #expect(
+            eventually {
+                after = counts(pid)
+                return after.fds <= before.fds && after.threads <= before.threads + 2
+            }, "descriptors \(before.fds) -> \(after.fds), threads \(before.threads) -> \(after.threads)")
+    }
+
     /// Twenty reloads that each replace the MQTT channel and the network watch leave the daemon
     /// with the threads and descriptors it had after the first.
     @Test func twentyReloadsLeakNoThreadOrDescriptor() throws {
@@ -57,14 +69,7 @@ extension ReviewFindingsReloadTests {
         try reload(to: "T0", 1)
         let before = counts(pid)
         for round in 1...20 { try reload(to: "T\(round % 2 == 0 ? 0 : 1)", round / 2 + 1) }
-        // Once what the last reload started has settled (the CLI's connection, a fetch the new
-        // channel's connect asked for): a leak never settles.
-        var after = counts(pid)
-        #expect(
-            eventually {
-                after = counts(pid)
-                return after.fds <= before.fds && after.threads <= before.threads + 2
-            }, "descriptors \(before.fds) -> \(after.fds), threads \(before.threads) -> \(after.threads)")
+        expectNoLeak(pid, since: before)
         #expect(daemon.stop() == 0)
         withExtendedLifetime(broker) {}
     }
@@ -93,14 +98,7 @@ extension ReviewFindingsReloadTests {
         for round in 2..<22 { try reload(round) }
         for _ in 0..<50 { kill(pid, SIGHUP) }
         #expect(try sandbox.cli("reload").status == 0)
-        // Once what the last reload started has settled (the CLI's connection, a fetch the new
-        // channel's connect asked for): a leak never settles.
-        var after = counts(pid)
-        #expect(
-            eventually {
-                after = counts(pid)
-                return after.fds <= before.fds && after.threads <= before.threads + 2
-            }, "descriptors \(before.fds) -> \(after.fds), threads \(before.threads) -> \(after.threads)")
+        expectNoLeak(pid, since: before)
         // Still watching the file it serves now (the last reload chose the sandbox's own path).
         try sandbox.publish(Sandbox.document(version: 9))
         #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v9\n" }, "\(daemon.log)")
