@@ -8,24 +8,7 @@ public enum SourceResult: Sendable, Equatable {
 }
 
 /// A failed fetch: what kind of failure (for backoff and status) and why.
-public struct SourceError: Error, CustomStringConvertible, Sendable {
-    public enum Kind: Sendable {
-        case unavailable  // file missing, connection refused, DNS, timeout
-        case badDocument  // the source answered with something that is not a config document
-        case throttled(retryAfter: Duration?)  // the server asked us to wait
-        case other
-    }
-
-    public let kind: Kind
-    public let message: String
-
-    public init(_ kind: Kind, _ message: String) {
-        self.kind = kind
-        self.message = message
-    }
-
-    public var description: String { message }
-}
+public typealias SourceError = FetchFailure
 
 /// A place remote config comes from: the file, HTTP and Firebase sources.
 public protocol ConfigSource: Sendable {

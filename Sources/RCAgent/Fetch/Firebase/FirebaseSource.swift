@@ -42,25 +42,9 @@ public final class FirebaseSource: ConfigSource {
     /// `type` is the `X-Firebase-RC-Fetch-Type` header: `BASE/1`, or `REALTIME/<attempt>` after a
     /// realtime invalidation.
     func fetch(etag: String?, type: String) async throws(SourceError) -> SourceResult {
-        do {
-            switch try await fetcher.fetch(etag: etag, type: type) {
-            case let .document(document, etag): return .document(document, etag: etag)
-            case .notModified: return .notModified
-            }
-        } catch {
-            throw SourceError(error)
-        }
-    }
-}
-
-extension SourceError {
-    /// A Firebase failure in the daemon's terms: the kinds correspond one to one.
-    init(_ error: FirebaseError) {
-        switch error.kind {
-        case .unavailable: self.init(.unavailable, error.message)
-        case .badDocument: self.init(.badDocument, error.message)
-        case let .throttled(retryAfter): self.init(.throttled(retryAfter: retryAfter), error.message)
-        case .other: self.init(.other, error.message)
+        switch try await fetcher.fetch(etag: etag, type: type) {
+        case let .document(document, etag): return .document(document, etag: etag)
+        case .notModified: return .notModified
         }
     }
 }
