@@ -51,7 +51,7 @@ let package = Package(
         .target(name: "RCFuzzing", dependencies: ["RCCore", "RCTemplate", "RCAgent", "RCHTTP", "RCFirebase"]),
         .executableTarget(name: "rcfuzz", dependencies: ["RCFuzzing"]),
 
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["CLinux"], path: "Tests/TestSupport"),
         .testTarget(name: "RCCoreTests", dependencies: ["RCCore", "TestSupport"]),
         .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "TestSupport"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),

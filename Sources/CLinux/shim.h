@@ -26,10 +26,18 @@ static inline int rcagent_setfsgid(unsigned int gid) { return (int)syscall(SYS_s
 // pipe2(2) with O_CLOEXEC (_GNU_SOURCE only): a hook's pipes must not leak into another hook.
 static inline int rcagent_pipe_cloexec(int fds[2]) { return (int)syscall(SYS_pipe2, fds, RCAGENT_CLOEXEC); }
 
+// pidfd_open(2) (Linux 5.3; glibc's wrapper is in sys/pidfd.h, outside the Glibc module): a
+// descriptor that polls readable when the process exits, whoever else holds its pipes.
+static inline int rcagent_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+
 // glibc 2.34's posix_spawn_file_actions_addclosefrom_np (_GNU_SOURCE only), taking the
 // posix_spawn_file_actions_t as a plain pointer: the spawned hook gets no descriptor above stderr,
 // whoever opened it and however.
 extern int posix_spawn_file_actions_addclosefrom_np(void *actions, int from);
+
+// glibc 2.29's posix_spawn_file_actions_addchdir_np (_GNU_SOURCE only), the same way: the child's
+// working directory.
+extern int posix_spawn_file_actions_addchdir_np(void *actions, const char *path);
 
 // struct ucred, what getsockopt(SO_PEERCRED) fills in: glibc declares it in bits/socket.h under
 // _GNU_SOURCE only, and that header is the Glibc module's (see above). The kernel's layout

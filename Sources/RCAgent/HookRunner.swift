@@ -187,16 +187,21 @@ final class HookRunner: Sendable {
         posix_spawn_file_actions_addclosefrom_np(&actions, 3)
         let environment = Environment.current().merging(event.environment()) { $1 }.map { "\($0.key)=\($0.value)" }
         // A process group of its own, so a timeout kills whatever the hook started too; SIGPIPE back
-        // to its default (the daemon ignores it), as a shell script expects.
+        // to its default (the daemon ignores it) and no signal blocked whatever this thread's mask,
+        // as a shell script expects.
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF))
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         posix_spawnattr_setpgroup(&attributes, 0)
         var defaults = sigset_t()
         sigemptyset(&defaults)
         sigaddset(&defaults, SIGPIPE)
         posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        posix_spawnattr_setsigmask(&attributes, &unblocked)
         var pid: pid_t = 0
         let rc = withCStrings([path], environment) { argv, envp in
             posix_spawn(&pid, path, &actions, &attributes, argv, envp)

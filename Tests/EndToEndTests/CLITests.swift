@@ -1,6 +1,7 @@
 import Foundation
 import RCCore
 import RCStore
+import TestSupport
 import Testing
 
 /// The `rcagent` binary end to end, before and after a daemon ever ran.

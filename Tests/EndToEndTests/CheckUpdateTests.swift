@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `rcagent check-update` through the built binary: exit codes a boot script can trust.

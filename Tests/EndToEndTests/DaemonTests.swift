@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import RCCore
 import RCStore
+import TestSupport
 import Testing
 
 /// `rcagentd` and `rcagent` together, as systemd and a shell script would use them.

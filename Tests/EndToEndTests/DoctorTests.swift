@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// `rcagent doctor`: one line per check; exit 0 only when every check passes.

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Locates the built executables: they sit beside the test bundle in the build directory.
@@ -9,13 +10,6 @@ enum Binaries {
     }()
 
     static func url(_ name: String) -> URL { directory.appendingPathComponent(name) }
-}
-
-/// The result of one finished process.
-struct ProcessResult {
-    let status: Int32
-    let stdout: String
-    let stderr: String
 }
 
 /// A private directory with an agent config, defaults and a file source, torn down at deinit.
@@ -74,28 +68,4 @@ final class Sandbox {
         return try runProcess(
             executable.hasPrefix("/") ? executable : Binaries.url(executable).path, arguments, environment: env)
     }
-}
-
-/// Runs a program to its end with exactly `environment`, its output collected.
-/// `directory`: the working directory (the test runner's when `nil`).
-func runProcess(
-    _ path: String, _ arguments: [String], environment: [String: String]? = nil, in directory: String? = nil
-) throws -> ProcessResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    // Read both pipes before waiting so a large output cannot block the child.
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    let errData = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return ProcessResult(
-        status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-        stderr: String(decoding: errData, as: UTF8.self))
 }

@@ -129,4 +129,21 @@ import Testing
             eventually(10) { daemon.threadCount <= threads + 2 }, "\(daemon.threadCount) threads, \(threads) before")
         #expect(daemon.stop() == 0)
     }
+
+    /// A hook starts as a shell would start it: no signal blocked or ignored, whatever the mask of
+    /// the daemon thread that starts it (a mask inherited from a runtime thread would make `kill $!`
+    /// and `timeout` in a hook script do nothing). Signals 1 to 31: glibc keeps 32 and 33 for itself,
+    /// and the test runner's disposition of those reaches the daemon and cannot be changed.
+    @Test func aHookStartsWithNoSignalBlockedOrIgnored() throws {
+        let (sandbox, hooks) = try sandbox()
+        let record = sandbox.root.appendingPathComponent("record").path
+        try hook("50-signals", in: hooks, "grep -E '^Sig(Blk|Ign):' /proc/self/status >> \(record)")
+        try sandbox.publish(Sandbox.document(version: 1))
+        let daemon = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        #expect(eventually { lines(record).count == 2 }, "\(daemon.log)")
+        let masks = lines(record).map { $0.split(separator: "\t").last.flatMap { UInt64($0, radix: 16) } }
+        #expect(masks.map { $0.map { $0 & 0x7fff_ffff } } == [0, 0], "\(lines(record))")
+        #expect(daemon.stop() == 0)
+    }
 }

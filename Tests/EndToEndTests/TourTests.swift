@@ -63,8 +63,17 @@ import Testing
             if line.hasPrefix("rcagent get missing_key; echo $?") { #expect(result.stdout == "1\n") }
         }
 
-        // The HTTP part: one shell, as written (its last line stops the web server it started).
-        let http = try shell(([prologue] + blocks[1]).joined(separator: "\n"), in: root)
+        // The HTTP part: one shell fed the block line by line, as a reader types it, who starts the
+        // web server and sees it listening before going on (a script would race its startup).
+        let server = "python3 -m http.server 8321"
+        try #require(blocks[1].first?.hasPrefix(server) == true, "\(blocks[1])")
+        try #require(!Mosquitto.accepts(port: 8321), "something else listens on the tour's port 8321")
+        let shell = try Subprocess("/bin/sh", ["-s"], environment: environment, in: root, input: true)
+        shell.write(prologue + "\n" + blocks[1][0] + "\n")
+        #expect(eventually { Mosquitto.accepts(port: 8321) }, "the tour's web server does not listen")
+        shell.write(blocks[1].dropFirst().joined(separator: "\n") + "\n")
+        shell.closeInput()
+        let http = shell.finish()
         #expect(http.status == 0, "\(http.stdout)\(http.stderr)\n\(daemon.log)")
         #expect(http.stdout.contains("reloaded: Source.Type, Source.URL changed"), "\(http.stdout)")
         #expect(daemon.log.contains("from http http://127.0.0.1:8321/remote.json"), "\(daemon.log)")
@@ -106,9 +115,14 @@ import Testing
             }, "\(daemon.log)")
     }
 
-    private func shell(_ script: String, in directory: String) throws -> ProcessResult {
+    /// The test runner's environment without RCAGENT_CONFIG, which the tour sets itself.
+    private var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: "RCAGENT_CONFIG")
-        return try runProcess("/bin/sh", ["-c", script], environment: environment, in: directory)
+        return environment
+    }
+
+    private func shell(_ script: String, in directory: String) throws -> ProcessResult {
+        try runProcess("/bin/sh", ["-c", script], environment: environment, in: directory)
     }
 }

@@ -527,7 +527,7 @@ class Handler(QuietHandler):
                         continue
                     try:
                         message = json.loads(line)
-                    except ValueError:
+                    except (ValueError, RecursionError):  # garbage and deep nesting go out as they are
                         message = None
                     if isinstance(message, dict) and message.get("_drop"):
                         reason = "dropped"

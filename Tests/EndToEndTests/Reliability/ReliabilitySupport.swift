@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// What a state database holds, read with the `sqlite3` CLI (the product's reader is not used to

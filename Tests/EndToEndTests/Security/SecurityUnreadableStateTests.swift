@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// A reader that may not see the state database (issue 16): EACCES on the state directory or on
