@@ -19,7 +19,8 @@ public struct ProcessResult: Sendable {
 /// A child process started the way a shell starts one, not the way the test runner's threads
 /// would pass it on: no signal blocked and every signal at its default (the runner's dispatch
 /// threads block most signals, and a child inheriting that mask ignores `kill $!`), in a process
-/// group of its own, stdout and stderr to pipes, stdin from a pipe (`input: true`) or /dev/null.
+/// group of its own, stdout and stderr to pipes, stdin from a pipe (`input: true`) or /dev/null,
+/// and no other descriptor of the runner's.
 ///
 /// Its end is the child's own exit, seen through a pidfd, not the end of its pipes: a background
 /// process it started (a web server in a README block) may hold them for good. Whatever is left in
@@ -53,6 +54,8 @@ public final class Subprocess {
         }
         posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
         posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+        // Nothing the test runner has open reaches the child, close-on-exec or not.
+        posix_spawn_file_actions_addclosefrom_np(&actions, 3)
         if let directory { posix_spawn_file_actions_addchdir_np(&actions, directory) }
 
         var attributes = posix_spawnattr_t()

@@ -438,8 +438,8 @@ private func socketDescriptors(of pid: Int32) -> [(fd: String, closeOnExec: Bool
 /// rcagentd with no descriptors but 0, 1 and 2. The test process holds sockets without close-on-exec
 /// (the harness's clients, other tests' connections) that a plain spawn passes on; started this way,
 /// every socket the daemon has is one it opened or accepted itself. A Python launcher forks it off
-/// and exits: Foundation's Process watches a descriptor its child inherits, so the daemon cannot
-/// close everything while it is Foundation's child.
+/// into a session of its own (the test's process runner stops what a child leaves in its group)
+/// and exits.
 private final class CleanDaemon {
     let pid: Int32
     let notify: NotifySocket
@@ -450,6 +450,7 @@ private final class CleanDaemon {
         log = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
         pid = os.fork()
         if pid == 0:
+            os.setsid()
             os.dup2(log, 1)
             os.dup2(log, 2)
             os.closerange(3, 1 << 16)
