@@ -5,7 +5,9 @@
 //   C* system libraries → RCCore (pure domain) → RCStore (SQLite state) → RCAgent (daemon) / RCClient (CLI)
 //   network modules, shared by the daemon and the operator tool, none of them knowing either:
 //     RCHTTP (libcurl) → RCFirebase (installations, fetch, realtime); RCMQTT (libmosquitto)
-//   RCAgent → RCStore, RCTemplate, RCHTTP, RCFirebase, RCMQTT; RCAdmin (rcadmin) → RCMQTT, never RCAgent.
+//   RCService (journald log lines, sd_notify) for both long-running programs.
+//   RCAgent → RCStore, RCTemplate, RCHTTP, RCFirebase, RCMQTT, RCService;
+//   RCAdmin (rcadmin) → RCHTTP, RCFirebase, RCMQTT, RCService, never RCAgent.
 // `rcagent` → RCClient → RCStore + RCCore must never reach libcurl, libmosquitto or full Foundation.
 import PackageDescription
 
@@ -30,14 +32,16 @@ let package = Package(
         .target(name: "RCHTTP", dependencies: ["RCCore", "CCurl"]),
         .target(name: "RCMQTT", dependencies: ["RCCore", "CMosquitto"]),
         .target(name: "RCFirebase", dependencies: ["RCCore", "RCHTTP"]),
+        // What a long-running systemd service needs: journald-prefixed log lines and sd_notify.
+        .target(name: "RCService", dependencies: ["RCCore", "CSystemd"]),
         .target(
             name: "RCAgent",
             dependencies: [
-                "RCCore", "RCStore", "RCTemplate", "RCHTTP", "RCFirebase", "RCMQTT", "CSystemd", "CLinux",
+                "RCCore", "RCStore", "RCTemplate", "RCHTTP", "RCFirebase", "RCMQTT", "RCService", "CSystemd", "CLinux",
             ]),
         .target(name: "RCClient", dependencies: ["RCCore", "RCStore"]),
         .target(name: "RCTemplate", dependencies: ["RCCore", "CCrypto", "CPCRE2"]),
-        .target(name: "RCAdmin", dependencies: ["RCCore", "RCMQTT"]),
+        .target(name: "RCAdmin", dependencies: ["RCCore", "RCMQTT", "RCHTTP", "RCFirebase", "RCService"]),
 
         .executableTarget(
             name: "rcagent", dependencies: ["RCClient"],
@@ -48,17 +52,20 @@ let package = Package(
         .executableTarget(name: "rcadmin", dependencies: ["RCAdmin"]),
 
         // Parser fuzz targets (`make fuzz`; the corpus run is a Reliability suite of EndToEndTests).
-        .target(name: "RCFuzzing", dependencies: ["RCCore", "RCTemplate", "RCAgent", "RCHTTP", "RCFirebase"]),
+        .target(
+            name: "RCFuzzing", dependencies: ["RCCore", "RCTemplate", "RCAgent", "RCHTTP", "RCFirebase", "RCService"]),
         .executableTarget(name: "rcfuzz", dependencies: ["RCFuzzing"]),
 
         .target(name: "TestSupport", dependencies: ["CLinux"], path: "Tests/TestSupport"),
         .testTarget(name: "RCCoreTests", dependencies: ["RCCore", "TestSupport"]),
         .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "TestSupport"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
-        .testTarget(name: "RCAgentTests", dependencies: ["RCAgent", "RCStore", "RCCore", "TestSupport"]),
+        .testTarget(name: "RCAgentTests", dependencies: ["RCAgent", "RCStore", "RCCore", "RCService", "TestSupport"]),
         .testTarget(name: "RCNetworkTests", dependencies: ["RCHTTP", "RCFirebase", "RCMQTT", "RCCore", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["rcagent", "rcagentd", "rcadmin", "RCStore", "RCCore", "RCFuzzing", "TestSupport"]),
+            dependencies: [
+                "rcagent", "rcagentd", "rcadmin", "RCStore", "RCCore", "RCService", "RCFuzzing", "TestSupport",
+            ]),
     ]
 )

@@ -26,6 +26,8 @@ public enum AdminTool {
             return 0
         case "notify-stale":
             return notifyStale(Array(arguments.dropFirst()))
+        case "relay":
+            return relay(Array(arguments.dropFirst()), environment: Environment.current())
         default:
             return usageError("unknown command '\(command)'")
         }
@@ -51,15 +53,12 @@ public enum AdminTool {
         guard let url = options["mqtt"] else {
             return usageError("notify-stale needs --mqtt URL (the FCM topic half comes with a later release)")
         }
-        var data: [(key: String, value: JSONValue)] = [("CONFIG_STATE", .string("STALE"))]
-        if let version = options["template-version"] {
-            guard !version.isEmpty, version.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
-                return usageError("--template-version must be a decimal number, got '\(version)'")
-            }
-            data.append(("templateVersion", .string(version)))
+        let version = options["template-version"]
+        if let version, version.isEmpty || !version.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) {
+            return usageError("--template-version must be a decimal number, got '\(version)'")
         }
         let topic = (options["topic"] ?? "PUSH_RC") + (options["device"].map { "/" + $0 } ?? "")
-        let payload = JSONValue.object([("data", .object(data))]).compactText
+        let payload = StalePing.mqttPayload(templateVersion: version)
         var password: String?
         if let file = options["password-file"] {
             guard let bytes = try? FileBytes.read(file) else { return failure("cannot read \(file)") }
@@ -76,12 +75,12 @@ public enum AdminTool {
         return 0
     }
 
-    private static func usageError(_ message: String) -> Int32 {
+    static func usageError(_ message: String) -> Int32 {
         writeError("Error: \(message)\n\(usage)")
         return 64
     }
 
-    private static func failure(_ message: String) -> Int32 {
+    static func failure(_ message: String) -> Int32 {
         writeError("Error: \(message)\n")
         return 1
     }

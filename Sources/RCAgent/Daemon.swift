@@ -1,6 +1,7 @@
 @preconcurrency import Dispatch
 import Glibc
 import RCCore
+import RCService
 import RCStore
 
 /// `rcagentd`: the story of a run, in the order a small systemd daemon tells it: parse arguments,

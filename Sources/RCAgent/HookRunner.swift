@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import RCCore
+import RCService
 import Synchronization
 
 /// One event the hooks hear about.

@@ -1,5 +1,6 @@
 import Glibc
 import RCCore
+import RCService
 import RCStore
 
 /// Opens the state database for the daemon. A database SQLite cannot read is moved aside as

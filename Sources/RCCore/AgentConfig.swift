@@ -58,6 +58,8 @@ public struct AgentConfig: Sendable {
     public var mqttPasswordFile: String?
     public var mqttCAFile: String?
     public var jitter: Duration = .seconds(3)
+    // [Relay] (rcadmin relay)
+    public var relayFCMTopic: String?
     // [Signals]
     public var signals: [(name: String, value: String)] = []
 
@@ -216,7 +218,7 @@ public struct AgentConfig: Sendable {
     }
 
     /// The sections agent.conf knows.
-    static let sections = ["Agent", "App", "Source", "Push", "Signals"]
+    static let sections = ["Agent", "App", "Source", "Push", "Signals", "Relay"]
 
     /// " (did you mean 'URL'?)" for a name that differs from a known one only in case, or by up to
     /// two edits (a typo); else nothing.

@@ -72,6 +72,15 @@ enum ConfigKeys {
         optionalPath("Push", "MQTTPasswordFile", \.mqttPasswordFile),
         optionalPath("Push", "MQTTCAFile", \.mqttCAFile),
         duration("Push", "Jitter", \.jitter),
+
+        // `rcadmin relay` only: the daemon does not read it.
+        ConfigKey(section: "Relay", key: "FCMTopic") { config, value, location throws(ConfigError) in
+            guard !value.isEmpty else { return config.relayFCMTopic = nil }
+            guard FCMTopic.isValid(value) else {
+                throw ConfigError(location, "FCMTopic= must be a topic name of [A-Za-z0-9-_.~%], got '\(value)'")
+            }
+            config.relayFCMTopic = value
+        },
     ]
 
     private static let builtIn = AgentConfig()

@@ -64,3 +64,20 @@ public struct MessageError: Error, CustomStringConvertible, Sendable, Equatable 
     public init(_ reason: String) { self.reason = reason }
     public var description: String { "bad message: \(reason)" }
 }
+
+/// FCM topic names: what FCM's v1 API accepts after `/topics/` (letters, digits and `-_.~%`),
+/// checked before a name reaches a request or a config.
+public enum FCMTopic {
+    public static func isValid(_ name: String) -> Bool {
+        !name.isEmpty
+            && name.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."),
+                    UInt8(ascii: "~"), UInt8(ascii: "%"):
+                    true
+                default: false
+                }
+            }
+    }
+}

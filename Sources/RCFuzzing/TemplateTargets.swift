@@ -1,5 +1,6 @@
 import RCAgent
 import RCCore
+import RCService
 import RCTemplate
 
 /// Templates with conditions, evaluated on the device.

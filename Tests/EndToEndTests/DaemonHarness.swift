@@ -79,16 +79,17 @@ final class DaemonProcess {
     let notify: NotifySocket
     let logPath: String
 
-    /// `networkNamespace`: run inside that network namespace (`ip netns exec`).
+    /// `networkNamespace`: run inside that network namespace (`ip netns exec`). `executable`:
+    /// another long-running program of the package (`rcadmin` for its relay).
     init(
         _ sandbox: Sandbox, arguments: [String]? = nil, environment: [String: String] = [:],
-        networkNamespace: String? = nil
+        networkNamespace: String? = nil, executable: String = "rcagentd"
     ) throws {
         notify = try NotifySocket(
             path: sandbox.root.appendingPathComponent("notify-\(UUID().uuidString.prefix(6))").path)
         logPath = sandbox.root.appendingPathComponent("daemon-\(UUID().uuidString.prefix(6)).log").path
         FileManager.default.createFile(atPath: logPath, contents: nil)
-        let command = [Binaries.url("rcagentd").path] + (arguments ?? ["--config", sandbox.configPath])
+        let command = [Binaries.url(executable).path] + (arguments ?? ["--config", sandbox.configPath])
         let wrapped = inNetworkNamespace(networkNamespace, command)
         process.executableURL = URL(fileURLWithPath: wrapped[0])
         process.arguments = Array(wrapped.dropFirst())

@@ -1,4 +1,5 @@
 import RCCore
+import RCService
 import RCStore
 import Synchronization
 import TestSupport

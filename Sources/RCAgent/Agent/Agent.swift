@@ -1,5 +1,6 @@
 import Glibc
 import RCCore
+import RCService
 import RCStore
 
 /// What enters the agent from outside its own calls: fetch requests from any thread (control

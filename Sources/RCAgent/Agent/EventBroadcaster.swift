@@ -1,5 +1,6 @@
 import Glibc
 import RCCore
+import RCService
 import RCStore
 
 /// Tells the world what the store logged: every `watch` subscriber gets each event as a line, and

@@ -1,4 +1,5 @@
 import RCCore
+import RCService
 import RCTemplate
 import Synchronization
 

@@ -1,5 +1,6 @@
 @preconcurrency import Dispatch
 import RCCore
+import RCService
 import RCMQTT
 import Synchronization
 

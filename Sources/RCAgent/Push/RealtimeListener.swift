@@ -1,4 +1,5 @@
 import RCCore
+import RCService
 import RCFirebase
 
 /// The daemon's side of Firebase's realtime invalidation stream (the protocol is

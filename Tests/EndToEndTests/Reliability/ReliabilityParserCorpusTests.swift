@@ -1,6 +1,7 @@
 import Foundation
 import RCAgent
 import RCCore
+import RCService
 import RCFuzzing
 import Testing
 

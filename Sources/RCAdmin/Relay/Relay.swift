@@ -1,0 +1,148 @@
+@preconcurrency import Dispatch
+import Glibc
+import RCCore
+import RCFirebase
+import RCHTTP
+import RCService
+import Synchronization
+
+/// Where the relay sends the stale ping for a new template version: an MQTT topic, an FCM topic.
+protocol PingTarget: Sendable {
+    /// Where it sends, as the ledger and the log name it (`mqtt URL TOPIC`, `fcm TOPIC`).
+    var name: String { get }
+    /// Returns once the receiving end acknowledged the ping for `version`.
+    func ping(version: Int64) async throws(RelayError)
+}
+
+/// `rcadmin relay`: the seed's Cloud Function as a service on any Linux host. It follows the
+/// project's template version over Firebase's realtime stream, as a client app does (the daemon's
+/// protocol module, its own installation), and on each new version sends the stale ping carrying
+/// that version to every target, once per version across restarts and reconnects (the ledger).
+///
+/// Two tasks: the stream loop (connect, read, reconnect with backoff) feeds the newest announced
+/// version to the delivery loop, which pings each target that is behind, retrying with backoff
+/// until it acknowledges. A newer announcement during retries is sent instead of the older one: a
+/// device only needs the newest version.
+final class Relay: Sendable {
+    private let stream: RealtimeStream
+    private let targets: [any PingTarget]
+    private let ledger: Mutex<RelayLedger>
+    private let log: Logger
+    private let notifier: SystemdNotifier
+    private let project: String
+    /// The newest version the stream announced; the delivery loop reads it before each attempt.
+    private let announced = Mutex<Int64>(0)
+
+    init(
+        stream: RealtimeStream, targets: [any PingTarget], ledger: RelayLedger, project: String, log: Logger,
+        notifier: SystemdNotifier
+    ) {
+        self.stream = stream
+        self.targets = targets
+        self.ledger = Mutex(ledger)
+        self.project = project
+        self.log = log
+        self.notifier = notifier
+    }
+
+    /// Runs until the calling task is cancelled (SIGTERM), or the project turns realtime off.
+    func run() async {
+        let (wakeups, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        notifier.ready(status: statusLine("starting"))
+        log.notice("Relaying template versions of project \(project) to \(targets.map(\.name).joined(separator: ", "))")
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [self] in await deliver(wakeups) }
+            if let interval = notifier.watchdogInterval {
+                group.addTask { [notifier] in
+                    while !Task.isCancelled {
+                        notifier.watchdog()
+                        try? await Task.sleep(for: interval / 2)
+                    }
+                }
+            }
+            await follow { version in
+                let newer = self.announced.withLock { newest in
+                    defer { newest = max(newest, version) }
+                    return version > newest
+                }
+                if newer { wake.yield() }
+            }
+            wake.finish()
+            group.cancelAll()
+        }
+    }
+
+    /// The stream loop: connects with the lowest version any target has, so the server announces
+    /// the current one when a target is behind (after a restart, or a ping that never went out).
+    private func follow(_ announce: @escaping @Sendable (Int64) -> Void) async {
+        var failures = 0
+        while !Task.isCancelled {
+            let lastKnown = ledger.withLock { ledger in targets.map { ledger.version(for: $0.name) }.min() ?? 0 }
+            let opened = ContinuousClock.now
+            let outcome = await stream.connect(lastKnownVersion: lastKnown, etag: nil) { [log] event in
+                switch event {
+                case .opened: log.info("Realtime stream open")
+                case let .templatePublished(version): announce(version)
+                case let .unreadable(text): log.warning("Ignoring an unreadable realtime message: \(text)")
+                }
+            }
+            let wait: Duration
+            switch outcome {
+            case .disabled:
+                log.error("Realtime updates are disabled for project \(project) (featureDisabled); the relay stops")
+                return
+            case let .stopped(reason):
+                log.error("Failed to keep the realtime stream: \(reason); the relay stops")
+                return
+            case let .ended(retryInterval):
+                // A stream that stayed open a while is no failure; one that keeps ending at once is.
+                failures = ContinuousClock.now - opened < .seconds(30) ? failures + 1 : 0
+                wait = max(retryInterval ?? .zero, failures == 0 ? .seconds(1) : Self.backoff(failures))
+            case let .failed(reason, retryInterval):
+                failures += 1
+                wait = max(retryInterval ?? .zero, Self.backoff(failures))
+                log.warning("Failed to open the realtime stream: \(reason); retrying in \(DurationText.format(wait))")
+                notifier.status(statusLine("stream down: \(reason)"))
+            }
+            try? await Task.sleep(for: wait)
+        }
+    }
+
+    /// The delivery loop: on each wake-up, pings every target that is behind the newest version.
+    private func deliver(_ wakeups: AsyncStream<Void>) async {
+        for await _ in wakeups {
+            for target in targets {
+                var failures = 0
+                while !Task.isCancelled {
+                    let version = announced.withLock { $0 }
+                    guard version > ledger.withLock({ $0.version(for: target.name) }) else { break }
+                    do throws(RelayError) {
+                        try await target.ping(version: version)
+                        try ledger.withLock { ledger throws(RelayError) in try ledger.record(version, for: target.name)
+                        }
+                        log.notice("Relayed template version \(version) to \(target.name)")
+                        notifier.status(statusLine("relayed version \(version)"))
+                        break
+                    } catch {
+                        failures += 1
+                        let wait = Self.backoff(failures)
+                        log.warning(
+                            "Failed to relay template version \(version) to \(target.name): \(error); "
+                                + "retrying in \(DurationText.format(wait))")
+                        notifier.status(statusLine("\(target.name) failing: \(error)"))
+                        try? await Task.sleep(for: wait)
+                    }
+                }
+            }
+        }
+    }
+
+    private func statusLine(_ state: String) -> String { "Project \(project): \(state)" }
+
+    /// 1 s, 2 s, 4 s ... 5 min, each with up to a fifth more at random, so relays restarted together
+    /// do not retry in step.
+    static func backoff(_ failures: Int) -> Duration {
+        let base = Duration.seconds(min(1 << min(max(failures - 1, 0), 9), 300))
+        return base + .milliseconds(Int64.random(in: 0...(base.milliseconds / 5)))
+    }
+}

@@ -1,0 +1,156 @@
+@preconcurrency import Dispatch
+import Glibc
+import RCCore
+import RCFirebase
+import RCHTTP
+import RCService
+
+/// The MQTT half of the relay: the stale ping at QoS 1 to the `[Push] MQTT=` broker and
+/// `MQTTTopic=`, acknowledged by the broker. One connection per ping: pings are rare (one per
+/// publish) and a fresh connection survives a broker restart without reconnect logic.
+struct MQTTPingTarget: PingTarget {
+    let url: String
+    let topic: String
+    let caFile: String?
+    let username: String?
+    let passwordFile: String?
+
+    var name: String { "mqtt \(url) \(topic)" }
+
+    func ping(version: Int64) async throws(RelayError) {
+        let payload = StalePing.mqttPayload(templateVersion: String(version))
+        let result: Result<Void, RelayError> = await onThread { [self] in
+            var password: String?
+            if let passwordFile {
+                guard let bytes = try? FileBytes.read(passwordFile) ?? nil else {
+                    return .failure(RelayError("cannot read \(passwordFile)"))
+                }
+                password = String(String(decoding: bytes, as: UTF8.self).trimmingSpaces())
+            }
+            do {
+                try MQTTPublisher.publish(
+                    url: url, topic: topic, payload: payload, caFile: caFile, username: username, password: password)
+                return .success(())
+            } catch let error as MQTTPublisher.Failure {
+                return .failure(RelayError(error.description))
+            } catch {
+                return .failure(RelayError("\(error)"))
+            }
+        }
+        try result.get()
+    }
+}
+
+/// Runs `body` on a thread of its own: MQTT's calls block, which must never hold a cooperative-pool thread.
+func onThread<T: Sendable>(_ body: @escaping @Sendable () -> Result<T, RelayError>) async -> Result<T, RelayError> {
+    await withCheckedContinuation { continuation in
+        if !DetachedThread.start({ continuation.resume(returning: body()) }) {
+            continuation.resume(returning: .failure(RelayError("cannot start a thread")))
+        }
+    }
+}
+
+extension AdminTool {
+    static let relayUsage = """
+        Usage: rcadmin relay --config FILE
+
+        Follows the Firebase project's template version over the realtime stream and sends the stale
+        ping carrying each new version to the MQTT topic and/or the FCM topic. FILE uses agent.conf
+        syntax: [Source] Type=firebase, ProjectID=, APIKey=, AppID= (the project to follow);
+        [Push] MQTT=, MQTTTopic= (where to ping); [Relay] FCMTopic= (ping over FCM too, with the
+        service account of --service-account or GOOGLE_APPLICATION_CREDENTIALS); [Agent]
+        StateDirectory= (its installation and the last relayed version). Runs until SIGTERM.
+
+        """
+
+    static func relay(_ arguments: [String], environment: [String: String]) -> Int32 {
+        var configPath: String?
+        var index = 0
+        while index < arguments.count {
+            switch arguments[index] {
+            case "--help", "-h":
+                print(relayUsage, terminator: "")
+                return 0
+            case "--config":
+                guard index + 1 < arguments.count else { return usageError("option '--config' needs a value") }
+                configPath = arguments[index + 1]
+                index += 2
+            default:
+                return usageError("unknown option '\(arguments[index])' for relay")
+            }
+        }
+        guard let configPath else { return usageError("relay needs --config FILE") }
+        let log = Logger()
+        let config: AgentConfig
+        do { config = try AgentConfig.load(explicitPath: configPath, environment: environment) } catch {
+            return failure("\(error)")
+        }
+        for warning in config.warnings { log.warning("\(warning)") }
+        guard config.sourceType == .firebase, let project = config.projectId, let apiKey = config.apiKey,
+            let appId = config.appId
+        else {
+            return failure(
+                "\(configPath): the relay follows a Firebase project: [Source] Type=firebase with ProjectID=, APIKey= and AppID="
+            )
+        }
+        var targets: [any PingTarget] = []
+        if let url = config.mqtt {
+            targets.append(
+                MQTTPingTarget(
+                    url: url, topic: config.mqttTopic, caFile: config.mqttCAFile, username: config.mqttUsername,
+                    passwordFile: config.mqttPasswordFile))
+        }
+        if config.relayFCMTopic != nil {
+            return failure("\(configPath): [Relay] FCMTopic= is not supported by this build yet")
+        }
+        guard !targets.isEmpty else {
+            return failure("\(configPath): nowhere to ping: set [Push] MQTT= or [Relay] FCMTopic=")
+        }
+        if mkdir(config.stateDirectory, 0o700) != 0 && errno != EEXIST {
+            return failure("cannot create \(config.stateDirectory): \(SystemError("mkdir"))")
+        }
+        let ledger: RelayLedger
+        do { ledger = try RelayLedger(path: config.stateDirectory + "/relay.json") } catch {
+            return failure("\(error)")
+        }
+
+        let endpoints = FirebaseEndpoints(project: project, apiKey: apiKey, endpoint: config.endpoint)
+        var base = HTTPRequest(url: "")
+        base.caFile = config.caFile
+        base.maximumResponseSize = config.maxResponseSize
+        base.userAgent = "rcadmin/\(BuildInfo.version)"
+        let installations = InstallationClient(
+            endpoints: endpoints, appId: appId, installationId: DeviceID.generate(),
+            credentialsPath: config.stateDirectory + "/installation.json", base: base)
+        let relay = Relay(
+            stream: RealtimeStream(endpoints: endpoints, appId: appId, installations: installations, base: base),
+            targets: targets, ledger: ledger, project: project, log: log, notifier: SystemdNotifier())
+        runUntilSignalled(log: log) { await relay.run() }
+        return 0
+    }
+
+    /// Runs `body` in a task that SIGTERM or SIGINT cancels, and waits for it.
+    private static func runUntilSignalled(log: Logger, _ body: @escaping @Sendable () async -> Void) {
+        signal(SIGPIPE, SIG_IGN)
+        let done = DispatchSemaphore(value: 0)
+        let task = Task {
+            await body()
+            done.signal()
+        }
+        var sources: [DispatchSourceSignal] = []
+        for number in [SIGTERM, SIGINT] {
+            // Handled by the dispatch source only: the default action would end the process at once.
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                log.notice("Stopping (signal \(number))")
+                task.cancel()
+            }
+            source.resume()
+            sources.append(source)
+        }
+        done.wait()
+        SystemdNotifier().stopping()
+        withExtendedLifetime(sources) {}
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// `rcadmin relay` between the fake Firebase backend's realtime stream and a real mosquitto: one
+/// stale ping per published template version, across relay restarts and broker restarts.
+@Suite struct RelayTests {
+    /// A subscriber to the ping topic (mosquitto_sub, a persistent session: what the broker queued
+    /// while it was away arrives when it reconnects), its messages one per line in a file.
+    final class Subscriber {
+        let process = Process()
+        let output: String
+
+        init(_ broker: MosquittoBroker, in sandbox: Sandbox, topic: String = "PUSH_RC") throws {
+            output = sandbox.root.appendingPathComponent("pings").path
+            FileManager.default.createFile(atPath: output, contents: nil)
+            let session = [
+                "-h", "127.0.0.1", "-p", String(broker.port), "-t", topic, "-q", "1", "-c", "-i", "relay-test",
+            ]
+            // The session and its subscription first (-E: exit once the broker acknowledged it): from
+            // then on the broker keeps every ping for this client, whenever the reader below connects.
+            let subscribed = try runProcess("/usr/bin/mosquitto_sub", session + ["-E"])
+            guard subscribed.status == 0 else { throw DaemonError("mosquitto_sub -E: \(subscribed.stderr)") }
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
+            process.arguments = session
+            process.standardOutput = FileHandle(forWritingAtPath: output)
+            try process.run()
+        }
+
+        var pings: [String] {
+            ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
+
+        deinit {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    static func ping(_ version: Int) -> String { #"{"data":{"CONFIG_STATE":"STALE","templateVersion":"\#(version)"}}"# }
+
+    func relayConfig(_ sandbox: Sandbox, _ server: FirebaseServer, _ broker: MosquittoBroker) throws -> String {
+        let path = sandbox.root.appendingPathComponent("relay.conf").path
+        try """
+        [Source]
+        Type=firebase
+        ProjectId=demo-project
+        AppId=1:1234567890:linux:abcdef
+        APIKey=test-api-key
+        Endpoint=\(server.endpoint)
+        [Push]
+        MQTT=mqtt://127.0.0.1:\(broker.port)
+        [Agent]
+        StateDirectory=\(sandbox.root.path)/relay-state
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    func startRelay(_ sandbox: Sandbox, config: String) throws -> DaemonProcess {
+        let relay = try DaemonProcess(sandbox, arguments: ["relay", "--config", config], executable: "rcadmin")
+        try relay.waitUntilReady()
+        return relay
+    }
+
+    /// Publishes `version` and announces it on the open realtime streams, as Firebase does.
+    func publish(_ server: FirebaseServer, _ version: Int) throws {
+        try server.publish(version: version, entries: ["key_0": "v\(version)"])
+        try server.push(["latestTemplateVersionNumber": String(version)])
+    }
+
+    @Test func eachVersionIsPingedOnceAcrossRelayAndBrokerRestarts() throws {
+        let sandbox = try Sandbox()
+        let server = try FirebaseServer(in: sandbox)
+        let broker = try MosquittoBroker(in: sandbox, persistent: true)
+        let subscriber = try Subscriber(broker, in: sandbox)
+        let config = try relayConfig(sandbox, server, broker)
+        try server.publish(version: 1, entries: ["key_0": "v1"])
+
+        // First start: nothing relayed yet, so the current version is pinged once.
+        var relay = try startRelay(sandbox, config: config)
+        #expect(eventually { subscriber.pings == [Self.ping(1)] }, "\(subscriber.pings)\n\(relay.log)")
+        try publish(server, 2)
+        #expect(eventually { subscriber.pings == [Self.ping(1), Self.ping(2)] }, "\(subscriber.pings)\n\(relay.log)")
+
+        // A restart pings nothing again: the stream opens knowing version 2 (the ledger).
+        #expect(relay.stop() == 0, "\(relay.log)")
+        let streams = server.requests(api: "realtime").count
+        relay = try startRelay(sandbox, config: config)
+        #expect(eventually { server.requests(api: "realtime").count > streams }, "\(relay.log)")
+        #expect(
+            (server.requests(api: "realtime").last?["body"] as? [String: Any])?["lastKnownVersionNumber"] as? String
+                == "2")
+        try publish(server, 3)
+        #expect(eventually { subscriber.pings.count == 3 }, "\(subscriber.pings)\n\(relay.log)")
+
+        // The broker goes away: the ping for version 4 is retried until it is back, then sent once.
+        broker.stop()
+        try publish(server, 4)
+        #expect(eventually { relay.log.contains("Failed to relay template version 4") }, "\(relay.log)")
+        try broker.start()
+        #expect(eventually(30) { subscriber.pings.count == 4 }, "\(subscriber.pings)\n\(relay.log)")
+        #expect(subscriber.pings == (1...4).map(Self.ping), "\(subscriber.pings)")
+        #expect(relay.stop() == 0, "\(relay.log)")
+    }
+
+    @Test func aConfigWithoutAFirebaseProjectOrATargetIsRefused() throws {
+        let sandbox = try Sandbox()
+        let file = sandbox.root.appendingPathComponent("relay.conf").path
+        try "[Source]\nType=file\nPath=/dev/null\n[Push]\nMQTT=mqtt://127.0.0.1:1\n".write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let notFirebase = try sandbox.run("rcadmin", ["relay", "--config", file])
+        #expect(notFirebase.status == 1)
+        #expect(notFirebase.stderr.contains("[Source] Type=firebase"), "\(notFirebase.stderr)")
+
+        try "[Source]\nType=firebase\nProjectId=p\nAppId=a\nAPIKey=k\n".write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let nowhere = try sandbox.run("rcadmin", ["relay", "--config", file])
+        #expect(nowhere.status == 1)
+        #expect(nowhere.stderr.contains("nowhere to ping"), "\(nowhere.stderr)")
+        #expect(try sandbox.run("rcadmin", ["relay"]).status == 64)
+    }
+}
