@@ -1,7 +1,7 @@
 @preconcurrency import Dispatch
 import RCCore
-import RCService
 import RCMQTT
+import RCService
 import Synchronization
 
 /// The MQTT push channel: the Linux counterpart of the FCM `PUSH_RC` topic. It

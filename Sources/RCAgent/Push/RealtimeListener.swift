@@ -1,6 +1,6 @@
 import RCCore
-import RCService
 import RCFirebase
+import RCService
 
 /// The daemon's side of Firebase's realtime invalidation stream (the protocol is
 /// RCFirebase's ``RealtimeStream``): a `latestTemplateVersionNumber` above the current version

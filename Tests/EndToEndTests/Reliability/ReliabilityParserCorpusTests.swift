@@ -1,8 +1,8 @@
 import Foundation
 import RCAgent
 import RCCore
-import RCService
 import RCFuzzing
+import RCService
 import Testing
 
 extension Reliability {
