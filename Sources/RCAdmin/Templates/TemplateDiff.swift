@@ -91,7 +91,7 @@ public enum TemplateDiff {
             if a["defaultValue"] != b["defaultValue"] {
                 change(
                     key, "defaultValue", a["defaultValue"], b["defaultValue"],
-                    "default value \(defaultText(a["defaultValue"])) -> \(defaultText(b["defaultValue"]))")
+                    "default value \(transition(a["defaultValue"], b["defaultValue"]))")
             }
             let oldValues = a["conditionalValues"]?.objectMembers ?? []
             let newValues = b["conditionalValues"]?.objectMembers ?? []
@@ -104,7 +104,7 @@ public enum TemplateDiff {
                     switch (x, y) {
                     case (nil, let y?): "\(condition) added: \(TemplateValueText.parameterValue(y))"
                     case (let x?, nil): "\(condition) removed (was \(TemplateValueText.parameterValue(x)))"
-                    default: "\(condition): \(defaultText(x)) -> \(defaultText(y))"
+                    default: "\(condition): \(transition(x, y))"
                     }
                 change(key, "conditionalValues.\(name)", x, y, words)
             }
@@ -260,6 +260,19 @@ public enum TemplateDiff {
         return (a + b).filter { seen.insert($0).inserted }
     }
 
+    /// `old -> new` for two parameter values; when they only differ in JSON formatting (spaces,
+    /// member order) both sides would read the same, so the line says so.
+    private static func transition(_ old: JSONValue?, _ new: JSONValue?) -> String {
+        let (a, b) = (defaultText(old), defaultText(new))
+        guard a == b else { return "\(a) -> \(b)" }
+        if let x = old?["value"]?.stringValue, let y = new?["value"]?.stringValue,
+            let p = try? JSONValue.parse(x), let q = try? JSONValue.parse(y), p == q
+        {
+            return "\(a) -> \(b) (same JSON, formatted differently)"
+        }
+        return "\(a) -> \(b) (differs in the elided part)"
+    }
+
     private static func defaultText(_ value: JSONValue?) -> String {
         value.map(TemplateValueText.parameterValue) ?? "(none)"
     }
@@ -302,15 +315,45 @@ public enum TemplateValueText {
         return TextEscaping.terminal(TemplateText.elided(value.compactText))
     }
 
-    /// A static value: JSON objects and arrays re-serialized compactly (the console's line breaks
-    /// and spacing are not a change a reviewer needs to read), anything else as a quoted string.
+    /// A static value: JSON objects and arrays compacted (the console's line breaks and spacing are
+    /// not something a reviewer needs to read; member order is kept as written), anything else as a
+    /// quoted string.
     public static func staticValue(_ text: String) -> String {
-        if let first = text.utf8.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }),
+        if let first = text.utf8.first(where: { !isJSONSpace($0) }),
             first == UInt8(ascii: "{") || first == UInt8(ascii: "["),
-            let json = try? JSONValue.parse(text)
+            (try? JSONValue.parse(text)) != nil
         {
-            return TextEscaping.terminal(TemplateText.elided(json.compactText))
+            return TextEscaping.terminal(TemplateText.elided(compacted(text)))
         }
         return TemplateText.quoted(TemplateText.elided(text))
+    }
+
+    /// Valid JSON `text` without the white space between tokens. Not a re-serialization: the parser
+    /// sorts object members, and a reviewer should see them in the order the value has them.
+    static func compacted(_ text: String) -> String {
+        var out: [UInt8] = []
+        var inString = false
+        var escaped = false
+        for byte in text.utf8 {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+            } else if byte == UInt8(ascii: "\"") {
+                inString = true
+            } else if isJSONSpace(byte) {
+                continue
+            }
+            out.append(byte)
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func isJSONSpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
     }
 }
