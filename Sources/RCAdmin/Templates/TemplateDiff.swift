@@ -157,8 +157,8 @@ public enum TemplateDiff {
         let common = Set(beforeNames).intersection(afterNames)
         let oldRank = Dictionary(
             beforeNames.filter(common.contains).enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
-        let newRank = Dictionary(
-            afterNames.filter(common.contains).enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+        let commonAfter = afterNames.filter(common.contains)
+        let newRank = Dictionary(commonAfter.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
         for (position, name, condition) in after {
             guard let previous = before.first(where: { $0.name == name }) else {
                 change(
@@ -166,10 +166,15 @@ public enum TemplateDiff {
                     "added at priority \(position + 1), expression \(stringText(condition["expression"]))")
                 continue
             }
-            if oldRank[name] != newRank[name] {
+            if let rank = newRank[name], oldRank[name] != rank {
+                // Name the neighbour it now follows (or precedes): that is what decides which value wins.
+                let neighbour =
+                    rank > 0
+                    ? "now after \(TemplateText.quoted(commonAfter[rank - 1]))"
+                    : "now before \(TemplateText.quoted(commonAfter[1]))"
                 change(
                     name, "priority", .integer(Int64(previous.position + 1)), .integer(Int64(position + 1)),
-                    "priority \(previous.position + 1) -> \(position + 1)")
+                    "priority \(previous.position + 1) -> \(position + 1), \(neighbour)")
             }
             let a = previous.condition
             if a["expression"] != condition["expression"] {
