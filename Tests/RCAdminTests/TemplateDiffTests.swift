@@ -1,5 +1,6 @@
 import RCAdmin
 import RCCore
+import TestSupport
 import Testing
 
 /// `template diff`: what a publish changes, one line per change, in words.
@@ -198,5 +199,27 @@ import Testing
         #expect(added.count == 3 + 1 + 7)
         #expect(removed.count == added.count)
         #expect(removed.allSatisfy { $0.new == nil && $0.text.contains("removed") })
+    }
+}
+
+/// The diff between a published version and a file taken with `template get -o`.
+@Suite struct TemplateFileDiffTests {
+    @Test func aFileOfTheSameTemplateShowsNoDifferencesAndAnEditShowsOne() throws {
+        try TemporaryDirectory.with { dir in
+            let published = try TemplateFixtures.template()
+            let path = dir.file("t.json")
+            try TemplateFile.write(path: path, template: published, etag: "etag-42")
+            let (file, _) = try TemplateFile.read(path: path)
+            #expect(TemplateDiff.text(TemplateDiff.changes(from: published, to: file)) == "no differences\n")
+            // A reviewer's hand edit of the file, reindented by an editor.
+            var text = String(decoding: try dir.read("t.json"), as: UTF8.self)
+            text = text.replacingOccurrences(of: #""value": "Welcome!""#, with: #""value":   "Welcome back!""#)
+            _ = try dir.write("t.json", text)
+            let (edited, etag) = try TemplateFile.read(path: path)
+            #expect(etag == "etag-42")
+            #expect(
+                TemplateDiff.text(TemplateDiff.changes(from: published, to: edited))
+                    == #"parameter "welcome_message": default value "Welcome!" -> "Welcome back!""# + "\n")
+        }
     }
 }

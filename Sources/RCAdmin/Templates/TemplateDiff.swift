@@ -59,6 +59,8 @@ public enum TemplateDiff {
 
     // MARK: - Parameters
 
+    /// Parameters are matched by key wherever they live: keys are unique across a template, so a key
+    /// that left one group for another (or for the top level) is a move, not a removal and an addition.
     private static func parameterChanges(from old: JSONValue, to new: JSONValue) -> [TemplateChange] {
         let before = ParameterLookup.all(in: old)
         let after = ParameterLookup.all(in: new)
@@ -119,6 +121,7 @@ public enum TemplateDiff {
                     key, "description", a["description"], b["description"],
                     "description \(stringText(a["description"])) -> \(stringText(b["description"]))")
             }
+            // Members this tool does not know (fields Google adds later) are still compared, as JSON.
             let known: Set = ["defaultValue", "conditionalValues", "valueType", "description"]
             for field in otherFields(a, b, except: known) {
                 change(
@@ -126,6 +129,7 @@ public enum TemplateDiff {
                     "\(TextEscaping.terminal(field)) \(jsonText(a[field])) -> \(jsonText(b[field]))")
             }
         }
+        // Removals come after the additions and changes of the new template; the final sort orders by key.
         for (key, place, parameter) in before where !afterKeys.contains(key) {
             change(
                 key, nil, parameter, nil,
@@ -202,6 +206,8 @@ public enum TemplateDiff {
         return changes
     }
 
+    /// The named conditions with their 0-based positions; an unnamed or repeated one is skipped (the
+    /// server refuses such a template, and the file reader already names it).
     private static func conditions(in template: JSONValue) -> [(position: Int, name: String, condition: JSONValue)] {
         guard case let .array(items)? = template["conditions"] else { return [] }
         var seen = Set<String>()
@@ -282,6 +288,7 @@ public enum TemplateDiff {
         value.map(TemplateValueText.parameterValue) ?? "(none)"
     }
 
+    /// Free text (expressions, descriptions) quoted, so leading and trailing spaces are visible.
     private static func stringText(_ value: JSONValue?) -> String {
         guard let value else { return "(none)" }
         if case let .string(s) = value { return TemplateText.quoted(TemplateText.elided(s)) }
