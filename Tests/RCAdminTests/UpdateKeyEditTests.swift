@@ -98,7 +98,9 @@ import Testing
             result.summary
                 == #"updated "linux_required_update" in the top-level parameters: default value "#
                 + #"{"version":"1.2.0","download":"https://dl.example.com/rcagent_1.2.0.deb"} -> "#
-                + #"{"version":"1.4.0","download":"https://dl.example.com/rcagent_1.4.0.deb"}"#)
+                + #"{"version":"1.4.0","download":"https://dl.example.com/rcagent_1.4.0.deb"}; "#
+                + #"devices matching "beta_devices" keep their conditional value"#)
+        #expect(result.conditionalValues == ["beta_devices"])
     }
 
     @Test func groupedParameterIsEditedInItsGroupWithoutATopLevelDuplicate() throws {

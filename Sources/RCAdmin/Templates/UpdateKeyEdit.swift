@@ -106,7 +106,7 @@ public struct UpdateKeyEdit: Sendable, Equatable {
         let newDefault = JSONValue.object([("value", .string(valueText))])
         var result = UpdateKeyEditResult(
             template: template, key: key, place: place, outcome: .unchanged, previousDefault: nil,
-            replacedManagedValue: nil, valueText: valueText)
+            replacedManagedValue: nil, conditionalValues: [], valueText: valueText)
 
         if let index = parameters.firstIndex(where: { $0.key == key }) {
             guard var parameter = parameters[index].value.objectMembers else {
@@ -122,6 +122,7 @@ public struct UpdateKeyEdit: Sendable, Equatable {
             }
             let previous = parameters[index].value["defaultValue"]
             result.previousDefault = previous
+            result.conditionalValues = parameters[index].value["conditionalValues"]?.objectMembers?.map(\.key) ?? []
             if previous == newDefault { return result }
             result.outcome = .updated
             if let managed = previous?.objectMembers?.first(where: { $0.key != "value" }) {
@@ -210,6 +211,9 @@ public struct UpdateKeyEditResult: Sendable, Equatable {
     /// The kind of managed default the edit replaced with a static value (`useInAppDefault`,
     /// `rolloutValue`, `personalizationValue`, ...): the operator must hear that a rollout ended.
     public var replacedManagedValue: String?
+    /// The conditions with their own value for this parameter, kept as they were: devices matching
+    /// one of them keep getting that value instead of the new default.
+    public var conditionalValues: [String]
     public let valueText: String
 
     public var changed: Bool { outcome != .unchanged }
@@ -229,6 +233,12 @@ public struct UpdateKeyEditResult: Sendable, Equatable {
             if let managed = replacedManagedValue {
                 line += " (replaces the \(TextEscaping.terminal(managed)) default with a static value)"
             }
+            if !conditionalValues.isEmpty {
+                line +=
+                    "; devices matching "
+                    + conditionalValues.map(TemplateText.quoted).joined(separator: ", ")
+                    + " keep their conditional value"
+            }
             return line
         }
     }
@@ -236,7 +246,7 @@ public struct UpdateKeyEditResult: Sendable, Equatable {
     public static func == (a: UpdateKeyEditResult, b: UpdateKeyEditResult) -> Bool {
         a.template == b.template && a.key == b.key && a.place == b.place && a.outcome == b.outcome
             && a.previousDefault == b.previousDefault && a.replacedManagedValue == b.replacedManagedValue
-            && a.valueText == b.valueText
+            && a.conditionalValues == b.conditionalValues && a.valueText == b.valueText
     }
 }
 
