@@ -4,7 +4,8 @@
 // Layering (the dependency graph is also the startup budget):
 //   C* system libraries → RCCore (pure domain) → RCStore (SQLite state) → RCAgent (daemon) / RCClient (CLI)
 //   network modules, shared by the daemon and the operator tool, none of them knowing either:
-//     RCHTTP (libcurl) → RCFirebase (installations, fetch, realtime); RCMQTT (libmosquitto)
+//     RCHTTP (libcurl) → RCFirebase (installations, fetch, realtime), RCGoogle (service accounts, the Remote
+//     Config and FCM admin APIs); RCMQTT (libmosquitto)
 //   RCAgent → RCStore, RCTemplate, RCHTTP, RCFirebase, RCMQTT; RCAdmin (rcadmin) → RCMQTT, never RCAgent.
 // `rcagent` → RCClient → RCStore + RCCore must never reach libcurl, libmosquitto or full Foundation.
 import PackageDescription
@@ -30,6 +31,7 @@ let package = Package(
         .target(name: "RCHTTP", dependencies: ["RCCore", "CCurl"]),
         .target(name: "RCMQTT", dependencies: ["RCCore", "CMosquitto"]),
         .target(name: "RCFirebase", dependencies: ["RCCore", "RCHTTP"]),
+        .target(name: "RCGoogle", dependencies: ["RCCore", "RCHTTP", "CCrypto"]),
         .target(
             name: "RCAgent",
             dependencies: [
@@ -56,7 +58,9 @@ let package = Package(
         .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "TestSupport"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
         .testTarget(name: "RCAgentTests", dependencies: ["RCAgent", "RCStore", "RCCore", "TestSupport"]),
-        .testTarget(name: "RCNetworkTests", dependencies: ["RCHTTP", "RCFirebase", "RCMQTT", "RCCore", "TestSupport"]),
+        .testTarget(
+            name: "RCNetworkTests",
+            dependencies: ["RCHTTP", "RCFirebase", "RCGoogle", "RCMQTT", "RCCore", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["rcagent", "rcagentd", "rcadmin", "RCStore", "RCCore", "RCFuzzing", "TestSupport"]),
