@@ -42,7 +42,12 @@ public struct GoogleError: Error, CustomStringConvertible, Sendable {
     /// "error_description": "…"}`. A body that is neither is quoted instead; every piece of it is
     /// escaped and cut short (it goes to a terminal or a log).
     package init(response: HTTPResponse, call: String, note: String? = nil) {
-        let json = try? JSONValue.parse(response.body)
+        self.init(status: response.status, body: response.body, call: call, note: note)
+    }
+
+    /// ``init(response:call:note:)`` from the answer's status and body.
+    package init(status: Int, body: [UInt8], call: String, note: String? = nil) {
+        let json = try? JSONValue.parse(body)
         let envelope = json?["error"]
         var googleStatus = envelope?["status"]?.stringValue
         var message = envelope?["message"]?.stringValue
@@ -54,10 +59,10 @@ public struct GoogleError: Error, CustomStringConvertible, Sendable {
         if case let .array(details)? = envelope?["details"] {
             errorCode = details.lazy.compactMap { $0["errorCode"]?.stringValue }.first
         }
-        var text = message.map { TextEscaping.snippet($0) } ?? TextEscaping.snippet(response.body)
+        var text = message.map { TextEscaping.snippet($0) } ?? TextEscaping.snippet(body)
         if let note { text += text.isEmpty ? note : " (\(note))" }
         self.init(
-            call, text, status: response.status,
+            call, text, status: status,
             googleStatus: googleStatus.map { TextEscaping.snippet($0, maxBytes: 64) },
             errorCode: errorCode.map { TextEscaping.snippet($0, maxBytes: 64) })
     }
