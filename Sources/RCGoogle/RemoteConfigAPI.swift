@@ -22,8 +22,8 @@ public struct RemoteConfigAPI: Sendable {
     public let origin: String
 
     public static let defaultOrigin = "https://firebaseremoteconfig.googleapis.com"
-    /// The most versions one `listVersions` page may hold (the API's own limit).
-    static let maximumPageSize = 300
+    /// The most versions one `listVersions` page asks for (the API's own limit; tests page in smaller steps).
+    var pageSize = 300
 
     /// `endpoint`: a URL whose scheme, host and port replace Google's (`--endpoint`), or `nil`.
     public init(api: GoogleAPI, project: String, namespace: Namespace = .client, endpoint: String? = nil) {
@@ -98,7 +98,7 @@ public struct RemoteConfigAPI: Sendable {
         var pageToken: String?
         var seenTokens: Set<String> = []
         repeat {
-            let wanted = min(limit.map { $0 - versions.count } ?? Self.maximumPageSize, Self.maximumPageSize)
+            let wanted = min(limit.map { $0 - versions.count } ?? pageSize, pageSize)
             var url = templateURL + ":listVersions?pageSize=\(wanted)"
             if let pageToken { url += "&pageToken=\(TextEscaping.percentEncoded(pageToken))" }
             let (page, _) = try await api.json("GET", url, call: call)
@@ -129,10 +129,13 @@ public struct RemoteConfigAPI: Sendable {
     /// The answer's ETag: required, since the next publish depends on it. (Remote Config only sends it
     /// to a request that accepts gzip; every request here does.)
     static func etag(of response: HTTPResponse, call: String) throws(GoogleError) -> String {
-        guard let etag = response.header("etag"), !etag.isEmpty else {
-            throw GoogleError(call, "no ETag in the answer", status: response.status)
-        }
-        return etag
+        try etag(response.header("etag"), status: response.status, call: call)
+    }
+
+    /// The ETag header's value, required.
+    static func etag(_ value: String?, status: Int, call: String) throws(GoogleError) -> String {
+        guard let value, !value.isEmpty else { throw GoogleError(call, "no ETag in the answer", status: status) }
+        return value
     }
 
     /// `template` as a publish sends it: an object, `version` cut to `{description}`, no `etag` member.

@@ -16,7 +16,7 @@ struct TestServiceAccount {
     init(in directory: TemporaryDirectory, tokenURI: String = "https://oauth2.googleapis.com/token") throws {
         self.directory = directory
         keyPath = directory.file("key.pem")
-        publicKeyPath = directory.file("public.pem")
+        publicKeyPath = directory.file("service-account-public.pem")
         try Self.openssl(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", keyPath])
         try Self.openssl(["pkey", "-in", keyPath, "-pubout", "-out", publicKeyPath])
         let pem = String(decoding: try directory.read("key.pem"), as: UTF8.self)
