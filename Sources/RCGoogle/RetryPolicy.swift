@@ -69,7 +69,9 @@ public struct RetryPolicy: Sendable {
     }
 
     /// Transfer failures worth another attempt: no connection, a reset, a timeout. A name that does
-    /// not resolve, a TLS failure or an oversized answer will not change by waiting.
+    /// not resolve, a TLS failure or an oversized answer will not change by waiting. (A timed-out
+    /// FCM send may have been delivered and is sent again: Google's guidance for FCM is to retry,
+    /// and a stale ping twice costs a device one more fetch at most.)
     static let retryableKinds: Set<HTTPError.Kind> = [.connect, .timeout, .transport]
 
     /// Why no further attempt is made, or `nil` to wait `wait` and try again.
