@@ -4,10 +4,11 @@
 // Layering (the dependency graph is also the startup budget):
 //   C* system libraries → RCCore (pure domain) → RCStore (SQLite state) → RCAgent (daemon) / RCClient (CLI)
 //   network modules, shared by the daemon and the operator tool, none of them knowing either:
-//     RCHTTP (libcurl) → RCFirebase (installations, fetch, realtime); RCMQTT (libmosquitto)
+//     RCHTTP (libcurl) → RCFirebase (installations, fetch, realtime), RCGoogle (service accounts, the Remote
+//     Config and FCM admin APIs); RCMQTT (libmosquitto)
 //   RCService (journald log lines, sd_notify) for both long-running programs.
 //   RCAgent → RCStore, RCTemplate, RCHTTP, RCFirebase, RCMQTT, RCService;
-//   RCAdmin (rcadmin) → RCHTTP, RCFirebase, RCMQTT, RCService, never RCAgent.
+//   RCAdmin (rcadmin) → RCHTTP, RCFirebase, RCGoogle, RCMQTT, RCService, never RCAgent.
 // `rcagent` → RCClient → RCStore + RCCore must never reach libcurl, libmosquitto or full Foundation.
 import PackageDescription
 
@@ -34,6 +35,7 @@ let package = Package(
         .target(name: "RCFirebase", dependencies: ["RCCore", "RCHTTP"]),
         // What a long-running systemd service needs: journald-prefixed log lines and sd_notify.
         .target(name: "RCService", dependencies: ["RCCore", "CSystemd"]),
+        .target(name: "RCGoogle", dependencies: ["RCCore", "RCHTTP", "CCrypto"]),
         .target(
             name: "RCAgent",
             dependencies: [
@@ -41,7 +43,7 @@ let package = Package(
             ]),
         .target(name: "RCClient", dependencies: ["RCCore", "RCStore"]),
         .target(name: "RCTemplate", dependencies: ["RCCore", "CCrypto", "CPCRE2"]),
-        .target(name: "RCAdmin", dependencies: ["RCCore", "RCMQTT", "RCHTTP", "RCFirebase", "RCService"]),
+        .target(name: "RCAdmin", dependencies: ["RCCore", "RCMQTT", "RCHTTP", "RCFirebase", "RCGoogle", "RCService"]),
 
         .executableTarget(
             name: "rcagent", dependencies: ["RCClient"],
@@ -62,7 +64,9 @@ let package = Package(
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
         .testTarget(name: "RCAgentTests", dependencies: ["RCAgent", "RCStore", "RCCore", "RCService", "TestSupport"]),
         .testTarget(name: "RCAdminTests", dependencies: ["RCAdmin", "RCCore", "TestSupport"]),
-        .testTarget(name: "RCNetworkTests", dependencies: ["RCHTTP", "RCFirebase", "RCMQTT", "RCCore", "TestSupport"]),
+        .testTarget(
+            name: "RCNetworkTests",
+            dependencies: ["RCHTTP", "RCFirebase", "RCGoogle", "RCMQTT", "RCCore", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""A fake Firebase backend for rcagent's tests: Firebase Installations, the Remote Config fetch call
-and the realtime invalidation stream, all served by one real HTTP server process on loopback. The
-product only ever sees the documented protocol (docs: shared reference firebase-client-protocol.md
-§1-§3); tests script it through files.
+"""A fake Firebase backend for rcagent's tests, one real HTTP server process on loopback. Device
+side: the protocol Google's client SDKs speak (Firebase Installations: create an installation and
+generate its auth tokens; the Remote Config fetch call; the Remote Config realtime invalidation
+stream). Admin side (google_admin.py): the OAuth 2.0 token endpoint for service accounts, the Remote
+Config REST API v1 and FCM HTTP v1 send. The product only ever sees these protocols as Google
+documents them; tests script the server through files.
 
   firebase_server.py DIR
 
@@ -13,7 +15,13 @@ APIs (paths as Google documents them; only scheme, host and port differ):
   POST /v1/projects/{p}/installations/{fid}/authTokens:generate        api "token"
   POST /v1/projects/{p}/namespaces/firebase:fetch?key=K                api "fetch"
   POST /v1/projects/{p}/namespaces/firebase:streamFetchInvalidations?key=K   api "realtime"
-Anything else is api "unknown" and gets 404.
+  POST /token                                                          api "oauth-token"
+  GET  /v1/projects/{p}[/namespaces/{ns}]/remoteConfig                 api "rc-get"
+  PUT  /v1/projects/{p}[/namespaces/{ns}]/remoteConfig                 api "rc-put"
+  GET  /v1/projects/{p}[/namespaces/{ns}]/remoteConfig:listVersions    api "rc-versions"
+  POST /v1/projects/{p}[/namespaces/{ns}]/remoteConfig:rollback        api "rc-rollback"
+  POST /v1/projects/{p}/messages:send                                  api "fcm-send"
+Anything else is api "unknown" and gets 404. The admin APIs are described at the end.
 
 Every header and body field the client must send is checked. A missing or wrong one gets
   400 {"error": {"code": 400, "message": "<what is missing/wrong>", "status": "INVALID_ARGUMENT"}}
@@ -68,10 +76,100 @@ DIR/requests.log: one JSON line per request, appended before the answer is sent:
    statuses), "time": unix seconds, and for accepted streams "stream": id}
 DIR/streams.log: {"stream": id, "event": "end", "reason": "client closed"|"dropped"|"closed",
    "time": t} when a realtime stream ends.
+
+Admin APIs. Files the test writes: DIR/service-account.json (Google's key file: project_id,
+private_key_id, client_email, token_uri = "http://127.0.0.1:PORT/token", ...) and
+DIR/service-account-public.pem (the public half of its private_key, PEM "PUBLIC KEY").
+
+  oauth-token: form-encoded grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer and assertion=JWT.
+    The JWT must be three base64url parts without padding ('=', '+', '/' are refused), header alg
+    RS256 (typ JWT and kid = private_key_id when present), an RS256 signature the public key
+    verifies, iss = client_email, aud = token_uri, sub absent or = iss, integer iat and exp with
+    0 < exp - iat <= 3600, iat at most 60 s in the future, exp not past, and a scope claim of
+    space-separated scope URLs holding the Remote Config, FCM or cloud-platform scope. Errors are
+    the token endpoint's: 400 {"error": "invalid_request" | "unsupported_grant_type" |
+    "invalid_grant" | "invalid_scope", "error_description": "..."}. Answer: {"access_token":
+    "ya29....", "expires_in": N, "token_type": "Bearer"}; the server keeps each token's expiry and
+    scopes in memory.
+  Every other admin call needs "Authorization: Bearer <token>": 401 UNAUTHENTICATED when missing,
+    unknown or expired, 403 PERMISSION_DENIED without the API's scope (Remote Config:
+    firebase.remoteconfig or cloud-platform; FCM: firebase.messaging or cloud-platform) or for a
+    project that is neither the key file's project_id nor mode "project"/"projectNumber". Errors
+    use Google's envelope {"error": {"code", "message", "status"[, "details"]}}; an unknown query
+    parameter is 400, as Google's request binding answers it.
+  Remote Config, namespaces "firebase" (the client template, also the un-namespaced path) and
+    "firebase-server". Answers are gzip-compressed (Content-Encoding: gzip) when the request has
+    Accept-Encoding: gzip, and the ETag header ("etag-<project>-<version>") is sent ONLY then, as
+    Google does. rc-get: optional versionNumber (404 for one not kept). rc-put: If-Match required
+    (the current ETag, quoted or not, or "*" to force); a stale one is 409 ABORTED, or 412
+    FAILED_PRECONDITION with mode "staleEtagStatus": 412; validateOnly=true (or validate_only)
+    validates, writes nothing and answers ETag "<current ETag>-0". The template is validated as
+    the REST reference describes it ("[VALIDATION_ERROR]: ..." 400s): only conditions,
+    parameters, parameterGroups, version; conditions an array of {name, expression, tagColor?}
+    with unique non-empty names; parameter keys [A-Za-z_][A-Za-z0-9_]* unique across the top level
+    and all groups; values exactly one of {value: string}, {useInAppDefault: true}, rolloutValue,
+    personalizationValue, and a static value must read as its valueType (STRING, BOOLEAN: true or
+    false, NUMBER, JSON); conditionalValues only name defined conditions; version carries at most
+    a description (<= 1024 characters). The server sets versionNumber, updateTime, updateUser
+    {email: client_email}, updateOrigin REST_API, updateType INCREMENTAL_UPDATE (or FORCED_UPDATE
+    for "*", ROLLBACK with rollbackSource). rc-versions: pageSize 1-300, pageToken,
+    endVersionNumber, startTime, endTime; newest first, {versions, nextPageToken}. rc-rollback:
+    {"versionNumber": "N"}, N kept and below the current version (404 otherwise), published as a
+    new version. The newest 300 versions are kept.
+  The device side follows the client template: once one is seeded or published, fetch serves its
+    parameters' static default values (top level and groups) as entries, with templateVersion and
+    ETag "etag-<version>" from it, instead of mode "template"; useInAppDefault and managed values
+    are left out and conditional values are NOT evaluated (the fake has no device context to
+    evaluate conditions in). Each publish or rollback appends {"latestTemplateVersionNumber": "N"}
+    to DIR/realtime.jsonl, so every open stream announces it, and new streams compare against it.
+  fcm-send: {"validate_only"?: bool, "message": Message}, validated as the FCM v1 reference says:
+    exactly one of token, topic (bare name matching [a-zA-Z0-9-_.~%]+, no /topics/ prefix),
+    condition (1-5 'name' in topics); data a map of strings without reserved keys (from,
+    message_type, anything starting with google or gcm); data keys + values plus notification
+    fields at most 2048 bytes for topic and condition messages, 4096 for token messages; known
+    fields only at the top of the message. Errors: 400 INVALID_ARGUMENT with details
+    [{"@type": "...FcmError", "errorCode": "INVALID_ARGUMENT"}, a BadRequest fieldViolation].
+    Answer {"name": "projects/{p}/messages/<id>"} ("fake_message_id" for validate_only). A
+    data-only message without apns-priority "5" is accepted (as FCM does) with a note.
+
+Admin mode keys (DIR/mode.json, re-read on every request):
+  "adminTemplate": {template}      the client template the state starts from (version 1, or the
+  "adminServerTemplate": {...}     seed's version.versionNumber); read once, when DIR/admin-state.json
+                                   is created. Without seeds the templates start empty at version 0
+                                   (ETag "etag-<project>-0") and the first publish is version 1.
+  "accessTokenExpiresIn": N        expires_in of new access tokens (default 3600)
+  "expireAccessTokens": V          each time V changes to a new value (true, a counter, ...), every
+                                   access token issued so far expires (its calls get 401)
+  "staleEtagStatus": 409 | 412     the answer to a stale If-Match (default 409 ABORTED)
+  "publishBeforeNextPut": {template}
+                                   someone else publishes this template (updateOrigin CONSOLE) just
+                                   before the next rc-put is checked (validate-only or not), so that
+                                   PUT's If-Match is stale; once per distinct value
+  "adminFailures": [{"api": "token"|"rc-get"|"rc-put"|"versions"|"rollback"|"fcm" (or the log's
+                     names), "status": 429|500|503|401|..., "retryAfter": "1" or an HTTP date,
+                     "times": N (default 1), "message"?, "errorCode"? (FCM)}]
+                                   the next N calls to that API answer the status (with Retry-After
+                                   when given) before any other check; entries for the same API are
+                                   used in list order. Counts live in the server's memory; writing a
+                                   different list starts afresh. The token endpoint answers these in
+                                   its own format (internal_failure, rate_limit_exceeded,
+                                   invalid_client), FCM with an FcmError detail (QUOTA_EXCEEDED,
+                                   INTERNAL, UNAVAILABLE).
+  "fcmUnregisteredTokens": [...]   token messages to these answer 404 with errorCode UNREGISTERED
+
+Admin files the server writes:
+  DIR/admin-state.json  {"firebase"|"firebase-server": {"current": N, "versions": [{"template":
+                        {conditions?, parameters?, parameterGroups?}, "version": {...}}]}}
+                        (replaced atomically; tests read it, never write it)
+  DIR/fcm.log           one JSON line per message sent (not validate_only): {"name", "project",
+                        "message", "notes": [...], "time"}
+  DIR/requests.log      as above; oauth-token records carry the form's text as "body" and its
+                        fields as "form"; injected failures are logged with "problem": null.
 """
 import gzip, http.server, json, os, re, secrets, select, socket, sys, threading, time
 
 from fixture_http import QuietHandler, append_json_line
+from google_admin import Admin, AdminError
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 directory = sys.argv[1]
@@ -115,6 +213,18 @@ def read_mode():
 
 def append_line(name, record):
     append_json_line(path_in_dir(name), record)
+
+
+admin = Admin(directory, lambda name, record: append_line(name, record))
+
+
+def device_template(m):
+    """The template devices see: the client template published through the admin API when there
+    is one, else the mode's "template"."""
+    try:
+        return admin.client_template(m) or m.get("template")
+    except AdminError as error:
+        raise Reject(500, error.message, forced=True)
 
 
 def realtime_size():
@@ -384,7 +494,7 @@ class Handler(QuietHandler):
         self.check_app_id(m, body["appId"], installation)
         retry_after = m.get("retryAfter")
         forced(m, "fetchStatus", "fetch", {"Retry-After": str(retry_after)} if retry_after is not None else None)
-        template = m.get("template")
+        template = device_template(m)
         state = m.get("fetchState")
         if state == "NO_TEMPLATE" or (state is None and template is None):
             return 200, {"state": "NO_TEMPLATE"}, {}
@@ -442,6 +552,10 @@ class Handler(QuietHandler):
         path = unquote(split.path)
         query = dict(parse_qsl(split.query, keep_blank_values=True))
         api, match = "unknown", None
+        admin_route = admin.route(method, path)
+        if admin_route is not None:
+            self.serve_admin(method, query, raw, *admin_route)
+            return
         if method == "POST":
             for name, pattern in ROUTES:
                 match = pattern.match(path)
@@ -498,6 +612,62 @@ class Handler(QuietHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def serve_admin(self, method, query, raw, api, match):
+        """One request to Google's admin APIs (google_admin.py): logged like the others, answered
+        gzip-compressed (with the template's ETag, where there is one) when the client accepts gzip."""
+        problem, logged, body = None, None, None
+        extra_headers, with_etag = {}, False
+        try:
+            if self.headers.get("Content-Encoding", "").lower() == "gzip":
+                raw = gzip.decompress(raw)
+            text = raw.decode("utf-8")
+        except (OSError, EOFError, UnicodeDecodeError) as error:
+            text, problem = raw.decode("latin-1"), "the body is not (gzip of) UTF-8: %s" % error
+        if api == "oauth-token":
+            # Form-encoded: logged as the text sent, and parsed (strictly) for the handler.
+            logged = text or None
+            try:
+                body = dict(parse_qsl(text, keep_blank_values=True, strict_parsing=True)) if text else {}
+            except ValueError:
+                body = {}
+        elif text:
+            try:
+                body = logged = json.loads(text)
+            except ValueError as error:
+                logged, problem = text, problem or "Invalid JSON payload received: %s" % error
+        try:
+            m = read_mode()
+            if problem:
+                raise AdminError(400, problem, oauth="invalid_request" if api == "oauth-token" else None)
+            status, answer, extra_headers, with_etag = admin.handle(api, match, m, query, self.headers, body)
+        except Reject as reject:  # mode.json unreadable
+            status, problem = reject.status, reject.message
+            answer = {"error": {"code": status, "message": reject.message, "status": "INTERNAL"}}
+        except AdminError as error:
+            status, extra_headers, answer = error.status, error.headers, error.body()
+            problem = None if error.forced else error.message
+        record = {"api": api, "method": method, "path": self.path, "query": query,
+                  "headers": {name.lower(): value for name, value in self.headers.items()},
+                  "body": logged, "status": status, "problem": problem, "time": time.time()}
+        if api == "oauth-token" and isinstance(body, dict):
+            record["form"] = body
+        append_line("requests.log", record)
+        data = json.dumps(answer).encode()
+        gzip_ok = any(part.split(";")[0].strip().lower() == "gzip" and "q=0" not in part.replace(" ", "")
+                      for part in self.headers.get("Accept-Encoding", "").split(","))
+        if not (with_etag and gzip_ok):
+            extra_headers = {k: v for k, v in extra_headers.items() if k != "ETag"}  # as Google: ETag only with gzip
+        self.send_response(status)
+        for name, value in extra_headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Type", "application/json; charset=UTF-8")
+        if gzip_ok:
+            data = gzip.compress(data)
+            self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def stream(self, stream, offset, m, body):
         self.send_response(200)
         self.send_header("Content-Type", "application/json; charset=UTF-8")
@@ -506,7 +676,7 @@ class Handler(QuietHandler):
         self.close_connection = True
         reason = "client closed"
         try:
-            template = m.get("template")
+            template = device_template(m)
             current = int(template.get("version", 0)) if isinstance(template, dict) else 0
             if current > int(body["lastKnownVersionNumber"]):
                 self.chunk(json.dumps({"latestTemplateVersionNumber": str(current)}).encode() + b"\n")
