@@ -429,10 +429,10 @@ import Testing
         #expect(try admin.exchange(try admin.jwt()).status == 200)
 
         try admin.server.expireAccessTokens()
+        let fresh = try admin.token()
         let expired = try admin.get(token)
         #expect(expired.status == 401 && expired.message.contains("expired"))
-        let fresh = try admin.token()
-        #expect(try admin.get(fresh).status == 200, "tokens issued afterwards work")
+        #expect(try admin.get(fresh).status == 200, "a token issued after the test asked works")
 
         // Someone publishes between this client's GET and PUT: the PUT's ETag is stale.
         let read = try admin.get(fresh)
@@ -446,6 +446,33 @@ import Testing
         #expect(admin.server.adminVersions().first?["updateOrigin"] as? String == "CONSOLE")
         let again = try admin.get(fresh)
         #expect(try admin.put(fresh, Self.template("mine"), ifMatch: try #require(again.headers["etag"])).status == 200)
+    }
+
+    @Test func aSeededTemplateIsVersionOneOnBothSides() throws {
+        let (_, admin) = try makeAdmin()
+        try admin.server.setMode([
+            "apiKey": FirebaseServerTests.apiKey, "project": Self.project, "appId": FirebaseServerTests.appId,
+            "adminTemplate": Self.template("seeded"),
+            "template": ["version": 9, "entries": ["greeting": "from the mode"]],
+        ])
+        let device = FirebaseServerTests()
+        let (_, authToken) = try device.install(admin.server)
+        let fetched = try device.fetch(
+            admin.server, headers: FirebaseServerTests.fetchHeaders(token: authToken),
+            body: FirebaseServerTests.fetchBody(token: authToken))
+        #expect(fetched.json?["templateVersion"] as? String == "1", "the admin template wins over the mode's")
+        #expect(fetched.json?["entries"] as? [String: String] == ["greeting": "seeded", "count": "3"])
+
+        let token = try admin.token()
+        let read = try admin.get(token)
+        #expect(read.headers["etag"] == "etag-rc-test-1")
+        #expect((read.json?["version"] as? [String: Any])?["updateOrigin"] as? String == "CONSOLE")
+        #expect(admin.server.adminTemplate()?.version == 1)
+
+        try admin.server.setAdminFailures([["api": "rc-gte", "status": 503]])
+        let misspelt = try admin.get(token)
+        #expect(
+            misspelt.status == 500 && misspelt.message.contains("adminFailures[0]"), "a typo does not pass silently")
     }
 
     @Test func aRESTPublishReachesTheDevicesFetchAndRealtimeStream() throws {

@@ -99,7 +99,7 @@ DIR/service-account-public.pem (the public half of its private_key, PEM "PUBLIC 
     parameter is 400, as Google's request binding answers it.
   Remote Config, namespaces "firebase" (the client template, also the un-namespaced path) and
     "firebase-server". Answers are gzip-compressed (Content-Encoding: gzip) when the request has
-    Accept-Encoding: gzip, and the ETag header ("etag-<project>-<version>") is sent ONLY then, as
+    Accept-Encoding: gzip (without q=0), and the ETag header ("etag-<project>-<version>") is sent ONLY then, as
     Google does. rc-get: optional versionNumber (404 for one not kept). rc-put: If-Match required
     (the current ETag, quoted or not, or "*" to force); a stale one is 409 ABORTED, or 412
     FAILED_PRECONDITION with mode "staleEtagStatus": 412; validateOnly=true (or validate_only)
@@ -139,7 +139,9 @@ Admin mode keys (DIR/mode.json, re-read on every request):
                                    (ETag "etag-<project>-0") and the first publish is version 1.
   "accessTokenExpiresIn": N        expires_in of new access tokens (default 3600)
   "expireAccessTokens": V          each time V changes to a new value (true, a counter, ...), every
-                                   access token issued so far expires (its calls get 401)
+                                   access token issued so far expires (its calls get 401); noticed
+                                   first thing at the next admin request of any API, so a token
+                                   issued after the change is valid
   "staleEtagStatus": 409 | 412     the answer to a stale If-Match (default 409 ABORTED)
   "publishBeforeNextPut": {template}
                                    someone else publishes this template (updateOrigin CONSOLE) just
@@ -151,7 +153,8 @@ Admin mode keys (DIR/mode.json, re-read on every request):
                                    the next N calls to that API answer the status (with Retry-After
                                    when given) before any other check; entries for the same API are
                                    used in list order. Counts live in the server's memory; writing a
-                                   different list starts afresh. The token endpoint answers these in
+                                   different list starts afresh. An entry with an unknown api or no
+                                   status makes every admin call answer 500 naming it. The token endpoint answers these in
                                    its own format (internal_failure, rate_limit_exceeded,
                                    invalid_client), FCM with an FcmError detail (QUOTA_EXCEEDED,
                                    INTERNAL, UNAVAILABLE).
@@ -225,6 +228,22 @@ def device_template(m):
         return admin.client_template(m) or m.get("template")
     except AdminError as error:
         raise Reject(500, error.message, forced=True)
+
+
+def accepts_gzip(accept_encoding):
+    """Whether an Accept-Encoding header value accepts gzip (listed, with no q=0)."""
+    for part in accept_encoding.split(","):
+        coding, *parameters = [item.strip().lower() for item in part.split(";")]
+        if coding == "gzip":
+            for parameter in parameters:
+                name, _, value = parameter.partition("=")
+                if name.strip() == "q":
+                    try:
+                        return float(value) > 0
+                    except ValueError:
+                        return False
+            return True
+    return False
 
 
 def realtime_size():
@@ -653,8 +672,7 @@ class Handler(QuietHandler):
             record["form"] = body
         append_line("requests.log", record)
         data = json.dumps(answer).encode()
-        gzip_ok = any(part.split(";")[0].strip().lower() == "gzip" and "q=0" not in part.replace(" ", "")
-                      for part in self.headers.get("Accept-Encoding", "").split(","))
+        gzip_ok = accepts_gzip(self.headers.get("Accept-Encoding", ""))
         if not (with_etag and gzip_ok):
             extra_headers = {k: v for k, v in extra_headers.items() if k != "ETag"}  # as Google: ETag only with gzip
         self.send_response(status)

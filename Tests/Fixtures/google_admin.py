@@ -480,6 +480,12 @@ class Admin:
     def injected_failure(self, m, api):
         """The next "adminFailures" entry for `api` that still has times left, consumed."""
         failures = m.get("adminFailures") or []
+        known = set().union(*FAILURE_NAMES.values())
+        for index, failure in enumerate(failures):
+            # A misspelt entry would never fire, and a test relying on it would pass for nothing.
+            if not isinstance(failure, dict) or failure.get("api") not in known or "status" not in failure:
+                raise AdminError(500, "mode.json adminFailures[%d] must be {\"api\": one of %s, \"status\": N, ...}, "
+                                 "got %s" % (index, ", ".join(sorted(known)), json.dumps(failure)))
         text = json.dumps(failures, sort_keys=True)
         with self.lock:
             if text != self.failures_list:  # a new list starts afresh
@@ -507,14 +513,19 @@ class Admin:
             headers["WWW-Authenticate"] = 'Bearer realm="https://accounts.google.com/", error="invalid_token"'
         return AdminError(status, message, details=details, headers=headers, forced=True)
 
-    def bearer(self, m, headers, scopes):
-        """The request's access token: 401 when missing, unknown or expired, 403 without one of `scopes`."""
+    def expire_tokens_when_asked(self, m):
+        """Acts on a new "expireAccessTokens" value: every token issued so far is past its expiry.
+        Run first on every admin request (the token endpoint's too), so a token issued after the
+        test asked stays valid."""
         with self.lock:
             marker = m.get("expireAccessTokens")
             if marker not in (None, False) and marker != self.expired_marker:
                 self.expired_marker = marker
-                for info in self.tokens.values():  # every token issued so far is past its expiry
+                for info in self.tokens.values():
                     info["expires"] = min(info["expires"], time.time() - 1)
+
+    def bearer(self, m, headers, scopes):
+        """The request's access token: 401 when missing, unknown or expired, 403 without one of `scopes`."""
         challenge = {"WWW-Authenticate": 'Bearer realm="https://accounts.google.com/"'}
         values = headers.get_all("Authorization") or []
         if not values:
@@ -570,6 +581,7 @@ class Admin:
     def handle(self, api, match, m, query, headers, body):
         """Answers one request: (status, JSON answer, extra headers, whether the answer carries the
         template's ETag). Raises AdminError for error answers."""
+        self.expire_tokens_when_asked(m)
         failure = self.injected_failure(m, api)
         if failure:
             raise failure
