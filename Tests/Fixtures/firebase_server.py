@@ -2,8 +2,9 @@
 """A fake Firebase backend for rcagent's tests, one real HTTP server process on loopback. Device
 side: the protocol Google's client SDKs speak (Firebase Installations: create an installation and
 generate its auth tokens; the Remote Config fetch call; the Remote Config realtime invalidation
-stream). Admin side (google_admin.py): the OAuth 2.0 token endpoint for service accounts, the Remote
-Config REST API v1 and FCM HTTP v1 send. The product only ever sees these protocols as Google
+stream). Admin side (google_admin.py, with google_oauth.py, rc_template.py, fcm_message.py and
+google_errors.py): the OAuth 2.0 token endpoint for service accounts, the Remote Config REST API v1
+and FCM HTTP v1 send. The product only ever sees these protocols as Google
 documents them; tests script the server through files.
 
   firebase_server.py DIR
@@ -100,7 +101,8 @@ DIR/service-account-public.pem (the public half of its private_key, PEM "PUBLIC 
   Remote Config, namespaces "firebase" (the client template, also the un-namespaced path) and
     "firebase-server". Answers are gzip-compressed (Content-Encoding: gzip) when the request has
     Accept-Encoding: gzip (without q=0), and the ETag header ("etag-<project>-<version>") is sent ONLY then, as
-    Google does. rc-get: optional versionNumber (404 for one not kept). rc-put: If-Match required
+    Google does. rc-get: optional versionNumber (404 for one not kept; the
+    answer's ETag is then that version's, so publishing over it is stale). rc-put: If-Match required
     (the current ETag, quoted or not, or "*" to force); a stale one is 409 ABORTED, or 412
     FAILED_PRECONDITION with mode "staleEtagStatus": 412; validateOnly=true (or validate_only)
     validates, writes nothing and answers ETag "<current ETag>-0". The template is validated as
@@ -169,7 +171,7 @@ Admin files the server writes:
   DIR/requests.log      as above; oauth-token records carry the form's text as "body" and its
                         fields as "form"; injected failures are logged with "problem": null.
 """
-import gzip, http.server, json, os, re, secrets, select, socket, sys, threading, time
+import gzip, http.server, json, os, re, secrets, select, socket, sys, threading, time, traceback
 
 from fixture_http import QuietHandler, append_json_line
 from google_admin import Admin, AdminError
@@ -665,6 +667,9 @@ class Handler(QuietHandler):
         except AdminError as error:
             status, extra_headers, answer = error.status, error.headers, error.body()
             problem = None if error.forced else error.message
+        except Exception as error:  # a bug in the fake: a 500 that names it beats a dropped connection
+            status, problem = 500, "the fake failed: %s" % traceback.format_exc()
+            answer = {"error": {"code": 500, "message": "the fake failed: %r" % error, "status": "INTERNAL"}}
         record = {"api": api, "method": method, "path": self.path, "query": query,
                   "headers": {name.lower(): value for name, value in self.headers.items()},
                   "body": logged, "status": status, "problem": problem, "time": time.time()}
