@@ -163,6 +163,9 @@ import Testing
                 body: FirebaseServerTests.json(body))
         }
 
+        /// updateOrigin of every kept version of the client template, oldest first.
+        var adminVersionOrigins: [String] { server.adminVersions().compactMap { $0["updateOrigin"] as? String } }
+
         func send(_ token: String, _ message: [String: Any], validateOnly: Bool = false) throws -> Response {
             var body: [String: Any] = ["message": message]
             if validateOnly { body["validate_only"] = true }
@@ -446,6 +449,13 @@ import Testing
         #expect(admin.server.adminVersions().first?["updateOrigin"] as? String == "CONSOLE")
         let again = try admin.get(fresh)
         #expect(try admin.put(fresh, Self.template("mine"), ifMatch: try #require(again.headers["etag"])).status == 200)
+        #expect(admin.server.adminTemplate()?.version == 2)
+
+        // The same concurrent change again: it happens again, once.
+        try admin.server.publishBeforeNextPut(["parameters": ["other": ["defaultValue": ["value": "theirs"]]]])
+        #expect(try admin.put(fresh, Self.template("mine"), ifMatch: "etag-rc-test-2").status == 409)
+        #expect(try admin.put(fresh, Self.template("mine"), ifMatch: "etag-rc-test-3").status == 200)
+        #expect(admin.adminVersionOrigins == ["CONSOLE", "REST_API", "CONSOLE", "REST_API"])
     }
 
     @Test func aSeededTemplateIsVersionOneOnBothSides() throws {

@@ -261,8 +261,12 @@ extension FirebaseServer {
     /// Every access token issued so far expires now (their next calls get 401).
     func expireAccessTokens() throws { try updateMode(["expireAccessTokens": UUID().uuidString]) }
 
-    /// Someone else publishes `template` just before the next Remote Config PUT is checked.
-    func publishBeforeNextPut(_ template: [String: Any]) throws {
-        try updateMode(["publishBeforeNextPut": template])
+    /// Someone else publishes `template` (into `namespace`, or the PUT's) just before the next
+    /// Remote Config PUT is checked, so that PUT's If-Match is stale. Each call publishes once,
+    /// even with the same template as the last call.
+    func publishBeforeNextPut(_ template: [String: Any], namespace: String? = nil) throws {
+        var value: [String: Any] = ["template": template, "id": UUID().uuidString]
+        if let namespace { value["namespace"] = namespace }
+        try updateMode(["publishBeforeNextPut": value])
     }
 }

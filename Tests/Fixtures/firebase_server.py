@@ -145,10 +145,11 @@ Admin mode keys (DIR/mode.json, re-read on every request):
                                    first thing at the next admin request of any API, so a token
                                    issued after the change is valid
   "staleEtagStatus": 409 | 412     the answer to a stale If-Match (default 409 ABORTED)
-  "publishBeforeNextPut": {template}
+  "publishBeforeNextPut": {template} or {"template": {...}, "namespace"?: ns, "id"?: any}
                                    someone else publishes this template (updateOrigin CONSOLE) just
-                                   before the next rc-put is checked (validate-only or not), so that
-                                   PUT's If-Match is stale; once per distinct value
+                                   before the next rc-put is checked (validate-only or not), into
+                                   that PUT's namespace unless one is given, so that PUT's If-Match
+                                   is stale; once per distinct value (a new id repeats a template)
   "adminFailures": [{"api": "token"|"rc-get"|"rc-put"|"versions"|"rollback"|"fcm" (or the log's
                      names), "status": 429|500|503|401|..., "retryAfter": "1" or an HTTP date,
                      "times": N (default 1), "message"?, "errorCode"? (FCM)}]

@@ -368,17 +368,23 @@ class Admin:
             other = m.get("publishBeforeNextPut")
             other_text = json.dumps(other, sort_keys=True)
             if other is not None and other_text != self.applied_publish:
-                # Someone else publishes between the client's read and this write.
+                # Someone else publishes between the client's read and this write. The value is a
+                # template, or {"template", "namespace"?, "id"?} (an id lets a test repeat a template).
                 self.applied_publish = other_text
+                wrapped = isinstance(other, dict) and "template" in other
+                other_namespace = other.get("namespace", namespace) if wrapped else namespace
                 try:
-                    stored, description = check_template(other, "mode.json publishBeforeNextPut")
+                    if other_namespace not in ("firebase", "firebase-server"):
+                        raise invalid("namespace %r is not firebase or firebase-server" % other_namespace)
+                    stored, description = check_template(other["template"] if wrapped else other,
+                                                         "mode.json publishBeforeNextPut")
                 except AdminError as error:
                     raise AdminError(500, "mode.json publishBeforeNextPut: %s" % error.message)
                 fields = {"updateUser": {"email": "someone-else@rcagent.invalid"}, "updateOrigin": "CONSOLE",
                           "updateType": "INCREMENTAL_UPDATE"}
                 if description:
                     fields["description"] = description
-                self.publish(state, namespace, stored, fields)
+                self.publish(state, other_namespace, stored, fields)
             # Validation comes before the ETag comparison: a bad template is 400 whatever its ETag.
             template, description = check_template(self.json_body(headers, body))
             number, _, _ = self.current(state, namespace)
