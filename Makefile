@@ -8,7 +8,7 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BUILD_DEPS := libsqlite3-dev libsystemd-dev libcurl4-openssl-dev libssl-dev libmosquitto-dev libpcre2-dev pkg-config g++
 TEST_DEPS  := $(BUILD_DEPS) sqlite3 python3 openssl mosquitto mosquitto-clients iproute2 dash libsystemd-shared strace
 BENCH_DEPS := $(BUILD_DEPS) sqlite3 hyperfine jq python3 mosquitto mosquitto-clients redis-server redis-tools linux-perf strace dpkg-dev binutils go-md2man
-DEB_DEPS   := $(BUILD_DEPS) dpkg-dev lintian systemd binutils go-md2man
+DEB_DEPS   := $(BUILD_DEPS) dpkg-dev lintian systemd binutils go-md2man python3 mosquitto mosquitto-clients
 RELIABILITY_DEPS := $(TEST_DEPS) faketime
 # Release builds link the Swift runtime and libstdc++ statically: a directory holding only
 # libstdc++.a makes the toolchain's `-lstdc++` pick the archive. That removes libstdc++.so's
@@ -117,14 +117,15 @@ run-config:
 bench: deps-bench release
 	bench/run.py $(RELEASE_BIN)
 
-# rcagent_VERSION_ARCH.deb in the checkout: static Swift stdlib, no toolchain needed on the device.
+# rcagent_VERSION_ARCH.deb (the device) and rcadmin_VERSION_ARCH.deb (the operator host) in the
+# checkout: static Swift stdlib, no toolchain needed where they are installed.
 deb: deps-deb release
 	packaging/build-deb.sh $(RELEASE_BIN) $(ROOT)
 
-# Builds the package twice (an upgrade), lints it, verifies the units, checks the binaries link
-# nothing from the toolchain, installs, runs, upgrades and purges it on this machine (needs root).
+# Builds both packages twice (an upgrade), lints them, verifies the units, checks the binaries link
+# nothing from the toolchain, installs, runs, upgrades and purges them on this machine (needs root).
 deb-check: deps-deb release
 	packaging/deb-check.sh $(RELEASE_BIN)
 
 clean:
-	rm -rf .build run rcagent_*.deb
+	rm -rf .build run rcagent_*.deb rcadmin_*.deb

@@ -1,17 +1,23 @@
 #!/bin/sh
-# The package as a device would get it (issue: "installs cleanly on a device without Swift").
-# Builds it twice (the second a higher version, for the upgrade), lints it, checks what the
-# binaries link, installs it on this machine, runs the daemon as the rcagent user against the
-# installed config, upgrades with an edited conffile and state to keep, and purges. Needs root.
+# The packages as a device and an operator host would get them: builds both twice (the second a
+# higher version, for the upgrade), lints them, checks what the binaries link, installs the device
+# package on this machine, runs the daemon as the rcagent user against the installed config,
+# upgrades with an edited conffile and state to keep, and purges; installs the operator package and
+# runs its relay, as an unprivileged user, between a local fake Firebase project and a real
+# mosquitto, then purges it. Needs root.
 # Usage: packaging/deb-check.sh BIN_DIR
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$1
 work=$(mktemp -d)
 daemon=
+helpers=
 cleanup() {
     [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
-    dpkg -s rcagent >/dev/null 2>&1 && dpkg --purge rcagent >/dev/null 2>&1
+    for pid in $helpers; do kill -9 "$pid" 2>/dev/null || true; done
+    for package in rcagent rcadmin; do
+        dpkg -s $package >/dev/null 2>&1 && dpkg --purge $package >/dev/null 2>&1
+    done
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -19,20 +25,26 @@ step() { printf '== %s\n' "$*"; }
 fail() { printf 'deb-check: FAILED: %s\n' "$*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || fail "needs root (installs the package on this machine)"
-dpkg -s rcagent >/dev/null 2>&1 && fail "rcagent is already installed here; refusing to touch it"
+for package in rcagent rcadmin; do
+    dpkg -s $package >/dev/null 2>&1 && fail "$package is already installed here; refusing to touch it"
+done
 
 step "build"
-deb=$("$root/packaging/build-deb.sh" "$bin" "$work/v1")
+"$root/packaging/build-deb.sh" "$bin" "$work/v1" > "$work/v1.list"
+deb=$(sed -n 1p "$work/v1.list")
+admin=$(sed -n 2p "$work/v1.list")
 version=$(dpkg-deb -f "$deb" Version)
-deb2=$("$root/packaging/build-deb.sh" "$bin" "$work/v2" "$version+rebuild1")
-ls -l "$deb" | awk '{print "package size: " $5 " bytes"}'
+deb2=$("$root/packaging/build-deb.sh" "$bin" "$work/v2" "$version+rebuild1" | sed -n 1p)
+ls -l "$deb" "$admin" | awk '{print "package size: " $5 " bytes " $9}'
 
 step "lintian"
-lintian --fail-on error,warning "$deb"
+lintian --fail-on error,warning "$deb" "$admin"
 
-step "binaries link nothing from the Swift toolchain"
+step "binaries link nothing from the Swift toolchain; the device package has no operator tool"
 mkdir "$work/extract"
 dpkg-deb -x "$deb" "$work/extract"
+dpkg-deb -x "$admin" "$work/extract"
+dpkg-deb -c "$deb" | grep -q 'usr/bin/rcadmin' && fail "the device package carries rcadmin"
 for program in rcagent rcagentd rcadmin; do
     file=$work/extract/usr/bin/$program
     echo "$program: $(stat -c %s "$file") bytes; needs: $(readelf -d "$file" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
@@ -57,7 +69,7 @@ chmod 0755 "$work/no-tmpfiles/systemd-tmpfiles"
 rmdir /run/rcagent
 PATH="$work/no-tmpfiles:$PATH" /var/lib/dpkg/info/rcagent.postinst configure >/dev/null
 [ "$(stat -c %U:%G:%a /run/rcagent 2>/dev/null)" = rcagent:rcagent:755 ] || fail "postinst without systemd-tmpfiles did not create /run/rcagent"
-for page in rcagent.1 rcagentd.8 agent.conf.5 rcadmin.1; do
+for page in rcagent.1 rcagentd.8 agent.conf.5; do
     name=${page%.*} section=${page##*.}
     man -w "$section" "$name" >/dev/null 2>&1 || fail "man page $page is not installed"
 done
@@ -113,4 +125,45 @@ dpkg --purge rcagent
 [ ! -e /var/lib/rcagent ] || fail "purge left /var/lib/rcagent"
 [ ! -e /etc/rcagent/agent.conf ] || fail "purge left /etc/rcagent/agent.conf"
 [ ! -e /usr/bin/rcagent ] || fail "purge left /usr/bin/rcagent"
+
+step "the operator package: install, man page, unit"
+dpkg -i "$admin"
+rcadmin --version | grep -qx "rcadmin $version" || fail "rcadmin --version"
+man -w 1 rcadmin >/dev/null 2>&1 || fail "man page rcadmin.1 is not installed"
+systemd-analyze verify /lib/systemd/system/rcadmin-relay.service
+
+step "the relay, as an unprivileged user, pings a real mosquitto for a template published on a fake project"
+fake=$work/firebase
+mkdir -p "$fake" "$work/relay-state"
+chmod 0755 "$work"  # the relay's user reads its config here
+chown nobody "$work/relay-state"
+printf '{"template": {"version": 7, "entries": {}}}' > "$fake/mode.json"
+python3 "$root/Tests/Fixtures/firebase_server.py" "$fake" > "$work/firebase.port" &
+helpers="$helpers $!"
+mqtt_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+printf 'listener %s 127.0.0.1\nallow_anonymous true\n' "$mqtt_port" > "$work/mosquitto.conf"
+mosquitto -c "$work/mosquitto.conf" 2>"$work/mosquitto.log" &
+helpers="$helpers $!"
+i=0
+until [ -s "$work/firebase.port" ] && mosquitto_pub -p "$mqtt_port" -t deb-check -n 2>/dev/null; do
+    i=$((i + 1)); [ $i -lt 100 ] || fail "the fake Firebase project or mosquitto did not start"
+    sleep 0.1
+done
+sed -e "s|^ProjectId=.*|ProjectId=deb-check|" -e "s|^APIKey=.*|APIKey=deb-check-key\nEndpoint=http://127.0.0.1:$(cat "$work/firebase.port")|" \
+    -e "s|^MQTT=.*|MQTT=mqtt://127.0.0.1:$mqtt_port|" -e "s|^StateDirectory=.*|StateDirectory=$work/relay-state|" \
+    /usr/share/doc/rcadmin/examples/relay.conf > "$work/relay.conf"
+# A persistent session subscribed before the relay starts (-E: exit once the broker acknowledged
+# the subscription), read after it (-W: a bound for a failing check only).
+session="-p $mqtt_port -t PUSH_RC -q 1 -c -i deb-check"
+mosquitto_sub $session -E
+mosquitto_sub $session -C 1 -W 30 > "$work/ping" &
+subscriber=$!
+helpers="$helpers $subscriber"
+runuser -u nobody -- rcadmin relay --config "$work/relay.conf" 2>"$work/relay.log" &
+helpers="$helpers $!"
+wait "$subscriber" || { cat "$work/relay.log"; fail "no stale ping reached the broker"; }
+grep -qx '{"data":{"CONFIG_STATE":"STALE","templateVersion":"7"}}' "$work/ping" || fail "unexpected ping: $(cat "$work/ping")"
+grep -q '"relayed":{"mqtt mqtt://127.0.0.1:'"$mqtt_port"' PUSH_RC":7}' "$work/relay-state/relay.json" || fail "the relay did not record version 7"
+dpkg --purge rcadmin
+[ ! -e /usr/bin/rcadmin ] || fail "purge left /usr/bin/rcadmin"
 echo "deb-check: passed"
