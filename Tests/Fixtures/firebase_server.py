@@ -2,8 +2,9 @@
 """A fake Firebase backend for rcagent's tests, one real HTTP server process on loopback. Device
 side: the protocol Google's client SDKs speak (Firebase Installations: create an installation and
 generate its auth tokens; the Remote Config fetch call; the Remote Config realtime invalidation
-stream). Admin side (google_admin.py): the OAuth 2.0 token endpoint for service accounts, the Remote
-Config REST API v1 and FCM HTTP v1 send. The product only ever sees these protocols as Google
+stream). Admin side (google_admin.py, with google_oauth.py, rc_template.py, fcm_message.py and
+google_errors.py): the OAuth 2.0 token endpoint for service accounts, the Remote Config REST API v1
+and FCM HTTP v1 send. The product only ever sees these protocols as Google
 documents them; tests script the server through files.
 
   firebase_server.py DIR
@@ -99,8 +100,9 @@ DIR/service-account-public.pem (the public half of its private_key, PEM "PUBLIC 
     parameter is 400, as Google's request binding answers it.
   Remote Config, namespaces "firebase" (the client template, also the un-namespaced path) and
     "firebase-server". Answers are gzip-compressed (Content-Encoding: gzip) when the request has
-    Accept-Encoding: gzip, and the ETag header ("etag-<project>-<version>") is sent ONLY then, as
-    Google does. rc-get: optional versionNumber (404 for one not kept). rc-put: If-Match required
+    Accept-Encoding: gzip (without q=0), and the ETag header ("etag-<project>-<version>") is sent ONLY then, as
+    Google does. rc-get: optional versionNumber (404 for one not kept; the
+    answer's ETag is then that version's, so publishing over it is stale). rc-put: If-Match required
     (the current ETag, quoted or not, or "*" to force); a stale one is 409 ABORTED, or 412
     FAILED_PRECONDITION with mode "staleEtagStatus": 412; validateOnly=true (or validate_only)
     validates, writes nothing and answers ETag "<current ETag>-0". The template is validated as
@@ -139,19 +141,23 @@ Admin mode keys (DIR/mode.json, re-read on every request):
                                    (ETag "etag-<project>-0") and the first publish is version 1.
   "accessTokenExpiresIn": N        expires_in of new access tokens (default 3600)
   "expireAccessTokens": V          each time V changes to a new value (true, a counter, ...), every
-                                   access token issued so far expires (its calls get 401)
+                                   access token issued so far expires (its calls get 401); noticed
+                                   first thing at the next admin request of any API, so a token
+                                   issued after the change is valid
   "staleEtagStatus": 409 | 412     the answer to a stale If-Match (default 409 ABORTED)
-  "publishBeforeNextPut": {template}
+  "publishBeforeNextPut": {template} or {"template": {...}, "namespace"?: ns, "id"?: any}
                                    someone else publishes this template (updateOrigin CONSOLE) just
-                                   before the next rc-put is checked (validate-only or not), so that
-                                   PUT's If-Match is stale; once per distinct value
+                                   before the next rc-put is checked (validate-only or not), into
+                                   that PUT's namespace unless one is given, so that PUT's If-Match
+                                   is stale; once per distinct value (a new id repeats a template)
   "adminFailures": [{"api": "token"|"rc-get"|"rc-put"|"versions"|"rollback"|"fcm" (or the log's
                      names), "status": 429|500|503|401|..., "retryAfter": "1" or an HTTP date,
                      "times": N (default 1), "message"?, "errorCode"? (FCM)}]
                                    the next N calls to that API answer the status (with Retry-After
                                    when given) before any other check; entries for the same API are
                                    used in list order. Counts live in the server's memory; writing a
-                                   different list starts afresh. The token endpoint answers these in
+                                   different list starts afresh. An entry with an unknown api or no
+                                   status makes every admin call answer 500 naming it. The token endpoint answers these in
                                    its own format (internal_failure, rate_limit_exceeded,
                                    invalid_client), FCM with an FcmError detail (QUOTA_EXCEEDED,
                                    INTERNAL, UNAVAILABLE).
@@ -166,7 +172,7 @@ Admin files the server writes:
   DIR/requests.log      as above; oauth-token records carry the form's text as "body" and its
                         fields as "form"; injected failures are logged with "problem": null.
 """
-import gzip, http.server, json, os, re, secrets, select, socket, sys, threading, time
+import gzip, http.server, json, os, re, secrets, select, socket, sys, threading, time, traceback
 
 from fixture_http import QuietHandler, append_json_line
 from google_admin import Admin, AdminError
@@ -225,6 +231,22 @@ def device_template(m):
         return admin.client_template(m) or m.get("template")
     except AdminError as error:
         raise Reject(500, error.message, forced=True)
+
+
+def accepts_gzip(accept_encoding):
+    """Whether an Accept-Encoding header value accepts gzip (listed, with no q=0)."""
+    for part in accept_encoding.split(","):
+        coding, *parameters = [item.strip().lower() for item in part.split(";")]
+        if coding == "gzip":
+            for parameter in parameters:
+                name, _, value = parameter.partition("=")
+                if name.strip() == "q":
+                    try:
+                        return float(value) > 0
+                    except ValueError:
+                        return False
+            return True
+    return False
 
 
 def realtime_size():
@@ -646,6 +668,9 @@ class Handler(QuietHandler):
         except AdminError as error:
             status, extra_headers, answer = error.status, error.headers, error.body()
             problem = None if error.forced else error.message
+        except Exception as error:  # a bug in the fake: a 500 that names it beats a dropped connection
+            status, problem = 500, "the fake failed: %s" % traceback.format_exc()
+            answer = {"error": {"code": 500, "message": "the fake failed: %r" % error, "status": "INTERNAL"}}
         record = {"api": api, "method": method, "path": self.path, "query": query,
                   "headers": {name.lower(): value for name, value in self.headers.items()},
                   "body": logged, "status": status, "problem": problem, "time": time.time()}
@@ -653,8 +678,7 @@ class Handler(QuietHandler):
             record["form"] = body
         append_line("requests.log", record)
         data = json.dumps(answer).encode()
-        gzip_ok = any(part.split(";")[0].strip().lower() == "gzip" and "q=0" not in part.replace(" ", "")
-                      for part in self.headers.get("Accept-Encoding", "").split(","))
+        gzip_ok = accepts_gzip(self.headers.get("Accept-Encoding", ""))
         if not (with_etag and gzip_ok):
             extra_headers = {k: v for k, v in extra_headers.items() if k != "ETag"}  # as Google: ETag only with gzip
         self.send_response(status)

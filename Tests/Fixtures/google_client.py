@@ -10,6 +10,12 @@ openssl command only.
   google_client.py request METHOD URL [-H "Name: value"]... [--body TEXT]
       prints one JSON object: {"status", "headers" (names lower-cased), "gzip" (whether the body
       came gzip-compressed), "body" (the text, decompressed)}
+  google_client.py serve
+      the same, many times, without a process start each (tests make dozens of calls): reads one
+      JSON object per line from stdin, {"op": "jwt", "key", "header", "claims", "standardBase64"}
+      or {"op": "request", "method", "url", "headers": [[name, value]...], "body"}, and answers
+      each with one JSON line: {"jwt": "..."}, the request's result, or {"failure": "..."}.
+      Ends at the end of stdin.
 """
 import base64, gzip, http.client, json, subprocess, sys
 from urllib.parse import urlsplit
@@ -49,7 +55,25 @@ def request(method, url, headers, body):
             "gzip": compressed, "body": raw.decode("utf-8", "replace")}
 
 
+def serve():
+    for line in sys.stdin:
+        try:
+            command = json.loads(line)
+            if command["op"] == "jwt":
+                answer = {"jwt": jwt(command["key"], command["header"], command["claims"],
+                                     command.get("standardBase64", False))}
+            else:
+                answer = request(command["method"], command["url"], [tuple(h) for h in command.get("headers", [])],
+                                 command.get("body"))
+        except Exception as error:  # reported to the test, which fails naming it
+            answer = {"failure": "%s: %s" % (type(error).__name__, error)}
+        print(json.dumps(answer), flush=True)
+    return 0
+
+
 def main(args):
+    if args == ["serve"]:
+        return serve()
     if args[:1] == ["jwt"] and len(args) in (4, 5):
         print(jwt(args[1], args[2], args[3], "--standard-base64" in args[4:]))
         return 0
