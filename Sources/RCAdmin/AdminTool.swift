@@ -49,7 +49,9 @@ public enum AdminTool {
             Output.data(group.map { "Usage: rcadmin \($0.name) \($0.synopsis)\n" }.joined())
             return 0
         }
-        let what = arguments.count > 1 ? "unknown \(first) command '\(TextEscaping.terminal(arguments[1]))'" : "\(first) needs a command"
+        let what =
+            arguments.count > 1
+            ? "unknown \(first) command '\(TextEscaping.terminal(arguments[1]))'" : "\(first) needs a command"
         return usageError("\(what): \(names)")
     }
 
@@ -67,7 +69,8 @@ public enum AdminTool {
             let count = options.positionals.count
             let expected =
                 command.arguments.lowerBound == command.arguments.upperBound
-                ? "\(command.arguments.lowerBound)" : "\(command.arguments.lowerBound) or \(command.arguments.upperBound)"
+                ? "\(command.arguments.lowerBound)"
+                : "\(command.arguments.lowerBound) or \(command.arguments.upperBound)"
             return report(.usage("\(command.name) takes \(expected) argument(s), got \(count)"), command: command)
         }
         // A closed pipe (`rcadmin template get | head`) is a failed write, not the end of the process.

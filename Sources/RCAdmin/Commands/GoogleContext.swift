@@ -44,7 +44,8 @@ struct GoogleContext: Sendable {
             ?? environment["RCADMIN_ENDPOINT"].map { ($0, "RCADMIN_ENDPOINT") } ?? (nil, "")
         guard let text, !text.isEmpty else { return nil }
         guard URLText.origin(of: text) != nil else {
-            throw .usage("\(source) must be an http:// or https:// URL with a host, got '\(TextEscaping.terminal(text))'")
+            throw .usage(
+                "\(source) must be an http:// or https:// URL with a host, got '\(TextEscaping.terminal(text))'")
         }
         return text
     }

@@ -66,7 +66,8 @@ struct StaleNotification: Sendable {
             try api.validate(message)
             return try await api.send(message)
         }
-        Output.data("sent \(message["data"]?.compactText ?? "") to FCM topic \(TextEscaping.terminal(topic)) as "
+        Output.data(
+            "sent \(message["data"]?.compactText ?? "") to FCM topic \(TextEscaping.terminal(topic)) as "
                 + "\(TextEscaping.terminal(name))\n")
     }
 
@@ -81,13 +82,16 @@ struct StaleNotification: Sendable {
                 do throws(MQTTPublisher.Failure) {
                     try MQTTPublisher.publish(
                         url: url, topic: fullTopic, payload: payload, caFile: options.caFile,
-                        username: options.username, password: try MQTTPublisher.password(fromFile: options.passwordFile))
+                        username: options.username, password: try MQTTPublisher.password(fromFile: options.passwordFile)
+                    )
                     continuation.resume(returning: .success(()))
                 } catch {
                     continuation.resume(returning: .failure(error))
                 }
             }
-            if !started { continuation.resume(returning: .failure(MQTTPublisher.Failure(description: "cannot start a thread"))) }
+            if !started {
+                continuation.resume(returning: .failure(MQTTPublisher.Failure(description: "cannot start a thread")))
+            }
         }
         if case let .failure(error) = result {
             throw AdminFailure(error.unreachable ? .unavailable : .failure, "cannot publish the stale ping: \(error)")

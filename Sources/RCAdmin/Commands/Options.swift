@@ -152,7 +152,8 @@ struct ParsedOptions: Sendable {
         guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let number = Int64(text),
             range.contains(number)
         else {
-            throw .usage("\(what) must be a whole number from \(range.lowerBound), got '\(TextEscaping.terminal(text))'")
+            throw .usage(
+                "\(what) must be a whole number from \(range.lowerBound), got '\(TextEscaping.terminal(text))'")
         }
         return number
     }

@@ -112,9 +112,11 @@ enum SetUpdateCommand {
             do throws(GoogleError) {
                 let published = try await api.publish(result.template, etag: etag, validateOnly: validateOnly)
                 return Outcome(edit: result, published: published)
-            } catch where error.status == 409 || error.status == 412 {
-                let next = attempt < maximumAttempts ? "; reading it again (attempt \(attempt + 1) of \(maximumAttempts))" : ""
-                Output.note("someone else published between the read and the publish (HTTP \(error.status ?? 0))\(next)")
+            } catch  where error.status == 409 || error.status == 412 {
+                let next =
+                    attempt < maximumAttempts ? "; reading it again (attempt \(attempt + 1) of \(maximumAttempts))" : ""
+                Output.note(
+                    "someone else published between the read and the publish (HTTP \(error.status ?? 0))\(next)")
             } catch {
                 throw GoogleContext.failure(error)
             }
