@@ -309,6 +309,46 @@ import Testing
         let origins = fixture.server.adminVersions().dropFirst().map { $0["updateOrigin"] as? String }
         #expect(origins == ["CONSOLE", "REST_API"])
         #expect(fixture.requests("rc-get").count == 2 && fixture.requests("rc-put").count == 2)
+
+        // Refused as stale every time: bounded, and it says so.
+        try fixture.server.setAdminFailures([["api": "rc-put", "status": 409, "times": 5]])
+        let busy = try fixture.rcadmin([
+            "set-update", "--required", "--platform", "linux", "--version", "1.7.0", "--download",
+            "https://dl.example/app_1.7.0.deb",
+        ])
+        #expect(busy.status == 1)
+        #expect(busy.stderr.components(separatedBy: "someone else published between").count == 6, "\(busy.stderr)")
+        #expect(
+            busy.stderr.contains("Error: the template changed between every read and publish: gave up after 5 attempts")
+        )
+        #expect(fixture.requests("rc-put").count == 7 && fixture.server.adminVersions().count == 3)
+    }
+
+    @Test func remoteTextIsEscapedForTheTerminal() throws {
+        let hostile = "hi\u{202e}evil\u{1b}[2J"
+        var seed = Self.seed
+        var parameters = try #require(seed["parameters"] as? [String: Any])
+        parameters["greeting"] = ["defaultValue": ["value": hostile], "valueType": "STRING"]
+        seed["parameters"] = parameters
+        let fixture = try Fixture(seed: seed)
+        for arguments in [["template", "get"], ["template", "get", "--json"]] {
+            let shown = try fixture.rcadmin(arguments)
+            #expect(shown.status == 0, "\(shown.stderr)")
+            #expect(!shown.stdout.contains("\u{202e}") && !shown.stdout.contains("\u{1b}"), "\(arguments)")
+            #expect(shown.stdout.contains(#"hi\u202eevil\u001b[2J"#), "\(shown.stdout)")
+            // Still JSON, with the same value.
+            let json = try Self.json(shown.stdout)
+            let template = (json["template"] as? [String: Any]) ?? json
+            let greeting = (template["parameters"] as? [String: Any])?["greeting"] as? [String: Any]
+            #expect((greeting?["defaultValue"] as? [String: String])?["value"] == hostile)
+        }
+        let set = try fixture.rcadmin([
+            "set-update", "--required", "--platform", "linux", "--version", "1.5.0", "--download",
+            "https://dl.example/app.deb", "--message", "Bitte aktualisieren",
+        ])
+        #expect(set.status == 0, "\(set.stderr)")
+        let diff = try fixture.rcadmin(["template", "diff", "1", "2"])
+        #expect(!diff.stdout.contains("\u{1b}") && diff.stdout.contains("Bitte aktualisieren"), "\(diff.stdout)")
     }
 
     // MARK: - Failures, retries, tokens

@@ -39,18 +39,21 @@ struct StaleNotification: Sendable {
     }
 
     /// Sends the ping carrying `templateVersion` to every destination asked for, one line of
-    /// output each. Each is tried even when another failed (a broker down must not keep the FCM
+    /// output each (on stderr with `notesOnly`: after `set-update --json`, stdout is the JSON). Each is tried even when another failed (a broker down must not keep the FCM
     /// half from going out); the first failure is thrown after the others were tried.
-    func send(templateVersion: String?, google: GoogleContext?) async throws(AdminFailure) {
+    func send(templateVersion: String?, google: GoogleContext?, notesOnly: Bool = false) async throws(AdminFailure) {
+        func say(_ line: String) {
+            if notesOnly { Output.note(line) } else { Output.data(line + "\n") }
+        }
         var firstFailure: AdminFailure?
         if fcm, let google {
-            do { try await sendFCM(templateVersion: templateVersion, api: google.fcm) } catch {
+            do { say(try await sendFCM(templateVersion: templateVersion, api: google.fcm)) } catch {
                 Output.note("Error: \(error.message)")
                 firstFailure = firstFailure ?? error
             }
         }
         if let mqtt {
-            do { try await sendMQTT(url: mqtt, templateVersion: templateVersion) } catch {
+            do { say(try await sendMQTT(url: mqtt, templateVersion: templateVersion)) } catch {
                 Output.note("Error: \(error.message)")
                 firstFailure = firstFailure ?? error
             }
@@ -59,21 +62,20 @@ struct StaleNotification: Sendable {
         if let firstFailure { throw AdminFailure(firstFailure.kind, "the stale ping did not go out everywhere") }
     }
 
-    /// The FCM v1 topic message, checked locally as FCM would before it is sent.
-    func sendFCM(templateVersion: String?, api: FCMAPI) async throws(AdminFailure) {
+    /// The FCM v1 topic message, checked locally as FCM would before it is sent. Returns what was done.
+    func sendFCM(templateVersion: String?, api: FCMAPI) async throws(AdminFailure) -> String {
         let message = StalePing.fcmMessage(topic: topic, templateVersion: templateVersion)
         let name = try await GoogleContext.call { () async throws(GoogleError) in
             try api.validate(message)
             return try await api.send(message)
         }
-        Output.data(
-            "sent \(message["data"]?.compactText ?? "") to FCM topic \(TextEscaping.terminal(topic)) as "
-                + "\(TextEscaping.terminal(name))\n")
+        return "sent \(message["data"]?.compactText ?? "") to FCM topic \(TextEscaping.terminal(topic)) as "
+            + TextEscaping.terminal(name)
     }
 
     /// The MQTT payload at QoS 1 to TOPIC (or TOPIC/ID), on a thread of its own: the publisher
     /// blocks until the broker acknowledges, and the cooperative pool has only two threads.
-    func sendMQTT(url: String, templateVersion: String?) async throws(AdminFailure) {
+    func sendMQTT(url: String, templateVersion: String?) async throws(AdminFailure) -> String {
         let fullTopic = topic + (device.map { "/" + $0 } ?? "")
         let payload = StalePing.mqttPayload(templateVersion: templateVersion)
         let options = self
@@ -96,7 +98,7 @@ struct StaleNotification: Sendable {
         if case let .failure(error) = result {
             throw AdminFailure(error.unreachable ? .unavailable : .failure, "cannot publish the stale ping: \(error)")
         }
-        Output.data("published \(payload) to \(TextEscaping.terminal(fullTopic))\n")
+        return "published \(payload) to \(TextEscaping.terminal(fullTopic))"
     }
 }
 

@@ -64,7 +64,7 @@ enum SetUpdateCommand {
         }
         try await notification.send(
             templateVersion: outcome.published.flatMap { TemplateCommands.versionNumber(of: $0.template) },
-            google: context)
+            google: context, notesOnly: options.flag("json"))
     }
 
     /// The edit the options describe, every field checked (usage errors name the option).
