@@ -88,7 +88,8 @@ def check_message(message):
             raise fcm_invalid("message.fcm_options must be an object", "message.fcm_options")
         label = options.get("analytics_label", options.get("analyticsLabel"))
         if label is not None and (not isinstance(label, str) or not ANALYTICS_LABEL.match(label)):
-            raise fcm_invalid("analytics_label %r must match [a-zA-Z0-9-_.~%%]{1,50}" % label, "message.fcm_options")
+            raise fcm_invalid("analytics_label %r must match [a-zA-Z0-9-_.~%%]{1,50}" % label,
+                              "message.fcm_options")
     android = message.get("android")
     if android is not None:
         if not isinstance(android, dict):

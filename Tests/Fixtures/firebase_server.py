@@ -4,8 +4,8 @@ side: the protocol Google's client SDKs speak (Firebase Installations: create an
 generate its auth tokens; the Remote Config fetch call; the Remote Config realtime invalidation
 stream). Admin side (google_admin.py, with google_oauth.py, rc_template.py, fcm_message.py and
 google_errors.py): the OAuth 2.0 token endpoint for service accounts, the Remote Config REST API v1
-and FCM HTTP v1 send. The product only ever sees these protocols as Google
-documents them; tests script the server through files.
+and FCM HTTP v1 send. The product only ever sees these protocols as Google documents them; tests
+script the server through files.
 
   firebase_server.py DIR
 
@@ -100,10 +100,10 @@ DIR/service-account-public.pem (the public half of its private_key, PEM "PUBLIC 
     parameter is 400, as Google's request binding answers it.
   Remote Config, namespaces "firebase" (the client template, also the un-namespaced path) and
     "firebase-server". Answers are gzip-compressed (Content-Encoding: gzip) when the request has
-    Accept-Encoding: gzip (without q=0), and the ETag header ("etag-<project>-<version>") is sent ONLY then, as
-    Google does. rc-get: optional versionNumber (404 for one not kept; the
-    answer's ETag is then that version's, so publishing over it is stale). rc-put: If-Match required
-    (the current ETag, quoted or not, or "*" to force); a stale one is 409 ABORTED, or 412
+    Accept-Encoding: gzip (without q=0), and the ETag header ("etag-<project>-<version>") is sent
+    ONLY then, as Google does. rc-get: optional versionNumber (404 for one not kept; the answer's
+    ETag is then that version's, so publishing over it is stale). rc-put: If-Match required (the
+    current ETag, quoted or not, or "*" to force); a stale one is 409 ABORTED, or 412
     FAILED_PRECONDITION with mode "staleEtagStatus": 412; validateOnly=true (or validate_only)
     validates, writes nothing and answers ETag "<current ETag>-0". The template is validated as
     the REST reference describes it ("[VALIDATION_ERROR]: ..." 400s): only conditions,
@@ -157,10 +157,10 @@ Admin mode keys (DIR/mode.json, re-read on every request):
                                    when given) before any other check; entries for the same API are
                                    used in list order. Counts live in the server's memory; writing a
                                    different list starts afresh. An entry with an unknown api or no
-                                   status makes every admin call answer 500 naming it. The token endpoint answers these in
-                                   its own format (internal_failure, rate_limit_exceeded,
-                                   invalid_client), FCM with an FcmError detail (QUOTA_EXCEEDED,
-                                   INTERNAL, UNAVAILABLE).
+                                   status makes every admin call answer 500 naming it. The token
+                                   endpoint answers these in its own format (internal_failure,
+                                   rate_limit_exceeded, invalid_client), FCM with an FcmError detail
+                                   (QUOTA_EXCEEDED, INTERNAL, UNAVAILABLE).
   "fcmUnregisteredTokens": [...]   token messages to these answer 404 with errorCode UNREGISTERED
 
 Admin files the server writes:
@@ -679,8 +679,8 @@ class Handler(QuietHandler):
         append_line("requests.log", record)
         data = json.dumps(answer).encode()
         gzip_ok = accepts_gzip(self.headers.get("Accept-Encoding", ""))
-        if not (with_etag and gzip_ok):
-            extra_headers = {k: v for k, v in extra_headers.items() if k != "ETag"}  # as Google: ETag only with gzip
+        if not (with_etag and gzip_ok):  # as Google does: the ETag only comes with gzip
+            extra_headers = {k: v for k, v in extra_headers.items() if k != "ETag"}
         self.send_response(status)
         for name, value in extra_headers.items():
             self.send_header(name, value)

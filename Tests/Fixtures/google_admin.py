@@ -36,8 +36,7 @@ ROUTES = [
     ("rc-rollback", "POST", re.compile(r"^/v1/projects/([^/:]+)" + NAMESPACE + r"/remoteConfig:rollback$")),
     ("fcm-send", "POST", re.compile(r"^/v1/projects/([^/:]+)/messages:send$")),
 ]
-# The names a test may use in "adminFailures" for each API (the short ones the brief of the fake
-# offered, and the log's names).
+# The names a test may use in "adminFailures" for each API: short ones, and the log's names.
 FAILURE_NAMES = {"oauth-token": {"token", "oauth-token"}, "rc-get": {"rc-get"}, "rc-put": {"rc-put"},
                  "rc-versions": {"versions", "rc-versions"}, "rc-rollback": {"rollback", "rc-rollback"},
                  "fcm-send": {"fcm", "fcm-send"}}
@@ -193,8 +192,8 @@ class Admin:
         for index, failure in enumerate(failures):
             # A misspelt entry would never fire, and a test relying on it would pass for nothing.
             if not isinstance(failure, dict) or failure.get("api") not in known or "status" not in failure:
-                raise AdminError(500, "mode.json adminFailures[%d] must be {\"api\": one of %s, \"status\": N, ...}, "
-                                 "got %s" % (index, ", ".join(sorted(known)), json.dumps(failure)))
+                raise AdminError(500, "mode.json adminFailures[%d] must be {\"api\": one of %s, \"status\": N, "
+                                 "...}, got %s" % (index, ", ".join(sorted(known)), json.dumps(failure)))
         text = json.dumps(failures, sort_keys=True)
         with self.lock:
             if text != self.failures_list:  # a new list starts afresh
