@@ -35,13 +35,17 @@ public enum AdminTool {
             Output.data("rcadmin \(BuildInfo.version)\n")
             return 0
         case "relay":
+            // The relay is a service with its own lifecycle (signals, sd_notify), not a command
+            // that runs once: it keeps its own entry point.
             return relay(Array(arguments.dropFirst()), environment: Environment.current())
         default:
             break
         }
+        // No command's words are a prefix of another's, so the first match is the only one.
         if let command = commands.first(where: { arguments.starts(with: $0.words) }) {
             return run(command, Array(arguments.dropFirst(command.words.count)), environment: Environment.current())
         }
+        // `rcadmin template` alone, or with a word it does not know: name the ones it does.
         let group = commands.filter { $0.words.count > 1 && $0.words[0] == first }
         guard !group.isEmpty else { return usageError("unknown command '\(TextEscaping.terminal(first))'") }
         let names = group.map { $0.words[1] }.joined(separator: ", ")
@@ -65,6 +69,7 @@ public enum AdminTool {
             Output.data(command.helpText)
             return 0
         }
+        // Checked before the command runs, so a stray argument never reaches Google.
         guard command.arguments.contains(options.positionals.count) else {
             let count = options.positionals.count
             let expected =
@@ -103,17 +108,21 @@ public enum AdminTool {
         return result.value
     }
 
+    /// The task's result, handed to the waiting thread (the semaphore orders the two accesses;
+    /// the lock makes that visible to the compiler).
     private final class ResultBox: Sendable {
         private let stored = Mutex<AdminFailure?>(nil)
         func set(_ value: AdminFailure?) { stored.withLock { $0 = value } }
         var value: AdminFailure? { stored.withLock { $0 } }
     }
 
+    /// A usage error outside any one command (and the relay's): the message and the overview.
     static func usageError(_ message: String) -> Int32 {
         Output.error("Error: \(message)\n\(usage)")
         return 64
     }
 
+    /// A failure reported by the relay's entry point: exit 1.
     static func failure(_ message: String) -> Int32 {
         Output.error("Error: \(message)\n")
         return 1

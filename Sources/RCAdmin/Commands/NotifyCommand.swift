@@ -30,9 +30,11 @@ struct StaleNotification: Sendable {
         username = options.value("username")
         passwordFile = options.value("password-file")
         guard !topic.isEmpty else { throw .usage("--topic must not be empty") }
+        // One topic level: a `/` would address a subtree and `+`/`#` are wildcards a publish may not carry.
         if let device, device.isEmpty || device.contains("/") || device.contains("+") || device.contains("#") {
             throw .usage("--device must be one MQTT topic level, got '\(TextEscaping.terminal(device))'")
         }
+        // Options that would be silently ignored are refused: the operator meant something by them.
         if mqtt == nil, device != nil || caFile != nil || username != nil || passwordFile != nil {
             throw .usage("--device, --ca-file, --username and --password-file go with --mqtt URL")
         }
@@ -126,7 +128,9 @@ enum NotifyCommand {
     ) { options, environment throws(AdminFailure) in
         let notification = try StaleNotification(options)
         guard notification.isRequested else { throw .usage("notify-stale needs --mqtt URL, --fcm or both") }
+        // Digits only: devices compare it as a number, and a "v42" would never match.
         let version = try options.integer("template-version", in: 0...Int64.max).map { String($0) }
+        // MQTT alone needs no service account (the relay's hosts and lab brokers have none).
         let google = notification.fcm ? try GoogleContext(options, environment: environment) : nil
         try await notification.send(templateVersion: version, google: google)
     }

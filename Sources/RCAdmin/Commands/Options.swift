@@ -90,6 +90,7 @@ struct ParsedOptions: Sendable {
         while index < arguments.count {
             let argument = arguments[index]
             index += 1
+            // A lone `-` is an argument (stdin, by convention), never an option.
             if optionsEnded || argument == "-" || !argument.hasPrefix("-") {
                 positionals.append(argument)
                 continue

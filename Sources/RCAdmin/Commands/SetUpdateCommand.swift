@@ -43,6 +43,8 @@ enum SetUpdateCommand {
         ],
         arguments: 0...0
     ) { options, environment throws(AdminFailure) in
+        // Everything the command line says is checked before the first request: a typo in CI
+        // must not cost a token exchange, let alone half a change.
         let edit = try Self.edit(options)
         let notification = try StaleNotification(options)
         let dryRun = options.flag("dry-run")
@@ -54,10 +56,13 @@ enum SetUpdateCommand {
         }
         let context = try GoogleContext(options, environment: environment)
         let api = context.remoteConfig(server: options.flag("server"))
+        // The template read back carries the previous version's description, which a publish would
+        // repeat: the new version says what this command changed instead.
         let description =
             options.value("description") ?? "rcadmin set-update: \(edit.key) \(edit.version)"
         let outcome = try await publish(edit, api: api, description: description, validateOnly: dryRun)
         report(outcome, dryRun: dryRun, json: options.flag("json"))
+        // The ping announces a version devices can fetch: only after a real publish.
         guard options.flag("notify"), outcome.published != nil, !dryRun else {
             if options.flag("notify") { Output.note("no stale ping: nothing was published") }
             return
@@ -88,6 +93,7 @@ enum SetUpdateCommand {
                 kind: kind, platform: platform, version: version, download: download,
                 deadline: options.value("deadline"), message: options.value("message"), linuxScheme: scheme)
         } catch {
+            // Each field comes from one option, and the message names it: a usage error.
             throw .usage(error.description)
         }
     }
@@ -107,18 +113,20 @@ enum SetUpdateCommand {
             let (template, etag) = try await GoogleContext.call { () async throws(GoogleError) in try await api.get() }
             var result: UpdateKeyEditResult
             do { result = try edit.apply(to: template) } catch { throw .failure(error.description) }
+            // Nothing to publish is an answer, not a failure: a CI job may run this on every build.
             guard result.changed else { return Outcome(edit: result, published: nil) }
             result.template = TemplateCommands.described(result.template, description)
             do throws(GoogleError) {
                 let published = try await api.publish(result.template, etag: etag, validateOnly: validateOnly)
                 return Outcome(edit: result, published: published)
-            } catch  where error.status == 409 || error.status == 412 {
+            } catch {
+                // Google says 409 ABORTED for a stale If-Match, and some paths 412: the same news.
+                guard let status = error.status, status == 409 || status == 412 else {
+                    throw GoogleContext.failure(error)
+                }
                 let next =
                     attempt < maximumAttempts ? "; reading it again (attempt \(attempt + 1) of \(maximumAttempts))" : ""
-                Output.note(
-                    "someone else published between the read and the publish (HTTP \(error.status ?? 0))\(next)")
-            } catch {
-                throw GoogleContext.failure(error)
+                Output.note("someone else published between the read and the publish (HTTP \(status))\(next)")
             }
         }
         throw .failure(
@@ -126,6 +134,7 @@ enum SetUpdateCommand {
                 + "(HTTP 409/412 each time); nothing was published by this command")
     }
 
+    /// The outcome on stdout: the edit in words and the published version, or one JSON object.
     static func report(_ outcome: Outcome, dryRun: Bool, json: Bool) {
         let number = outcome.published.flatMap { TemplateCommands.versionNumber(of: $0.template) }
         if json {

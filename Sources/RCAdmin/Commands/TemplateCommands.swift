@@ -28,6 +28,8 @@ enum TemplateCommands {
             try await api.get(version: version)
         }
         let number = versionNumber(of: template)
+        // The file keeps the ETag inside it; on a terminal the ETag goes to stderr, so stdout is the
+        // template alone and `template get > file` captures nothing else.
         if let path = options.value("output") {
             do { try TemplateFile.write(path: path, template: template, etag: etag) } catch {
                 throw .failure("cannot write \(TextEscaping.terminal(path)): \(error)")
@@ -74,6 +76,7 @@ enum TemplateCommands {
         }
         var (template, etag) = try readFile(path)
         if let description = options.value("description") { template = described(template, description) }
+        // Refused here rather than by RemoteConfigAPI so the message can name the file and the way out.
         guard etag != nil || options.flag("force") else {
             throw .failure(
                 "\(TextEscaping.terminal(path)) has no \"etag\": publishing it could overwrite what was published "
@@ -93,6 +96,8 @@ enum TemplateCommands {
             }
             return
         }
+        // The whole file is rewritten (not just its "etag"): it then holds what was published, version
+        // metadata included, byte for byte what `template get -o` writes, so a diff of it is honest.
         if options.flag("update-file") {
             do { try TemplateFile.write(path: path, template: published, etag: newETag) } catch {
                 throw .failure("published, but cannot update \(TextEscaping.terminal(path)): \(error)")

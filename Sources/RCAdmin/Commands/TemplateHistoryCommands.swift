@@ -15,6 +15,7 @@ enum TemplateHistoryCommands {
     ) { options, environment throws(AdminFailure) in
         let context = try GoogleContext(options, environment: environment)
         let api = context.remoteConfig(server: options.flag("server"))
+        // RemoteConfigAPI pages through the list; the limit only bounds how much is asked for.
         let limit = try options.integer("limit", in: 1...Int64(Int32.max)).map { Int($0) }
         let versions = try await GoogleContext.call { () async throws(GoogleError) in
             try await api.versions(limit: limit)
@@ -35,6 +36,7 @@ enum TemplateHistoryCommands {
             """,
         options: TemplateCommands.common, arguments: 1...1
     ) { options, environment throws(AdminFailure) in
+        // A number, checked before the key file is read: `rollback latest` is a usage error.
         let source = try ParsedOptions.integer(options.positionals[0], what: "the version to roll back to")
         let context = try GoogleContext(options, environment: environment)
         let api = context.remoteConfig(server: options.flag("server"))
@@ -64,6 +66,7 @@ enum TemplateHistoryCommands {
             """,
         options: TemplateCommands.common, arguments: 1...2
     ) { options, environment throws(AdminFailure) in
+        // `diff A` is `diff A current`, as `git diff A` compares A with what is there now.
         let operands = options.positionals.count == 2 ? options.positionals : [options.positionals[0], "current"]
         // Only a diff that reads from Google needs the service account.
         var api: RemoteConfigAPI?

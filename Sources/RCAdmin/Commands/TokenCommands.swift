@@ -12,6 +12,7 @@ enum TokenCommands {
             """,
         options: [.value("service-account", "FILE"), .flag("json")], arguments: 0...0
     ) { options, environment throws(AdminFailure) in
+        // The key file alone: a CI step can learn the project without network access or a token.
         let account = try GoogleContext.account(options, environment: environment)
         if options.flag("json") {
             Output.json(
@@ -40,6 +41,7 @@ enum TokenCommands {
     ) { options, environment throws(AdminFailure) in
         let name = try options.choice("scope", scopes.map(\.name)) ?? "all"
         let wanted = scopes.first { $0.name == name }?.scopes ?? []
+        // A narrower scope gives a script a token that can do less if it leaks.
         let context = try GoogleContext(options, environment: environment, scopes: wanted)
         let token: String
         do throws(GoogleError) { token = try await context.tokens.token() } catch { throw GoogleContext.failure(error) }
