@@ -368,6 +368,13 @@ import Testing
         #expect(unavailable.status == 69, "\(unavailable.stderr)")
         #expect(unavailable.stderr.contains("HTTP 503 UNAVAILABLE"), "\(unavailable.stderr)")
         #expect(unavailable.stderr.contains("gave up after 5 attempts"), "\(unavailable.stderr)")
+
+        // No server at all behind the endpoint (the token still comes from the key file's token_uri).
+        let nobody = "http://127.0.0.1:\(try MosquittoBroker.freePort())"
+        let unreachable = try fixture.rcadmin(["template", "versions", "--endpoint", nobody])
+        #expect(unreachable.status == 69, "\(unreachable.stderr)")
+        #expect(unreachable.stderr.hasPrefix("Error: Remote Config: list the firebase template's versions: "))
+        #expect(unreachable.stderr.contains("gave up after 5 attempts"), "\(unreachable.stderr)")
     }
 
     @Test func aRefusedTokenIsRenewedOnce() throws {
