@@ -17,7 +17,7 @@ public enum AdminTool {
     /// The overview `rcadmin --help` prints: every command's synopsis.
     static var usage: String {
         var text = "Usage: rcadmin COMMAND [OPTIONS]   (rcadmin COMMAND --help for one command)\n\n"
-        for command in commands { text += "  rcadmin \(command.name) \(command.synopsis)\n" }
+        for command in commands { text += command.synopsis(after: "  rcadmin \(command.name) ") + "\n" }
         text += "  rcadmin relay --config FILE\n\n"
         text += "Commands that call Google take --service-account FILE (else GOOGLE_APPLICATION_CREDENTIALS)\n"
         text += "and --endpoint URL (else RCADMIN_ENDPOINT). Exit codes: 0 ok, 1 failure, 64 usage error,\n"
@@ -50,7 +50,7 @@ public enum AdminTool {
         guard !group.isEmpty else { return usageError("unknown command '\(TextEscaping.terminal(first))'") }
         let names = group.map { $0.words[1] }.joined(separator: ", ")
         if arguments.count > 1 && ["--help", "-h"].contains(arguments[1]) {
-            Output.data(group.map { "Usage: rcadmin \($0.name) \($0.synopsis)\n" }.joined())
+            Output.data(group.map { $0.usageLine + "\n" }.joined())
             return 0
         }
         let what =

@@ -64,7 +64,13 @@ struct AdminCommand: Sendable {
     let run: @Sendable (ParsedOptions, [String: String]) async throws(AdminFailure) -> Void
 
     var name: String { words.joined(separator: " ") }
-    var usageLine: String { "Usage: rcadmin \(name) \(synopsis)" }
+    var usageLine: String { synopsis(after: "Usage: rcadmin \(name) ") }
+
+    /// `prefix` and the synopsis, its continuation lines indented to line up after `prefix`.
+    func synopsis(after prefix: String) -> String {
+        let lines = synopsis.split(separator: "\n").map { $0.drop { $0 == " " } }
+        return prefix + lines.joined(separator: "\n" + String(repeating: " ", count: prefix.count))
+    }
     var helpText: String { "\(usageLine)\n\n\(help)\n" }
 
     /// Where the service account and Google's APIs are: every command that calls Google takes these.
