@@ -1,92 +1,130 @@
+import Dispatch
 import Glibc
 import RCCore
+import Synchronization
 
-/// `rcadmin`: the operator/CI tool. This build has `notify-stale --mqtt`; templates, tokens, FCM
-/// and live activities come with the rcadmin issue.
+/// `rcadmin`: the operator and CI tool. A dispatcher over the commands declared in Commands/ (each
+/// one data: words, synopsis, help, options, what it runs) plus the relay service. Errors are
+/// reported here, once, as `Error: MESSAGE` on stderr with the exit code the failure's kind gives:
+/// 0 ok, 1 failure, 64 usage error, 69 Google or the broker unreachable after the retries.
 public enum AdminTool {
-    static let usage = """
-        Usage: rcadmin notify-stale --mqtt URL [--topic PUSH_RC] [--device ID] [--template-version N]
-                                    [--ca-file FILE] [--username U --password-file FILE]
+    static let commands: [AdminCommand] = [
+        TokenCommands.projectId, TokenCommands.token, TemplateCommands.get, TemplateCommands.publish,
+        TemplateHistoryCommands.versions, TemplateHistoryCommands.rollback, TemplateHistoryCommands.diff,
+        SetUpdateCommand.command, NotifyCommand.notifyStale,
+    ]
 
-        Publishes the stale ping {"data":{"CONFIG_STATE":"STALE"[,"templateVersion":"N"]}} at QoS 1 to the
-        topic (or TOPIC/ID with --device), the MQTT counterpart of the FCM PUSH_RC topic message.
-
-        Exit codes: 0 published (the broker acknowledged it), 1 failure, 64 usage error.
-
-        """
+    /// The overview `rcadmin --help` prints: every command's synopsis.
+    static var usage: String {
+        var text = "Usage: rcadmin COMMAND [OPTIONS]   (rcadmin COMMAND --help for one command)\n\n"
+        for command in commands { text += command.synopsis(after: "  rcadmin \(command.name) ") + "\n" }
+        text += "  rcadmin relay --config FILE\n\n"
+        text += "Commands that call Google take --service-account FILE (else GOOGLE_APPLICATION_CREDENTIALS)\n"
+        text += "and --endpoint URL (else RCADMIN_ENDPOINT). Exit codes: 0 ok, 1 failure, 64 usage error,\n"
+        text += "69 Google or the MQTT broker unreachable after retries.\n"
+        return text
+    }
 
     public static func main(arguments: [String]) -> Int32 {
-        guard let command = arguments.first else { return usageError("no command given") }
-        switch command {
+        guard let first = arguments.first else { return usageError("no command given") }
+        switch first {
         case "--help", "-h", "help":
-            print(usage, terminator: "")
+            Output.data(usage)
             return 0
         case "--version":
-            print("rcadmin \(BuildInfo.version)")
+            Output.data("rcadmin \(BuildInfo.version)\n")
             return 0
-        case "notify-stale":
-            return notifyStale(Array(arguments.dropFirst()))
         case "relay":
+            // The relay is a service with its own lifecycle (signals, sd_notify), not a command
+            // that runs once: it keeps its own entry point.
             return relay(Array(arguments.dropFirst()), environment: Environment.current())
         default:
-            return usageError("unknown command '\(command)'")
+            break
         }
+        // No command's words are a prefix of another's, so the first match is the only one.
+        if let command = commands.first(where: { arguments.starts(with: $0.words) }) {
+            return run(command, Array(arguments.dropFirst(command.words.count)), environment: Environment.current())
+        }
+        // `rcadmin template` alone, or with a word it does not know: name the ones it does.
+        let group = commands.filter { $0.words.count > 1 && $0.words[0] == first }
+        guard !group.isEmpty else { return usageError("unknown command '\(TextEscaping.terminal(first))'") }
+        let names = group.map { $0.words[1] }.joined(separator: ", ")
+        if arguments.count > 1 && ["--help", "-h"].contains(arguments[1]) {
+            Output.data(group.map { $0.usageLine + "\n" }.joined())
+            return 0
+        }
+        let what =
+            arguments.count > 1
+            ? "unknown \(first) command '\(TextEscaping.terminal(arguments[1]))'" : "\(first) needs a command"
+        return usageError("\(what): \(names)")
     }
 
-    static func notifyStale(_ arguments: [String]) -> Int32 {
-        var options: [String: String] = [:]
-        let known = ["mqtt", "topic", "device", "template-version", "ca-file", "username", "password-file"]
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            if argument == "--help" {
-                print(usage, terminator: "")
-                return 0
-            }
-            guard argument.hasPrefix("--"), known.contains(String(argument.dropFirst(2))) else {
-                return usageError("unknown option '\(argument)'")
-            }
-            guard index + 1 < arguments.count else { return usageError("option '\(argument)' needs a value") }
-            options[String(argument.dropFirst(2))] = arguments[index + 1]
-            index += 2
+    /// Parses `arguments` for `command`, runs it and turns its outcome into the exit code.
+    static func run(_ command: AdminCommand, _ arguments: [String], environment: [String: String]) -> Int32 {
+        let options: ParsedOptions
+        do { options = try ParsedOptions(arguments, options: command.options) } catch {
+            return report(error, command: command)
         }
-        guard let url = options["mqtt"] else {
-            return usageError("notify-stale needs --mqtt URL (the FCM topic half comes with a later release)")
+        if options.help {
+            Output.data(command.helpText)
+            return 0
         }
-        let version = options["template-version"]
-        if let version, version.isEmpty || !version.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) {
-            return usageError("--template-version must be a decimal number, got '\(version)'")
+        // Checked before the command runs, so a stray argument never reaches Google.
+        guard command.arguments.contains(options.positionals.count) else {
+            let count = options.positionals.count
+            let expected =
+                command.arguments.lowerBound == command.arguments.upperBound
+                ? "\(command.arguments.lowerBound)"
+                : "\(command.arguments.lowerBound) or \(command.arguments.upperBound)"
+            return report(.usage("\(command.name) takes \(expected) argument(s), got \(count)"), command: command)
         }
-        let topic = (options["topic"] ?? "PUSH_RC") + (options["device"].map { "/" + $0 } ?? "")
-        let payload = StalePing.mqttPayload(templateVersion: version)
-        var password: String?
-        if let file = options["password-file"] {
-            guard let bytes = try? FileBytes.read(file) else { return failure("cannot read \(file)") }
-            password = String(String(decoding: bytes, as: UTF8.self).trimmingSpaces())
+        // A closed pipe (`rcadmin template get | head`) is a failed write, not the end of the process.
+        signal(SIGPIPE, SIG_IGN)
+        let failure = waitFor { () async -> AdminFailure? in
+            do throws(AdminFailure) { try await command.run(options, environment) } catch { return error }
+            return nil
         }
-        do {
-            try MQTTPublisher.publish(
-                url: url, topic: topic, payload: payload, caFile: options["ca-file"], username: options["username"],
-                password: password)
-        } catch {
-            return failure("cannot publish the stale ping: \(error)")
-        }
-        print("published \(payload) to \(topic)")
-        return 0
+        return failure.map { report($0, command: command) } ?? 0
     }
 
+    /// Prints `failure` once; a usage error also shows the command's usage line.
+    static func report(_ failure: AdminFailure, command: AdminCommand) -> Int32 {
+        var text = "Error: \(failure.message)\n"
+        if failure.kind == .usage { text += "\(command.usageLine)\nRun 'rcadmin \(command.name) --help' for more.\n" }
+        Output.error(text)
+        return failure.exitCode
+    }
+
+    /// Runs `body` on the cooperative pool and blocks this (main) thread until it is done: the
+    /// commands are async (libcurl transfers, retries with sleeps), `main` is not.
+    static func waitFor(_ body: @escaping @Sendable () async -> AdminFailure?) -> AdminFailure? {
+        let result = ResultBox()
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            result.set(await body())
+            done.signal()
+        }
+        done.wait()
+        return result.value
+    }
+
+    /// The task's result, handed to the waiting thread (the semaphore orders the two accesses;
+    /// the lock makes that visible to the compiler).
+    private final class ResultBox: Sendable {
+        private let stored = Mutex<AdminFailure?>(nil)
+        func set(_ value: AdminFailure?) { stored.withLock { $0 = value } }
+        var value: AdminFailure? { stored.withLock { $0 } }
+    }
+
+    /// A usage error outside any one command (and the relay's): the message and the overview.
     static func usageError(_ message: String) -> Int32 {
-        writeError("Error: \(message)\n\(usage)")
+        Output.error("Error: \(message)\n\(usage)")
         return 64
     }
 
+    /// A failure reported by the relay's entry point: exit 1.
     static func failure(_ message: String) -> Int32 {
-        writeError("Error: \(message)\n")
+        Output.error("Error: \(message)\n")
         return 1
-    }
-
-    private static func writeError(_ text: String) {
-        var text = text
-        text.withUTF8 { buffer in _ = write(2, buffer.baseAddress, buffer.count) }
     }
 }

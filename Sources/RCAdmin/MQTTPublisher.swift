@@ -7,6 +7,18 @@ import Synchronization
 enum MQTTPublisher {
     struct Failure: Error, CustomStringConvertible {
         let description: String
+        /// The broker could not be reached or did not answer (worth trying again later), as
+        /// opposed to a bad URL, an unreadable file or a broker that refused the client.
+        var unreachable = false
+    }
+
+    /// The password in `path` (its first line, surrounding spaces trimmed), `nil` without a file.
+    static func password(fromFile path: String?) throws(Failure) -> String? {
+        guard let path else { return nil }
+        let bytes: [UInt8]?
+        do { bytes = try FileBytes.read(path) } catch { throw Failure(description: error.description) }
+        guard let bytes else { throw Failure(description: "\(TextEscaping.terminal(path)): no such file") }
+        return String(String(decoding: bytes, as: UTF8.self).trimmingSpaces())
     }
 
     static func publish(
@@ -14,7 +26,7 @@ enum MQTTPublisher {
         timeout: Duration = .seconds(30)
     ) throws(Failure) {
         guard let (tls, host, port) = MQTTAddress.parse(url) else {
-            throw Failure(description: "not an mqtt:// or mqtts:// URL: \(url)")
+            throw Failure(description: "not an mqtt:// or mqtts:// URL: \(TextEscaping.terminal(url))")
         }
         var options = MQTTClient.Options()
         options.username = username
@@ -38,7 +50,7 @@ enum MQTTPublisher {
             try client.connect(host: host, port: port, keepAlive: 30)
             try client.publish(Array(payload.utf8), topic: topic, qos: 1)
         } catch {
-            throw Failure(description: error.description)
+            throw Failure(description: error.description, unreachable: true)
         }
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
@@ -49,11 +61,14 @@ enum MQTTPublisher {
             case let .refused(reason)?: throw Failure(description: "\(host):\(port) refused the connection: \(reason)")
             case nil:
                 if let failure {
-                    throw Failure(description: "connection to \(host):\(port) failed: \(failure.reason)")
+                    throw Failure(
+                        description: "connection to \(host):\(port) failed: \(failure.reason)", unreachable: true)
                 }
             }
         }
-        throw Failure(description: "the broker did not acknowledge the message within \(DurationText.format(timeout))")
+        throw Failure(
+            description: "the broker did not acknowledge the message within \(DurationText.format(timeout))",
+            unreachable: true)
     }
 
     private enum Answer {

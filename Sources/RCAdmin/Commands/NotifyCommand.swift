@@ -1,0 +1,137 @@
+import RCCore
+import RCGoogle
+
+/// Where a stale ping goes and how, from the command line: MQTT (`--mqtt URL` and its broker
+/// options), the FCM topic (`--fcm`, with the service account), or both. One reading of these
+/// options for `notify-stale` and `set-update --notify`, so both send the same ping the same way.
+struct StaleNotification: Sendable {
+    static let options: [OptionSpec] = [
+        .value("mqtt", "URL"), .flag("fcm"), .value("topic", "TOPIC"), .value("device", "ID"),
+        .value("ca-file", "FILE"), .value("username", "USER"), .value("password-file", "FILE"),
+    ]
+
+    let mqtt: String?
+    let fcm: Bool
+    /// The FCM topic, and the MQTT topic before `/device`.
+    let topic: String
+    let device: String?
+    let caFile: String?
+    let username: String?
+    let passwordFile: String?
+
+    var isRequested: Bool { mqtt != nil || fcm }
+
+    init(_ options: ParsedOptions) throws(AdminFailure) {
+        mqtt = options.value("mqtt")
+        fcm = options.flag("fcm")
+        topic = options.value("topic") ?? "PUSH_RC"
+        device = options.value("device")
+        caFile = options.value("ca-file")
+        username = options.value("username")
+        passwordFile = options.value("password-file")
+        guard !topic.isEmpty else { throw .usage("--topic must not be empty") }
+        // One topic level: a `/` would address a subtree and `+`/`#` are wildcards a publish may not carry.
+        if let device, device.isEmpty || device.contains("/") || device.contains("+") || device.contains("#") {
+            throw .usage("--device must be one MQTT topic level, got '\(TextEscaping.terminal(device))'")
+        }
+        // Options that would be silently ignored are refused: the operator meant something by them.
+        if mqtt == nil, device != nil || caFile != nil || username != nil || passwordFile != nil {
+            throw .usage("--device, --ca-file, --username and --password-file go with --mqtt URL")
+        }
+    }
+
+    /// Sends the ping carrying `templateVersion` to every destination asked for, one line of
+    /// output each (on stderr with `notesOnly`: after `set-update --json`, stdout is the JSON). Each is tried even when another failed (a broker down must not keep the FCM
+    /// half from going out); the first failure is thrown after the others were tried.
+    func send(templateVersion: String?, google: GoogleContext?, notesOnly: Bool = false) async throws(AdminFailure) {
+        func say(_ line: String) {
+            if notesOnly { Output.note(line) } else { Output.data(line + "\n") }
+        }
+        var firstFailure: AdminFailure?
+        if fcm, let google {
+            do { say(try await sendFCM(templateVersion: templateVersion, api: google.fcm)) } catch {
+                Output.note("Error: \(error.message)")
+                firstFailure = firstFailure ?? error
+            }
+        }
+        if let mqtt {
+            do { say(try await sendMQTT(url: mqtt, templateVersion: templateVersion)) } catch {
+                Output.note("Error: \(error.message)")
+                firstFailure = firstFailure ?? error
+            }
+        }
+        // Each failure was reported above; the one thrown gives the exit code and says so.
+        if let firstFailure { throw AdminFailure(firstFailure.kind, "the stale ping did not go out everywhere") }
+    }
+
+    /// The FCM v1 topic message, checked locally as FCM would before it is sent. Returns what was done.
+    func sendFCM(templateVersion: String?, api: FCMAPI) async throws(AdminFailure) -> String {
+        let message = StalePing.fcmMessage(topic: topic, templateVersion: templateVersion)
+        let name = try await GoogleContext.call { () async throws(GoogleError) in
+            try api.validate(message)
+            return try await api.send(message)
+        }
+        return "sent \(message["data"]?.compactText ?? "") to FCM topic \(TextEscaping.terminal(topic)) as "
+            + TextEscaping.terminal(name)
+    }
+
+    /// The MQTT payload at QoS 1 to TOPIC (or TOPIC/ID), on a thread of its own: the publisher
+    /// blocks until the broker acknowledges, and the cooperative pool has only two threads.
+    func sendMQTT(url: String, templateVersion: String?) async throws(AdminFailure) -> String {
+        let fullTopic = topic + (device.map { "/" + $0 } ?? "")
+        let payload = StalePing.mqttPayload(templateVersion: templateVersion)
+        let options = self
+        let result: Result<Void, MQTTPublisher.Failure> = await withCheckedContinuation { continuation in
+            let started = DetachedThread.start {
+                do throws(MQTTPublisher.Failure) {
+                    try MQTTPublisher.publish(
+                        url: url, topic: fullTopic, payload: payload, caFile: options.caFile,
+                        username: options.username, password: try MQTTPublisher.password(fromFile: options.passwordFile)
+                    )
+                    continuation.resume(returning: .success(()))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+            if !started {
+                continuation.resume(returning: .failure(MQTTPublisher.Failure(description: "cannot start a thread")))
+            }
+        }
+        if case let .failure(error) = result {
+            throw AdminFailure(error.unreachable ? .unavailable : .failure, "cannot publish the stale ping: \(error)")
+        }
+        return "published \(payload) to \(TextEscaping.terminal(fullTopic))"
+    }
+}
+
+/// `rcadmin notify-stale`: tells devices their config is stale, now, without a publish.
+enum NotifyCommand {
+    static let notifyStale = AdminCommand(
+        words: ["notify-stale"],
+        synopsis: """
+            [--mqtt URL] [--fcm] [--topic TOPIC] [--template-version N] [--device ID]
+                                    [--ca-file FILE] [--username USER --password-file FILE]
+                                    [--service-account FILE] [--endpoint URL]
+            """,
+        help: """
+            Sends the stale ping {"CONFIG_STATE":"STALE"[,"templateVersion":"N"]}, as data, so devices
+            fetch. With --mqtt URL it is published at QoS 1 to TOPIC (default PUSH_RC; TOPIC/ID with
+            --device) as {"data":{...}}, and the command waits for the broker's acknowledgement. With
+            --fcm it is sent as an FCM HTTP v1 data message to the topic, with the service account:
+            checked first as FCM checks it, then sent with apns-priority 5 and content-available (how
+            a data-only message reaches iOS apps) and the topic as collapse key. Both may be given;
+            one is required. --template-version N names the version that made configs stale, so a
+            device that already has it does not fetch.
+            """,
+        options: AdminCommand.accountOptions + StaleNotification.options + [.value("template-version", "N")],
+        arguments: 0...0
+    ) { options, environment throws(AdminFailure) in
+        let notification = try StaleNotification(options)
+        guard notification.isRequested else { throw .usage("notify-stale needs --mqtt URL, --fcm or both") }
+        // Digits only: devices compare it as a number, and a "v42" would never match.
+        let version = try options.integer("template-version", in: 0...Int64.max).map { String($0) }
+        // MQTT alone needs no service account (the relay's hosts and lab brokers have none).
+        let google = notification.fcm ? try GoogleContext(options, environment: environment) : nil
+        try await notification.send(templateVersion: version, google: google)
+    }
+}

@@ -1,0 +1,66 @@
+import Testing
+
+@testable import RCAdmin
+
+/// The one option parser every rcadmin command uses: what it accepts, and that each refusal is a
+/// usage error naming the option.
+@Suite struct OptionsTests {
+    static let specs: [OptionSpec] = [
+        .flag("json"), .value("version", "N"), .value("output", "FILE", short: "o"), .flag("force"),
+    ]
+
+    func parse(_ arguments: [String]) throws(AdminFailure) -> ParsedOptions {
+        try ParsedOptions(arguments, options: Self.specs)
+    }
+
+    func refusal(_ arguments: [String]) -> AdminFailure? {
+        do {
+            _ = try parse(arguments)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func optionsAnywhereInEitherSpelling() throws {
+        let options = try parse(["a.json", "--version=3", "--json", "-o", "out.json", "b.json"])
+        #expect(options.positionals == ["a.json", "b.json"])
+        #expect(options.value("version") == "3" && options.value("output") == "out.json")
+        #expect(options.flag("json") && !options.flag("force"))
+        #expect(try options.integer("version") == 3)
+        #expect(!options.help)
+    }
+
+    @Test func doubleDashEndsTheOptionsAndAValueMayLookLikeOne() throws {
+        let options = try parse(["--output", "--force", "--", "--json", "-"])
+        #expect(options.value("output") == "--force", "the value after an option is taken as it is")
+        #expect(!options.flag("force") && !options.flag("json"))
+        #expect(options.positionals == ["--json", "-"])
+        #expect(try parse(["--help", "--json"]).help)
+    }
+
+    @Test(arguments: [
+        (["--bogus"], "unknown option '--bogus'"),
+        (["-x"], "unknown option '-x'"),
+        (["--json", "--json"], "option '--json' given twice"),
+        (["--version", "1", "--version=2"], "option '--version' given twice"),
+        (["--version"], "option '--version' needs a value"),
+        (["--json=yes"], "option '--json' takes no value"),
+        (["--bo\u{1b}[2Jgus"], "unknown option '--bo\\x1b[2Jgus'"),
+    ])
+    func refusalsAreUsageErrorsNamingTheOption(_ arguments: [String], _ message: String) {
+        let failure = refusal(arguments)
+        #expect(failure?.kind == .usage && failure?.exitCode == 64)
+        #expect(failure?.message == message)
+    }
+
+    @Test func numbersAreWholeAndInRange() throws {
+        #expect(try ParsedOptions.integer("0042", what: "N", in: 1...100) == 42)
+        for text in ["", "-1", "1.5", "0", "101", "9999999999999999999999", "½"] {
+            #expect(throws: AdminFailure.self) { try ParsedOptions.integer(text, what: "N", in: 1...100) }
+        }
+        let options = try parse(["--version", "x"])
+        #expect(throws: AdminFailure.self) { try options.integer("version") }
+        #expect(try parse([]).integer("version") == nil)
+    }
+}
