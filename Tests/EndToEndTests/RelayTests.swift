@@ -40,12 +40,15 @@ import Testing
 
     static func ping(_ version: Int) -> String { #"{"data":{"CONFIG_STATE":"STALE","templateVersion":"\#(version)"}}"# }
 
-    func relayConfig(_ sandbox: Sandbox, _ server: FirebaseServer, _ broker: MosquittoBroker) throws -> String {
+    func relayConfig(
+        _ sandbox: Sandbox, _ server: FirebaseServer, _ broker: MosquittoBroker, project: String = "demo-project",
+        extra: String = ""
+    ) throws -> String {
         let path = sandbox.root.appendingPathComponent("relay.conf").path
         try """
         [Source]
         Type=firebase
-        ProjectId=demo-project
+        ProjectId=\(project)
         AppId=1:1234567890:linux:abcdef
         APIKey=test-api-key
         Endpoint=\(server.endpoint)
@@ -53,6 +56,7 @@ import Testing
         MQTT=mqtt://127.0.0.1:\(broker.port)
         [Agent]
         StateDirectory=\(sandbox.root.path)/relay-state
+        \(extra)
         """.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
@@ -119,5 +123,68 @@ import Testing
         #expect(nowhere.status == 1)
         #expect(nowhere.stderr.contains("nowhere to ping"), "\(nowhere.stderr)")
         #expect(try sandbox.run("rcadmin", ["relay"]).status == 64)
+    }
+
+    /// The issue's whole path: `rcadmin set-update` publishes, the relay hears it on the realtime
+    /// stream and pings the MQTT topic, a daemon that only listens to MQTT (no realtime stream of
+    /// its own, no Firebase credentials needed for the ping) fetches, and `check-update` exits 101.
+    /// With [Relay] FCMTopic= the same ping goes to FCM.
+    @Test func setUpdateReachesADeviceThroughTheRelay() throws {
+        let fixture = try AdminTests.Fixture()
+        let (sandbox, server) = (fixture.sandbox, fixture.server)
+        let broker = try MosquittoBroker(in: sandbox)
+        try sandbox.writeConfig(
+            extra: """
+                [Source]
+                Type=firebase
+                ProjectId=\(AdminTests.project)
+                AppId=1:1234567890:linux:abcdef
+                APIKey=test-api-key
+                Endpoint=\(server.endpoint)
+                [App]
+                Version=1.4.0
+                [Push]
+                Realtime=no
+                MQTT=mqtt://127.0.0.1:\(broker.port)
+                Jitter=0
+                """)
+        let daemon = try sandbox.startDaemon()
+        defer { daemon.stop() }
+        #expect(eventually { daemon.log.contains("MQTT connected") }, "\(daemon.log)")
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0, "\(daemon.log)")
+        #expect(try sandbox.cli("check-update").status == 0, "the seeded required version 1.0.0 is older")
+
+        let config = try relayConfig(
+            sandbox, server, broker, project: AdminTests.project, extra: "[Relay]\nFCMTopic=PUSH_RC")
+        let relay = try DaemonProcess(
+            sandbox, arguments: ["relay", "--config", config],
+            environment: ["GOOGLE_APPLICATION_CREDENTIALS": fixture.account.keyFilePath], executable: "rcadmin")
+        try relay.waitUntilReady()
+        defer { relay.stop() }
+        // The seeded version 1 is relayed first (the relay has never relayed anything): wait for it,
+        // so the publish below is the next announcement.
+        #expect(eventually { relay.log.contains("Relayed template version 1 to fcm PUSH_RC") }, "\(relay.log)")
+
+        let watcher = try SocketClient(path: sandbox.socketPath)
+        #expect(watcher.watch())
+        let set = try fixture.rcadmin([
+            "set-update", "--required", "--platform", "linux", "--version", "1.5.0", "--download",
+            "https://dl.example/app_1.5.0.deb",
+        ])
+        #expect(set.status == 0, "\(set.stderr)")
+        let activated = watcher.event(timeout: 20) {
+            $0["event"] as? String == "activated" && $0["templateVersion"] as? String == "2"
+        }
+        #expect(activated != nil, "\(relay.log)\n\(daemon.log)")
+        #expect(
+            daemon.log.contains("Config marked stale: mqtt PUSH_RC: CONFIG_STATE=STALE, template 2"),
+            "the fetch followed the relay's ping: \(daemon.log)")
+        let after = try sandbox.cli("check-update")
+        #expect(after.status == 101, "\(after.stdout)\(after.stderr)")
+        #expect(
+            eventually {
+                server.fcmMessages.compactMap { ($0["message"] as? [String: Any])?["data"] as? [String: String] }
+                    == [1, 2].map { ["CONFIG_STATE": "STALE", "templateVersion": String($0)] }
+            }, "\(server.fcmMessages)")
     }
 }

@@ -2,6 +2,7 @@
 import Glibc
 import RCCore
 import RCFirebase
+import RCGoogle
 import RCHTTP
 import RCService
 
@@ -20,24 +21,33 @@ struct MQTTPingTarget: PingTarget {
     func ping(version: Int64) async throws(RelayError) {
         let payload = StalePing.mqttPayload(templateVersion: String(version))
         let result: Result<Void, RelayError> = await onThread { [self] in
-            var password: String?
-            if let passwordFile {
-                guard let bytes = try? FileBytes.read(passwordFile) ?? nil else {
-                    return .failure(RelayError("cannot read \(passwordFile)"))
-                }
-                password = String(String(decoding: bytes, as: UTF8.self).trimmingSpaces())
-            }
-            do {
+            do throws(MQTTPublisher.Failure) {
+                // Read for every ping: a rotated password is used without a restart.
                 try MQTTPublisher.publish(
-                    url: url, topic: topic, payload: payload, caFile: caFile, username: username, password: password)
+                    url: url, topic: topic, payload: payload, caFile: caFile, username: username,
+                    password: try MQTTPublisher.password(fromFile: passwordFile))
                 return .success(())
-            } catch let error as MQTTPublisher.Failure {
-                return .failure(RelayError(error.description))
             } catch {
-                return .failure(RelayError("\(error)"))
+                return .failure(RelayError(error.description))
             }
         }
         try result.get()
+    }
+}
+
+/// The FCM half: the stale ping as an FCM HTTP v1 topic message, with the service account.
+struct FCMPingTarget: PingTarget {
+    let topic: String
+    let fcm: FCMAPI
+
+    var name: String { "fcm \(topic)" }
+
+    func ping(version: Int64) async throws(RelayError) {
+        do {
+            _ = try await fcm.send(StalePing.fcmMessage(topic: topic, templateVersion: String(version)))
+        } catch {
+            throw RelayError(error.description)
+        }
     }
 }
 
@@ -56,10 +66,10 @@ extension AdminTool {
 
         Follows the Firebase project's template version over the realtime stream and sends the stale
         ping carrying each new version to the MQTT topic and/or the FCM topic. FILE uses agent.conf
-        syntax: [Source] Type=firebase, ProjectID=, APIKey=, AppID= (the project to follow);
+        syntax: [Source] Type=firebase, ProjectId=, APIKey=, AppId= (the project to follow);
         [Push] MQTT=, MQTTTopic= (where to ping); [Relay] FCMTopic= (ping over FCM too, with the
-        service account of --service-account or GOOGLE_APPLICATION_CREDENTIALS); [Agent]
-        StateDirectory= (its installation and the last relayed version). Runs until SIGTERM.
+        service account GOOGLE_APPLICATION_CREDENTIALS names); [Agent] StateDirectory= (its
+        installation and the last relayed version). Runs until SIGTERM.
 
         """
 
@@ -100,8 +110,17 @@ extension AdminTool {
                     url: url, topic: config.mqttTopic, caFile: config.mqttCAFile, username: config.mqttUsername,
                     passwordFile: config.mqttPasswordFile))
         }
-        if config.relayFCMTopic != nil {
-            return failure("\(configPath): [Relay] FCMTopic= is not supported by this build yet")
+        if let topic = config.relayFCMTopic {
+            // The service account of the command line's convention; the project is the one followed.
+            guard let keyFile = environment["GOOGLE_APPLICATION_CREDENTIALS"], !keyFile.isEmpty else {
+                return failure(
+                    "\(configPath): [Relay] FCMTopic= needs the service account: set GOOGLE_APPLICATION_CREDENTIALS")
+            }
+            let account: ServiceAccount
+            do { account = try ServiceAccount.load(path: keyFile) } catch { return failure("\(error)") }
+            let api = GoogleAPI(tokens: AccessTokens(account: account, scopes: [GoogleScope.messaging]))
+            targets.append(
+                FCMPingTarget(topic: topic, fcm: FCMAPI(api: api, project: project, endpoint: config.endpoint)))
         }
         guard !targets.isEmpty else {
             return failure("\(configPath): nowhere to ping: set [Push] MQTT= or [Relay] FCMTopic=")
