@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Binary and package sizes: the three release binaries as built (static Swift stdlib, no debug
-# info) and stripped the way packaging/build-deb.sh strips them, and the .deb. The package is
-# built from BIN_DIR into a temporary directory with packaging/build-deb.sh (a few seconds; the
-# checkout's own rcagent_*.deb is left alone), unless RCBENCH_DEB names an existing .deb to read.
+# info) and stripped the way packaging/build-deb.sh strips them, and the device .deb (rcagent; the
+# operator tool is in a package of its own since issue 17). The packages are built from BIN_DIR
+# into a temporary directory with packaging/build-deb.sh (a few seconds; the checkout's own .debs
+# are left alone), unless RCBENCH_DEB names an existing device .deb to read.
 # Usage: bench/sizes.sh BIN_DIR
 set -euo pipefail
 bin=${1:?usage: bench/sizes.sh BIN_DIR}
@@ -24,7 +25,7 @@ if [ -n "${RCBENCH_DEB:-}" ]; then
     deb=$RCBENCH_DEB
     how="read from $deb"
 else
-    deb=$("$root/packaging/build-deb.sh" "$bin" "$work/deb")
+    deb=$("$root/packaging/build-deb.sh" "$bin" "$work/deb" | sed -n 1p)
     how="built by bench/sizes.sh from $bin with packaging/build-deb.sh"
 fi
 deb_bytes=$(stat -c %s "$deb")
