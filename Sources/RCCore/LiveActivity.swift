@@ -224,6 +224,12 @@ public struct LiveActivityMessage: Sendable, Equatable {
             staleDate: staleDate, relevanceScore: relevanceScore, fcmToken: fcmToken)
     }
 
+    /// This message checked as the agent will check it: what rcadmin calls on a message it built
+    /// before sending it anywhere. Returns the message as the agent will read it.
+    public func validated() throws(MessageError) -> LiveActivityMessage {
+        try Self.parse(json)
+    }
+
     /// The canonical FCM HTTP v1 message: `{"message": {["token",] "apns": {...}}}`, what rcadmin
     /// sends. Parsing it gives this message back.
     public var json: JSONValue {
@@ -300,7 +306,8 @@ private struct FieldReader {
             guard d.isFinite, d == d.rounded() else {
                 throw error(key, "must be whole seconds, got \(JSONValue.format(d))")
             }
-            guard abs(d) <= Double(LiveActivityMessage.maximumSeconds) else {
+            if d < 0 { throw error(key, "must not be negative, got \(JSONValue.format(d))") }
+            guard d <= Double(LiveActivityMessage.maximumSeconds) else {
                 throw error(key, "\(JSONValue.format(d)) is after year 9999 (milliseconds instead of seconds?)")
             }
             seconds = Int64(d)

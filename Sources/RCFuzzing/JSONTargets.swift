@@ -95,8 +95,9 @@ enum JSONTargets {
     /// FCM-style messages (socket `message` op, MQTT payloads, `rcagent notify`).
     static let pushMessage = FuzzTarget(
         "push-message",
-        "FCM-style message JSON: errors say \"bad message: <reason>\"; a parsed message's data re-encoded as "
-            + "{\"data\"} and as a {\"message\"} envelope parses back equal; stale and version follow the data",
+        "FCM-style message JSON: errors say \"bad message: <reason>\"; a parsed message's data (with its live "
+            + "activity rebuilt) re-encoded as {\"data\"} and as a {\"message\"} envelope parses back equal; stale "
+            + "and version follow the data",
         checkPushMessage)
 
     private static func checkPushMessage(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {

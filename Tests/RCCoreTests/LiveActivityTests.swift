@@ -201,7 +201,7 @@ enum FCMSamples {
 
     // MARK: - Refusals, each with its message
 
-    static let refusals: [(aps: [String: JSONValue?], reason: String)] = [
+    static let refusals: [(aps: [String: JSONValue?], reason: String?)] = [
         (["event": nil], "message.apns.payload.aps.event: missing"),
         (["event": .integer(1)], "message.apns.payload.aps.event: must be a string, got number"),
         (["event": .string("START")], "message.apns.payload.aps.event: must be start, update or end, got \"START\""),
@@ -223,6 +223,8 @@ enum FCMSamples {
             ["timestamp": .double(1e300)],
             "message.apns.payload.aps.timestamp: 1e+300 is after year 9999 (milliseconds instead of seconds?)"
         ),
+        (["timestamp": .double(-1e300)], "message.apns.payload.aps.timestamp: must not be negative, got -1e+300"),
+        (["timestamp": .double(-0.0)], nil),
         (["content-state": nil], "message.apns.payload.aps.content-state: missing"),
         (["content-state": .array([])], "message.apns.payload.aps.content-state: must be an object, got array"),
         (
@@ -266,7 +268,7 @@ enum FCMSamples {
     @Test(arguments: refusals.indices)
     func everyRefusalNamesItsField(index: Int) {
         let (aps, reason) = Self.refusals[index]
-        #expect(refusal(message(aps)) == "bad message: " + reason)
+        #expect(refusal(message(aps)) == reason.map { "bad message: " + $0 })
     }
 
     @Test func theTokenIsANonEmptyBoundedPrintableWord() {
@@ -315,6 +317,26 @@ enum FCMSamples {
         #expect(
             refusal(try JSONValue.parse(#"{"apns":{"live_activity_token":"a","payload":{"aps":[]}}}"#))
                 == "bad message: apns.payload.aps: must be an object, got array")
+    }
+
+    @Test func aBuiltMessageIsValidatedAsTheAgentWill() throws {
+        let built = LiveActivityMessage(
+            token: "order-42", priority: 5, event: .update, timestamp: 1_700_000_000,
+            contentState: .object([("eta", .integer(3))]), fcmToken: "fcm-token")
+        #expect(try built.validated() == built)
+        var bad = built
+        bad.token = "order 42"
+        #expect(throws: MessageError.self) { try bad.validated() }
+        bad = built
+        bad.attributesType = "Delivery"
+        #expect(
+            (try? bad.validated()) == nil
+                && (bad.json["message"]?["apns"]?["payload"]?["aps"]?["attributes-type"]) == .string("Delivery"))
+        bad = built
+        bad.priority = 7
+        #expect(throws: MessageError("message.apns.headers.apns-priority: must be \"5\" or \"10\", got \"7\"")) {
+            try bad.validated()
+        }
     }
 
     @Test func anUnknownMemberNameIsEscapedInTheError() {

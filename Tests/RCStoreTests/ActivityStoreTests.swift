@@ -91,6 +91,22 @@ import Testing
         }
     }
 
+    @Test func anyTextRoundTripsThroughTheTable() throws {
+        try withStore { store, path in
+            let content = JSONValue.object([
+                ("emoji", .string("🚚 \u{1b}[31m\n\u{0}")), ("list", .array([.null, .bool(true), .double(0.25)])),
+                ("nested", .object([("deep", .object([("x", .integer(-1))]))])),
+            ])
+            let message = LiveActivityMessage(
+                token: "a~!{}", event: .start, timestamp: s0, contentState: content, attributesType: "Ünïcode",
+                attributes: .object([("quote", .string("\"'\\"))]), alert: .init(title: "line\nbreak", body: ""))
+            let stored = try #require(try store.applyActivity(message, now: t0).activity)
+            let reopened = try StateStore.openForWriting(path: path)
+            #expect(try reopened.activity(id: "a~!{}", now: t0) == stored)
+            #expect(stored.contentState == content)
+        }
+    }
+
     @Test func theStateIsComputedForTheGivenClock() throws {
         try withStore { store, _ in
             try store.applyActivity(start(s0, stale: s0 + 60), now: t0)
