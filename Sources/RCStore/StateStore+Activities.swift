@@ -27,8 +27,9 @@ extension StateStore {
 
     /// Every stored activity, ended ones included, with its state at `now`; oldest start first.
     public func activities(now: Timestamp) throws(StoreError) -> [LiveActivity] {
-        let rows = try Self.wrap { () throws(SQLiteError) in
-            try db.query(
+        let rows = try Self.wrap { () throws(SQLiteError) -> [ActivityRow] in
+            guard try hasActivitiesTable() else { return [] }
+            return try db.query(
                 "SELECT \(Self.activityColumns) FROM activities ORDER BY started_at, id", row: Self.activityRow)
         }
         var activities: [LiveActivity] = []
@@ -63,7 +64,9 @@ extension StateStore {
     /// The earliest dismissal time of a stored activity: when the daemon next has something to remove.
     public func nextActivityDismissal() throws(StoreError) -> Timestamp? {
         try Self.wrap { () throws(SQLiteError) in
-            try db.query("SELECT min(dismiss_at) FROM activities") { $0.integer(0).map(Timestamp.init) }.first ?? nil
+            guard try hasActivitiesTable() else { return nil }
+            return try db.query("SELECT min(dismiss_at) FROM activities") { $0.integer(0).map(Timestamp.init) }.first
+                ?? nil
         }
     }
 
@@ -79,9 +82,16 @@ extension StateStore {
         .object([("activity", activity.json), ("id", .string(activity.id)), ("reason", .string(reason))])
     }
 
+    /// `false` in a database the daemon has not migrated yet, read by a newer CLI (`openForReading`
+    /// never migrates): it has no activities, which is no error.
+    private func hasActivitiesTable() throws(SQLiteError) -> Bool {
+        try !db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'activities'") { _ in true }.isEmpty
+    }
+
     private func storedActivity(id: String) throws(StoreError) -> LiveActivity? {
-        let rows = try Self.wrap { () throws(SQLiteError) in
-            try db.query(
+        let rows = try Self.wrap { () throws(SQLiteError) -> [ActivityRow] in
+            guard try hasActivitiesTable() else { return [] }
+            return try db.query(
                 "SELECT \(Self.activityColumns) FROM activities WHERE id = ?", [.text(id)], row: Self.activityRow)
         }
         return try rows.first?.activity()

@@ -204,6 +204,11 @@ import Testing
                     INSERT INTO events (at, kind, detail) VALUES (1, 'activated', '{}');
                     """)
             }
+            // A newer CLI reading it before the daemon migrated it: no activities yet, no error.
+            let early = try #require(try StateStore.openForReading(path: path))
+            #expect(try early.activities(now: t0).isEmpty)
+            #expect(try early.activity(id: "order-42", now: t0) == nil)
+            #expect(try early.nextActivityDismissal() == nil)
             let store = try StateStore.openForWriting(path: path)
             #expect(StateStore.schemaVersion == 2)
             #expect(try store.status().deviceId == "dev-1")
