@@ -11,9 +11,12 @@ extension StateStore {
         -> LiveActivityRules.Outcome
     {
         try write { () throws in
+            // Read inside the write transaction: no other writer can apply a message to the same
+            // activity between this read and the write below.
             let existing = try storedActivity(id: message.token).map { $0.at(now) }
             let outcome = LiveActivityRules.apply(message, to: existing, now: now)
             guard let activity = outcome.activity, let kind = outcome.eventKind else { return outcome }
+            // An end whose dismissal date has passed leaves no row behind, only its event.
             if case .removed = outcome {
                 try db.run("DELETE FROM activities WHERE id = ?", [.text(activity.id)])
                 try appendEvent(kind, at: now, detail: Self.removal(activity, reason: "dismissal-date passed"))
@@ -26,6 +29,7 @@ extension StateStore {
     }
 
     /// Every stored activity, ended ones included, with its state at `now`; oldest start first.
+    /// The state is not stored: stale follows from the clock, so it is computed on each read.
     public func activities(now: Timestamp) throws(StoreError) -> [LiveActivity] {
         let rows = try Self.wrap { () throws(SQLiteError) -> [ActivityRow] in
             guard try hasActivitiesTable() else { return [] }
@@ -97,6 +101,8 @@ extension StateStore {
         return try rows.first?.activity()
     }
 
+    /// Writes the whole row: a start replaces an ended activity of the same id, an update
+    /// rewrites what changed and what did not alike (one activity is a few kilobytes at most).
     private func save(_ activity: LiveActivity) throws(SQLiteError) {
         func time(_ t: Timestamp?) -> SQLValue { t.map { .integer($0.milliseconds) } ?? .null }
         try db.run(
