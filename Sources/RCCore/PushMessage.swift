@@ -1,10 +1,13 @@
 /// An FCM-style message as the socket, MQTT and `rcagent notify` deliver it: `{"data": {...}}`
-/// or a full HTTP v1 envelope `{"message": {"data": {...}, ...}}`.
+/// or a full HTTP v1 envelope `{"message": {"data": {...}, ...}}`, either of them possibly with an
+/// `apns` block carrying a Live Activity.
 public struct PushMessage: Sendable, Equatable {
     /// The data payload; FCM data values are strings, numbers and booleans are accepted as text.
     public var data: [String: String]
-    /// The envelope carried an `apns` block (a Live Activity message).
-    public var hasLiveActivity: Bool
+    /// The Live Activity the message carries (an `apns` block with a `live_activity_token` or an
+    /// `aps.event`), or why it is not a valid one; `nil` when it carries none. A bad Live Activity
+    /// does not refuse the whole message: its data (a `CONFIG_STATE` ping) still counts.
+    public var liveActivity: Result<LiveActivityMessage, MessageError>?
 
     /// Any message whose data contains `CONFIG_STATE` marks the config stale.
     public var marksStale: Bool { data["CONFIG_STATE"] != nil }
@@ -15,9 +18,9 @@ public struct PushMessage: Sendable, Equatable {
         (data["templateVersion"] ?? data["latestTemplateVersionNumber"]).flatMap { Int64($0) }
     }
 
-    public init(data: [String: String], hasLiveActivity: Bool = false) {
+    public init(data: [String: String], liveActivity: Result<LiveActivityMessage, MessageError>? = nil) {
         self.data = data
-        self.hasLiveActivity = hasLiveActivity
+        self.liveActivity = liveActivity
     }
 
     public static func parse(_ json: JSONValue) throws(MessageError) -> PushMessage {
@@ -51,11 +54,15 @@ public struct PushMessage: Sendable, Equatable {
                 throw MessageError("\"\(where_)\" template version must be a decimal number, got \"\(version)\"")
             }
         }
-        let apns = body["apns"] != nil
-        guard body["data"] != nil || apns else {
+        guard body["data"] != nil || body["apns"] != nil else {
             throw MessageError("the message has neither \"data\" nor \"apns\"")
         }
-        return PushMessage(data: data, hasLiveActivity: apns)
+        var liveActivity: Result<LiveActivityMessage, MessageError>?
+        if LiveActivityMessage.isLiveActivity(body) {
+            let path = json["message"] != nil ? "message." : ""
+            liveActivity = Result { () throws(MessageError) in try LiveActivityMessage.parse(body: body, path: path) }
+        }
+        return PushMessage(data: data, liveActivity: liveActivity)
     }
 }
 

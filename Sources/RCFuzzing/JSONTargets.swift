@@ -95,8 +95,9 @@ enum JSONTargets {
     /// FCM-style messages (socket `message` op, MQTT payloads, `rcagent notify`).
     static let pushMessage = FuzzTarget(
         "push-message",
-        "FCM-style message JSON: errors say \"bad message: <reason>\"; a parsed message's data re-encoded as "
-            + "{\"data\"} and as a {\"message\"} envelope parses back equal; stale and version follow the data",
+        "FCM-style message JSON: errors say \"bad message: <reason>\"; a parsed message's data (with its live "
+            + "activity rebuilt) re-encoded as {\"data\"} and as a {\"message\"} envelope parses back equal; stale "
+            + "and version follow the data",
         checkPushMessage)
 
     private static func checkPushMessage(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
@@ -112,7 +113,16 @@ enum JSONTargets {
         }
         let data = JSONValue.object(message.data.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })
         var body: [(key: String, value: JSONValue)] = [("data", data)]
-        if message.hasLiveActivity { body.append(("apns", .object([]))) }
+        switch message.liveActivity {
+        case nil: break
+        case let .success(activity):
+            // The canonical rebuild must read back as the same activity.
+            if let apns = activity.json["message"]?["apns"] { body.append(("apns", apns)) }
+            if let token = activity.fcmToken { body.append(("token", .string(token))) }
+        case let .failure(error):
+            try check.requireNamed(error, prefix: "bad message: ")
+            return .accepted
+        }
         for encoded in [JSONValue.object(body), .object([("message", .object(body))])] {
             let again = try? PushMessage.parse(encoded)
             try check.require(again == message, "\(encoded.compactText) reads back as \(String(describing: again))")

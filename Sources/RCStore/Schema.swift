@@ -40,7 +40,25 @@ enum Schema {
         );
         INSERT INTO fetch_state (id) VALUES (1);
         INSERT INTO stale (id, is_set) VALUES (1, 0);
+        """,
+        // 2: Live Activities, one row per activity id. JSON columns hold compact JSON text; times are
+        // milliseconds since the epoch except `timestamp`, the last applied message's own seconds.
         """
+        CREATE TABLE activities (
+            id TEXT PRIMARY KEY,
+            attributes_type TEXT NOT NULL,
+            attributes TEXT NOT NULL,
+            content_state TEXT NOT NULL,
+            alert TEXT,
+            timestamp INTEGER NOT NULL,
+            started_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            ended_at INTEGER,
+            stale_at INTEGER,
+            dismiss_at INTEGER
+        ) WITHOUT ROWID;
+        CREATE INDEX activities_dismiss_at ON activities (dismiss_at) WHERE dismiss_at IS NOT NULL;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

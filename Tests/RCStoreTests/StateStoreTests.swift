@@ -85,8 +85,8 @@ import Testing
             }
             #expect(
                 tables == [
-                    "active_values", "defaults", "events", "fetch_state", "fetched_values", "meta", "snapshots",
-                    "stale",
+                    "active_values", "activities", "defaults", "events", "fetch_state", "fetched_values", "meta",
+                    "snapshots", "stale",
                 ])
             #expect(try store.integrityProblems() == nil)
         }

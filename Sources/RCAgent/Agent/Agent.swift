@@ -191,7 +191,7 @@ actor Agent {
     {
         guard message.marksStale else {
             let note =
-                message.hasLiveActivity ? "live activity messages are not handled yet" : "no CONFIG_STATE in data"
+                message.liveActivity != nil ? "live activity messages are not handled yet" : "no CONFIG_STATE in data"
             return .ignored(note)
         }
         if let announced = message.templateVersion, let current = try currentTemplateVersion(), announced <= current {

@@ -1,0 +1,167 @@
+import RCCore
+
+/// Live Activities in the `activities` table: applying a message (the rules, the row and the
+/// event in one transaction), listing them, and removing those past their dismissal date.
+extension StateStore {
+    /// Applies `message` to the activity it names, as ``LiveActivityRules`` decide, in one
+    /// transaction: the row changes and its `activity-*` event is logged together or not at all.
+    /// Ignored and refused messages change nothing and log nothing.
+    @discardableResult
+    public func applyActivity(_ message: LiveActivityMessage, now: Timestamp) throws(StoreError)
+        -> LiveActivityRules.Outcome
+    {
+        try write { () throws in
+            // Read inside the write transaction: no other writer can apply a message to the same
+            // activity between this read and the write below.
+            let existing = try storedActivity(id: message.token).map { $0.at(now) }
+            let outcome = LiveActivityRules.apply(message, to: existing, now: now)
+            guard let activity = outcome.activity, let kind = outcome.eventKind else { return outcome }
+            // An end whose dismissal date has passed leaves no row behind, only its event.
+            if case .removed = outcome {
+                try db.run("DELETE FROM activities WHERE id = ?", [.text(activity.id)])
+                try appendEvent(kind, at: now, detail: Self.removal(activity, reason: "dismissal-date passed"))
+            } else {
+                try save(activity)
+                try appendEvent(kind, at: now, detail: activity.json)
+            }
+            return outcome
+        }
+    }
+
+    /// Every stored activity, ended ones included, with its state at `now`; oldest start first.
+    /// The state is not stored: stale follows from the clock, so it is computed on each read.
+    public func activities(now: Timestamp) throws(StoreError) -> [LiveActivity] {
+        let rows = try Self.wrap { () throws(SQLiteError) -> [ActivityRow] in
+            guard try hasActivitiesTable() else { return [] }
+            return try db.query(
+                "SELECT \(Self.activityColumns) FROM activities ORDER BY started_at, id", row: Self.activityRow)
+        }
+        var activities: [LiveActivity] = []
+        for row in rows { activities.append(try row.activity().at(now)) }
+        return activities
+    }
+
+    /// The activity `id`, with its state at `now`, or `nil` when there is none.
+    public func activity(id: String, now: Timestamp) throws(StoreError) -> LiveActivity? {
+        try storedActivity(id: id)?.at(now)
+    }
+
+    /// Removes every ended activity whose dismissal time is at or before `now`, logging an
+    /// `activity-removed` event for each, in one transaction. Returns the removed ids, sorted.
+    @discardableResult
+    public func removeDismissedActivities(now: Timestamp) throws(StoreError) -> [String] {
+        try write { () throws in
+            let rows = try db.query(
+                "SELECT \(Self.activityColumns) FROM activities WHERE dismiss_at <= ? ORDER BY id",
+                [.integer(now.milliseconds)], row: Self.activityRow)
+            var removed: [String] = []
+            for row in rows {
+                let activity = try row.activity().at(now)
+                try db.run("DELETE FROM activities WHERE id = ?", [.text(activity.id)])
+                try appendEvent("activity-removed", at: now, detail: Self.removal(activity, reason: "dismissed"))
+                removed.append(activity.id)
+            }
+            return removed
+        }
+    }
+
+    /// The earliest dismissal time of a stored activity: when the daemon next has something to remove.
+    public func nextActivityDismissal() throws(StoreError) -> Timestamp? {
+        try Self.wrap { () throws(SQLiteError) in
+            guard try hasActivitiesTable() else { return nil }
+            return try db.query("SELECT min(dismiss_at) FROM activities") { $0.integer(0).map(Timestamp.init) }.first
+                ?? nil
+        }
+    }
+
+    // MARK: - Rows
+
+    private static let activityColumns = """
+        id, attributes_type, attributes, content_state, alert, timestamp, started_at, updated_at, ended_at, \
+        stale_at, dismiss_at
+        """
+
+    /// `{"id", "reason", "activity"}`: what a removal event says (the activity as it was last).
+    private static func removal(_ activity: LiveActivity, reason: String) -> JSONValue {
+        .object([("activity", activity.json), ("id", .string(activity.id)), ("reason", .string(reason))])
+    }
+
+    /// `false` in a database the daemon has not migrated yet, read by a newer CLI (`openForReading`
+    /// never migrates): it has no activities, which is no error.
+    private func hasActivitiesTable() throws(SQLiteError) -> Bool {
+        try !db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'activities'") { _ in true }.isEmpty
+    }
+
+    private func storedActivity(id: String) throws(StoreError) -> LiveActivity? {
+        let rows = try Self.wrap { () throws(SQLiteError) -> [ActivityRow] in
+            guard try hasActivitiesTable() else { return [] }
+            return try db.query(
+                "SELECT \(Self.activityColumns) FROM activities WHERE id = ?", [.text(id)], row: Self.activityRow)
+        }
+        return try rows.first?.activity()
+    }
+
+    /// Writes the whole row: a start replaces an ended activity of the same id, an update
+    /// rewrites what changed and what did not alike (one activity is a few kilobytes at most).
+    private func save(_ activity: LiveActivity) throws(SQLiteError) {
+        func time(_ t: Timestamp?) -> SQLValue { t.map { .integer($0.milliseconds) } ?? .null }
+        try db.run(
+            """
+            INSERT OR REPLACE INTO activities (\(Self.activityColumns))
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                .text(activity.id), .text(activity.attributesType), .text(activity.attributes.compactText),
+                .text(activity.contentState.compactText), activity.alert.map { .text($0.json.compactText) } ?? .null,
+                .integer(activity.timestamp), time(activity.startedAt), time(activity.updatedAt),
+                time(activity.endedAt), time(activity.staleAt), time(activity.dismissAt),
+            ])
+    }
+
+    /// One row's columns, copied out before the statement moves on; decoded after.
+    private struct ActivityRow {
+        var id: String
+        var attributesType: String
+        var attributes: String
+        var contentState: String
+        var alert: String?
+        var timestamp: Int64
+        var startedAt: Int64
+        var updatedAt: Int64
+        var endedAt: Int64?
+        var staleAt: Int64?
+        var dismissAt: Int64?
+
+        /// The activity, its state still to be computed for a clock. JSON this store wrote that no
+        /// longer parses is damage, reported as such rather than shown as an empty object.
+        func activity() throws(StoreError) -> LiveActivity {
+            func json(_ text: String, _ column: String) throws(StoreError) -> JSONValue {
+                do { return try JSONValue.parse(text) } catch {
+                    throw .integrityCheckFailed("activity \(TextEscaping.logLine(id)): \(column): \(error)")
+                }
+            }
+            var alert: LiveActivityMessage.Alert?
+            if let text = self.alert {
+                let value = try json(text, "alert")
+                guard let title = value["title"]?.stringValue, let body = value["body"]?.stringValue else {
+                    throw .integrityCheckFailed("activity \(TextEscaping.logLine(id)): alert: no title or body")
+                }
+                alert = .init(title: title, body: body, sound: value["sound"]?.stringValue)
+            }
+            return LiveActivity(
+                id: id, state: .active, attributesType: attributesType,
+                attributes: try json(attributes, "attributes"), contentState: try json(contentState, "content_state"),
+                alert: alert, timestamp: timestamp, startedAt: Timestamp(milliseconds: startedAt),
+                updatedAt: Timestamp(milliseconds: updatedAt), endedAt: endedAt.map(Timestamp.init),
+                staleAt: staleAt.map(Timestamp.init), dismissAt: dismissAt.map(Timestamp.init))
+        }
+    }
+
+    private static func activityRow(_ row: Row) -> ActivityRow {
+        ActivityRow(
+            id: row.text(0) ?? "", attributesType: row.text(1) ?? "", attributes: row.text(2) ?? "{}",
+            contentState: row.text(3) ?? "{}", alert: row.text(4), timestamp: row.integer(5) ?? 0,
+            startedAt: row.integer(6) ?? 0, updatedAt: row.integer(7) ?? 0, endedAt: row.integer(8),
+            staleAt: row.integer(9), dismissAt: row.integer(10))
+    }
+}
