@@ -32,11 +32,24 @@ import Testing
     }
 
     @Test func doubleDashEndsTheOptionsAndAValueMayLookLikeOne() throws {
-        let options = try parse(["--output", "--force", "--", "--json", "-"])
-        #expect(options.value("output") == "--force", "the value after an option is taken as it is")
+        let options = try parse(["--output=--force", "--version", "-3", "--", "--json", "-"])
+        #expect(options.value("output") == "--force", "a value starting with - is given with =")
+        #expect(options.value("version") == "-3", "a value that is no option of the command is taken as it is")
         #expect(!options.flag("force") && !options.flag("json"))
         #expect(options.positionals == ["--json", "-"])
         #expect(try parse(["--help", "--json"]).help)
+    }
+
+    /// `template publish FILE --description --validate-only` once published for real, with the
+    /// description "--validate-only": an option where a value belongs is a forgotten value.
+    @Test(arguments: [
+        ["--output", "--force"], ["--output", "-o"], ["--version", "--json=1"], ["-o", "--"],
+        ["--version", "--help"],
+    ])
+    func anOptionWhereAValueBelongsIsAForgottenValue(_ arguments: [String]) {
+        let failure = refusal(arguments)
+        #expect(failure?.kind == .usage)
+        #expect(failure?.message.contains("needs a value, got the option '\(arguments[1])'") == true)
     }
 
     @Test(arguments: [
