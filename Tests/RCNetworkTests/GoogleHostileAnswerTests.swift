@@ -1,0 +1,77 @@
+import Foundation
+import RCCore
+import TestSupport
+import Testing
+
+@testable import RCGoogle
+
+/// RCGoogle against answers no Google server should give (Tests/Fixtures/hostile_google.py): each
+/// must end in an error naming what was wrong, never in a credential sent elsewhere, an unbounded
+/// body, a header value that cannot be sent back, or a caller that cannot be stopped.
+@Suite struct GoogleHostileAnswerTests {
+    static let tokenAnswer = #"{"access_token":"ya29.stolen","expires_in":3600,"token_type":"Bearer"}"#
+
+    /// A redirect would carry the signed assertion (a credential for an hour) or a template to a
+    /// host the key file never named, and from loopback over plain http to another machine: the
+    /// answer is an error instead, and the other host sees nothing.
+    @Test func tokenExchangesAndAPICallsNeverFollowARedirect() async throws {
+        try await TemporaryDirectory.with { directory in
+            let elsewhere = try HostileGoogle(
+                in: directory, name: "elsewhere", mode: .object([("body", .string(Self.tokenAnswer))]))
+            let tokenServer = try HostileGoogle(
+                in: directory, name: "token",
+                mode: .object([
+                    ("status", .integer(307)),
+                    ("headers", .object([("Location", .string(elsewhere.origin + "/token"))])),
+                ]))
+            let keys = try TestServiceAccount(in: directory, tokenURI: tokenServer.origin + "/token")
+            let tokens = AccessTokens(
+                account: try keys.account, scopes: [GoogleScope.remoteConfig],
+                retry: RecordingSleeper().policy(attempts: 1))
+            do throws(GoogleError) {
+                let token = try await tokens.token()
+                Issue.record("a redirected token request gave \(token)")
+            } catch {
+                #expect(error.status == 307)
+            }
+            #expect(tokenServer.requests.count == 1)
+            #expect(elsewhere.requests.isEmpty, "the assertion went to the redirect's target")
+
+            // An API call redirected elsewhere: the template in its body stays here too.
+            let google = try FakeGoogle(in: directory)
+            let redirecting = try HostileGoogle(
+                in: directory, name: "api",
+                mode: .object([
+                    ("status", .integer(308)),
+                    ("headers", .object([("Location", .string(elsewhere.origin + "/v1/projects/p/remoteConfig"))])),
+                ]))
+            let config = RemoteConfigAPI(
+                api: try google.api(retry: RecordingSleeper().policy(attempts: 1)), project: "demo-project",
+                endpoint: redirecting.origin)
+            do throws(GoogleError) {
+                _ = try await config.publish(.object([("parameters", .object([]))]), etag: "etag-1")
+                Issue.record("a redirected publish succeeded")
+            } catch {
+                #expect(error.status == 308)
+            }
+            #expect(elsewhere.requests.isEmpty, "the template went to the redirect's target")
+        }
+    }
+
+    /// The size limit holds for the decoded body: 17 MiB of zeros are 17 KB gzipped.
+    @Test func aGzipBombIsCutAtTheDecodedSizeLimit() async throws {
+        try await TemporaryDirectory.with { directory in
+            let google = try FakeGoogle(in: directory)
+            let bomb = try HostileGoogle(in: directory, mode: .object([("gzipZeros", .integer(17 << 20))]))
+            let config = RemoteConfigAPI(
+                api: try google.api(retry: RecordingSleeper().policy(attempts: 1)), project: "demo-project",
+                endpoint: bomb.origin)
+            do throws(GoogleError) {
+                _ = try await config.get()
+                Issue.record("a 17 MiB body was read")
+            } catch {
+                #expect(error.description.contains("larger than \(16 << 20) bytes"))
+            }
+        }
+    }
+}
