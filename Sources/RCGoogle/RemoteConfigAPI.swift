@@ -132,9 +132,26 @@ public struct RemoteConfigAPI: Sendable {
         try etag(response.header("etag"), status: response.status, call: call)
     }
 
-    /// The ETag header's value, required.
+    /// The longest ETag taken: Google's are a few dozen characters (`etag-<project number>-<version>`).
+    static let maximumETagLength = 1_024
+
+    /// The ETag header's value, required, and one a request can send back as `If-Match`: visible
+    /// ASCII, at most ``maximumETagLength`` bytes. Anything else is refused on arrival, before it is
+    /// written into a template file or shown to the operator.
     static func etag(_ value: String?, status: Int, call: String) throws(GoogleError) -> String {
         guard let value, !value.isEmpty else { throw GoogleError(call, "no ETag in the answer", status: status) }
+        guard value.utf8.count <= maximumETagLength else {
+            throw GoogleError(
+                call,
+                "the ETag in the answer is \(value.utf8.count) bytes long, more than any ETag (at most "
+                    + "\(maximumETagLength))", status: status)
+        }
+        guard value.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw GoogleError(
+                call,
+                "the ETag in the answer, \(TextEscaping.snippet(value, maxBytes: 64)), has characters "
+                    + "an If-Match header cannot carry", status: status)
+        }
         return value
     }
 

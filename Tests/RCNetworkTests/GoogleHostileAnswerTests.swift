@@ -74,4 +74,30 @@ import Testing
             }
         }
     }
+
+    /// The ETag is sent back as `If-Match` and shown to the operator: one with control characters,
+    /// or kilobytes long, is no ETag Google gives, and is refused when it arrives.
+    @Test(arguments: ["etag-\u{1b}]0;pwned\u{07}-1", String(repeating: "e", count: 4_000), "etag-\u{202e}1"])
+    func anETagThatIsNoHeaderValueIsRefusedOnArrival(_ etag: String) async throws {
+        try await TemporaryDirectory.with { directory in
+            let google = try FakeGoogle(in: directory)
+            let hostile = try HostileGoogle(
+                in: directory,
+                mode: .object([
+                    ("body", .string(#"{"version":{"versionNumber":"1"}}"#)),
+                    ("headers", .object([("ETag", .string(etag))])),
+                ]))
+            let config = RemoteConfigAPI(
+                api: try google.api(retry: RecordingSleeper().policy(attempts: 1)), project: "demo-project",
+                endpoint: hostile.origin)
+            do throws(GoogleError) {
+                let (_, received) = try await config.get()
+                Issue.record("accepted the ETag \(TextEscaping.terminal(received))")
+            } catch {
+                #expect(error.description.contains("ETag"))
+                #expect(!error.description.contains("\u{1b}") && !error.description.contains("\u{202e}"))
+                #expect(error.description.utf8.count < 1_000)
+            }
+        }
+    }
 }
