@@ -100,4 +100,33 @@ import Testing
             }
         }
     }
+
+    /// SIGTERM during a token exchange that is waiting out a Retry-After: the caller's cancellation
+    /// reaches the exchange, which stops at once instead of finishing its retries.
+    @Test func cancellingTheCallerStopsATokenExchangeWaitingToRetry() async throws {
+        try await TemporaryDirectory.with { directory in
+            let tokenServer = try HostileGoogle(
+                in: directory,
+                mode: .object([
+                    ("status", .integer(503)), ("headers", .object([("Retry-After", .string("30"))])),
+                    ("body", .string(#"{"error":"temporarily_unavailable"}"#)),
+                ]))
+            let keys = try TestServiceAccount(in: directory, tokenURI: tokenServer.origin + "/token")
+            var retry = RetryPolicy()
+            retry.attempts = 2
+            let tokens = AccessTokens(account: try keys.account, scopes: [GoogleScope.remoteConfig], retry: retry)
+            let task = Task { () async throws(GoogleError) -> String in try await tokens.token() }
+            #expect(eventually { tokenServer.requests.count == 1 }, "the first exchange arrived")
+            let cancelled = ContinuousClock.now
+            task.cancel()
+            let result = await task.result
+            #expect(ContinuousClock.now - cancelled < .seconds(10), "the exchange waited out its Retry-After")
+            guard case let .failure(error) = result else {
+                Issue.record("a 503 gave a token")
+                return
+            }
+            #expect("\(error)".contains("cancelled"))
+            #expect(tokenServer.requests.count == 1)
+        }
+    }
 }
