@@ -108,6 +108,27 @@ import Testing
         #expect(relay.stop() == 0, "\(relay.log)")
     }
 
+    /// A state directory the relay cannot write showed only after its first ping, whose record
+    /// was then lost: every restart pinged the fleet again. It is an error at start instead, before
+    /// any ping. (/proc takes no new files, not even from root, which the tests may run as.)
+    @Test func aStateDirectoryItCannotWriteStopsItBeforeAnyPing() throws {
+        let sandbox = try Sandbox()
+        let server = try FirebaseServer(in: sandbox)
+        let broker = try MosquittoBroker(in: sandbox)
+        let subscriber = try Subscriber(broker, in: sandbox)
+        try server.publish(version: 1, entries: ["key_0": "v1"])
+        let config = try relayConfig(sandbox, server, broker)
+        let text = try String(contentsOfFile: config, encoding: .utf8).replacingOccurrences(
+            of: "StateDirectory=\(sandbox.root.path)/relay-state", with: "StateDirectory=/proc")
+        try text.write(toFile: config, atomically: true, encoding: .utf8)
+        let relay = try DaemonProcess(sandbox, arguments: ["relay", "--config", config], executable: "rcadmin")
+        #expect(eventually { !relay.process.isRunning }, "the relay kept running: \(relay.log)")
+        #expect(relay.stop() == 1)
+        #expect(relay.log.contains("Error: cannot write the ledger of relayed versions in /proc"), "\(relay.log)")
+        #expect(server.requests(api: "realtime").isEmpty)
+        #expect(subscriber.pings.isEmpty)
+    }
+
     @Test func aConfigWithoutAFirebaseProjectOrATargetIsRefused() throws {
         let sandbox = try Sandbox()
         let file = sandbox.root.appendingPathComponent("relay.conf").path

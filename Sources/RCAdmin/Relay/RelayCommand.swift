@@ -132,6 +132,9 @@ extension AdminTool {
         do { ledger = try RelayLedger(path: config.stateDirectory + "/relay.json") } catch {
             return failure("\(error)")
         }
+        do { try ledger.save() } catch {
+            return failure("cannot write the ledger of relayed versions in \(config.stateDirectory): \(error)")
+        }
 
         let endpoints = FirebaseEndpoints(project: project, apiKey: apiKey, endpoint: config.endpoint)
         var base = HTTPRequest(url: "")
