@@ -22,6 +22,8 @@ public struct RemoteConfigAPI: Sendable {
     public let origin: String
 
     public static let defaultOrigin = "https://firebaseremoteconfig.googleapis.com"
+    /// How many versions a listing can hold before the pages are taken to be a loop (Google keeps 300).
+    static let maximumVersions = 1_000
     /// The most versions one `listVersions` page asks for (the API's own limit; tests page in smaller steps).
     var pageSize = 300
 
@@ -97,7 +99,19 @@ public struct RemoteConfigAPI: Sendable {
         var versions: [JSONValue] = []
         var pageToken: String?
         var seenTokens: Set<String> = []
+        // A server handing out a new token on every page (empty pages, or one version each) is not
+        // caught by the repeated-token check: the pages stop where Google's 300 kept versions
+        // would long have ended.
+        let maximumPages = Self.maximumVersions / pageSize + 2
+        var pages = 0
         repeat {
+            pages += 1
+            guard pages <= maximumPages else {
+                throw GoogleError(
+                    call,
+                    "the server kept sending pages: \(maximumPages) pages and \(versions.count) versions, where "
+                        + "Google keeps at most 300 versions; stopped")
+            }
             let wanted = min(limit.map { $0 - versions.count } ?? pageSize, pageSize)
             var url = templateURL + ":listVersions?pageSize=\(wanted)"
             if let pageToken { url += "&pageToken=\(TextEscaping.percentEncoded(pageToken))" }

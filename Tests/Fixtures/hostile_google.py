@@ -9,17 +9,20 @@ firebase_server.py; this one only lies.
 Binds 127.0.0.1 on a free port and prints it on stdout. DIR/mode.json is re-read on every request:
   "status": S                   the HTTP status (default 200)
   "headers": {"Name": "value"}  extra headers, sent as given (control characters included)
-  "body": "text"                the body (default "{}")
+  "body": "text"                the body (default "{}"); "{n}" in it becomes the request's number
+                                (1, 2, ...), so a page token can differ on every page
   "gzipZeros": N                instead of "body": N zero bytes, gzip-compressed, sent with
                                 Content-Encoding: gzip (a few KB on the wire, N once decoded)
 DIR/requests.log: one JSON line per request, appended before the answer is sent:
   {"method", "path", "headers": {lower-cased name: value}, "body": the body as text}
 """
-import gzip, json, os, sys, http.server
+import gzip, json, os, sys, threading, http.server
 
 from fixture_http import QuietHandler, append_json_line
 
 directory = sys.argv[1]
+served = 0
+served_lock = threading.Lock()
 
 
 class Handler(QuietHandler):
@@ -39,7 +42,11 @@ class Handler(QuietHandler):
             payload = gzip.compress(bytes(mode["gzipZeros"]), compresslevel=9)
             extra["Content-Encoding"] = "gzip"
         else:
-            payload = mode.get("body", "{}").encode()
+            global served
+            with served_lock:
+                served += 1
+                number = served
+            payload = mode.get("body", "{}").replace("{n}", str(number)).encode()
         self.send_response(mode.get("status", 200))
         self.send_header("Content-Type", "application/json")
         for name, value in extra.items():

@@ -129,4 +129,27 @@ import Testing
             #expect(tokenServer.requests.count == 1)
         }
     }
+
+    /// listVersions as a loop: a server that hands out a new page token on every page, with an empty
+    /// page or one version each time, would page forever (the repeated-token check cannot see it).
+    /// Google keeps 300 versions; the pages stop well beyond that, with an error.
+    @Test(
+        .timeLimit(.minutes(1)),
+        arguments: [#"{"nextPageToken":"t{n}"}"#, #"{"versions":[{"versionNumber":"{n}"}],"nextPageToken":"t{n}"}"#])
+    func listVersionsStopsPagingAServerThatNeverEnds(_ page: String) async throws {
+        try await TemporaryDirectory.with { directory in
+            let google = try FakeGoogle(in: directory)
+            let hostile = try HostileGoogle(in: directory, mode: .object([("body", .string(page))]))
+            let config = RemoteConfigAPI(
+                api: try google.api(retry: RecordingSleeper().policy(attempts: 1)), project: "demo-project",
+                endpoint: hostile.origin)
+            do throws(GoogleError) {
+                let versions = try await config.versions()
+                Issue.record("paging ended with \(versions.count) versions")
+            } catch {
+                #expect(error.description.contains("pages"), "\(error)")
+            }
+            #expect(hostile.requests.count <= 10)
+        }
+    }
 }
