@@ -76,4 +76,11 @@ import Testing
         #expect(throws: AdminFailure.self) { try options.integer("version") }
         #expect(try parse([]).integer("version") == nil)
     }
+
+    /// `rcadmin --version` prints the version; with anything after it, the command word was
+    /// forgotten (`rcadmin --version 1.5.0 --platform linux ...`): a usage error, not exit 0.
+    @Test func topLevelVersionTakesNoArguments() {
+        #expect(AdminTool.main(arguments: ["--version"]) == 0)
+        #expect(AdminTool.main(arguments: ["--version", "1.5.0", "--platform", "linux"]) == 64)
+    }
 }
