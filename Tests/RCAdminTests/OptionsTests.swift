@@ -83,4 +83,22 @@ import Testing
         #expect(AdminTool.main(arguments: ["--version"]) == 0)
         #expect(AdminTool.main(arguments: ["--version", "1.5.0", "--platform", "linux"]) == 64)
     }
+
+    /// `--endpoint ""` (a test server's variable left empty) once meant Google itself, silently.
+    @Test func anEmptyEndpointOptionIsAUsageErrorAndAnEmptyVariableIsUnset() throws {
+        let specs = AdminCommand.googleOptions
+        do {
+            _ = try GoogleContext.endpoint(try ParsedOptions(["--endpoint="], options: specs), environment: [:])
+            Issue.record("an empty --endpoint was taken")
+        } catch {
+            #expect(error.kind == .usage && error.message.contains("--endpoint"))
+        }
+        #expect(
+            try GoogleContext.endpoint(try ParsedOptions([], options: specs), environment: ["RCADMIN_ENDPOINT": ""])
+                == nil)
+        #expect(
+            try GoogleContext.endpoint(
+                try ParsedOptions(["--endpoint", "http://127.0.0.1:9"], options: specs), environment: [:])
+                == "http://127.0.0.1:9")
+    }
 }
