@@ -177,6 +177,36 @@ import Testing
         #expect(relay.log.contains("Stopping with a ping still in flight"), "\(relay.log)")
     }
 
+    /// Targets are independent: with the broker unreachable for as long as it takes, the FCM ping
+    /// still goes out at once (the MQTT target's retries held every later target back).
+    @Test func aBrokerThatIsDownDoesNotHoldBackTheFCMPing() throws {
+        let fixture = try AdminTests.Fixture()
+        let (sandbox, server) = (fixture.sandbox, fixture.server)
+        let path = sandbox.root.appendingPathComponent("relay.conf").path
+        try """
+        [Source]
+        Type=firebase
+        ProjectId=\(AdminTests.project)
+        AppId=1:1234567890:linux:abcdef
+        APIKey=test-api-key
+        Endpoint=\(server.endpoint)
+        [Push]
+        MQTT=mqtt://127.0.0.1:\(try Mosquitto.freePort())
+        [Relay]
+        FCMTopic=PUSH_RC
+        [Agent]
+        StateDirectory=\(sandbox.root.path)/relay-state
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        let relay = try DaemonProcess(
+            sandbox, arguments: ["relay", "--config", path],
+            environment: ["GOOGLE_APPLICATION_CREDENTIALS": fixture.account.keyFilePath], executable: "rcadmin")
+        try relay.waitUntilReady()
+        defer { relay.stop() }
+        #expect(eventually { relay.log.contains("Relayed template version 1 to fcm PUSH_RC") }, "\(relay.log)")
+        #expect(relay.log.contains("Failed to relay template version 1 to mqtt"), "\(relay.log)")
+        #expect(!relay.log.contains("Relayed template version 1 to mqtt"), "\(relay.log)")
+    }
+
     @Test func aConfigWithoutAFirebaseProjectOrATargetIsRefused() throws {
         let sandbox = try Sandbox()
         let file = sandbox.root.appendingPathComponent("relay.conf").path
