@@ -101,4 +101,16 @@ import Testing
                 try ParsedOptions(["--endpoint", "http://127.0.0.1:9"], options: specs), environment: [:])
                 == "http://127.0.0.1:9")
     }
+
+    /// The relay's command line is parsed like every command's: `--config=FILE` is the same as
+    /// `--config FILE` (it was an unknown option), a repeated one is refused (the last one won),
+    /// and so is an option where the file name belongs.
+    @Test func theRelayReadsItsOptionsLikeEveryCommand() {
+        let missing = "/nonexistent/relay.conf"
+        #expect(AdminTool.main(arguments: ["relay", "--config=\(missing)"]) == 1, "a config it cannot read: 1")
+        #expect(AdminTool.main(arguments: ["relay", "--config", missing, "--config", missing]) == 64)
+        #expect(AdminTool.main(arguments: ["relay", "--config", "--help"]) == 64)
+        #expect(AdminTool.main(arguments: ["relay", "--config", missing, "stray"]) == 64)
+        #expect(AdminTool.main(arguments: ["relay"]) == 64)
+    }
 }

@@ -75,22 +75,22 @@ extension AdminTool {
         """
 
     static func relay(_ arguments: [String], environment: [String: String]) -> Int32 {
-        var configPath: String?
-        var index = 0
-        while index < arguments.count {
-            switch arguments[index] {
-            case "--help", "-h":
-                print(relayUsage, terminator: "")
-                return 0
-            case "--config":
-                guard index + 1 < arguments.count else { return usageError("option '--config' needs a value") }
-                configPath = arguments[index + 1]
-                index += 2
-            default:
-                return usageError("unknown option '\(arguments[index])' for relay")
-            }
+        // The commands' own parser: `--config=FILE` as well, a repeated or valueless option refused,
+        // and what is echoed back escaped.
+        let options: ParsedOptions
+        do { options = try ParsedOptions(arguments, options: [.value("config", "FILE")]) } catch {
+            return usageError(error.message)
         }
-        guard let configPath else { return usageError("relay needs --config FILE") }
+        if options.help {
+            Output.data(relayUsage)
+            return 0
+        }
+        if let stray = options.positionals.first {
+            return usageError("relay takes no arguments, got '\(TextEscaping.terminal(stray))'")
+        }
+        guard let configPath = options.value("config"), !configPath.isEmpty else {
+            return usageError("relay needs --config FILE")
+        }
         let log = Logger()
         let config: AgentConfig
         do { config = try AgentConfig.load(explicitPath: configPath, environment: environment) } catch {
