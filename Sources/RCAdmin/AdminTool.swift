@@ -32,6 +32,13 @@ public enum AdminTool {
             Output.data(usage)
             return 0
         case "--version":
+            // `rcadmin --version 1.5.0 --platform linux ...` (the command word forgotten) must not
+            // print a version and exit 0 as if a CI step had done its work.
+            guard arguments.count == 1 else {
+                return usageError(
+                    "--version takes no arguments (it prints rcadmin's version); set-update --version V "
+                        + "sets an update's version")
+            }
             Output.data("rcadmin \(BuildInfo.version)\n")
             return 0
         case "relay":

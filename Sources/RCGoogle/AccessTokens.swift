@@ -40,13 +40,20 @@ public actor AccessTokens {
         inFlight = task
         defer { inFlight = nil }
         do {
-            let fresh = try await task.value
+            // The exchange is a task of its own (shared by concurrent callers), so the caller's
+            // cancellation (SIGTERM in the relay) does not reach it by itself: without this, a
+            // cancelled caller would wait out every Retry-After of the exchange's retries.
+            let fresh = try await withTaskCancellationHandler {
+                try await task.value
+            } onCancel: {
+                task.cancel()
+            }
             cached = fresh
             return fresh.token
         } catch let error as GoogleError {
             throw error
         } catch {
-            throw GoogleError("token request to \(account.tokenURI)", "\(error)")
+            throw GoogleError("token request to \(TextEscaping.terminal(account.tokenURI))", "\(error)")
         }
     }
 

@@ -16,11 +16,15 @@ public struct GoogleAPI: Sendable {
     public var retry: RetryPolicy
 
     /// The operator tool's requests: `rcadmin/<version>`, a minute per request, templates of up to
-    /// 16 MiB (3,000 parameters and a million characters of values fit well within).
+    /// 16 MiB (3,000 parameters and a million characters of values fit well within), no redirects.
     public static var defaultRequest: HTTPRequest {
         var request = HTTPRequest(url: "")
         request.userAgent = "rcadmin/\(BuildInfo.version)"
         request.maximumResponseSize = 16 << 20
+        // Google's APIs and token endpoint answer where they are asked. A redirect would carry the
+        // signed assertion (good for an hour) or a template to a host the key file never named, and
+        // from a loopback test server over plain http to any machine: a 3xx is an error answer.
+        request.followsRedirects = false
         return request
     }
 

@@ -22,6 +22,8 @@ public struct RemoteConfigAPI: Sendable {
     public let origin: String
 
     public static let defaultOrigin = "https://firebaseremoteconfig.googleapis.com"
+    /// How many versions a listing can hold before the pages are taken to be a loop (Google keeps 300).
+    static let maximumVersions = 1_000
     /// The most versions one `listVersions` page asks for (the API's own limit; tests page in smaller steps).
     var pageSize = 300
 
@@ -97,7 +99,19 @@ public struct RemoteConfigAPI: Sendable {
         var versions: [JSONValue] = []
         var pageToken: String?
         var seenTokens: Set<String> = []
+        // A server handing out a new token on every page (empty pages, or one version each) is not
+        // caught by the repeated-token check: the pages stop where Google's 300 kept versions
+        // would long have ended.
+        let maximumPages = Self.maximumVersions / pageSize + 2
+        var pages = 0
         repeat {
+            pages += 1
+            guard pages <= maximumPages else {
+                throw GoogleError(
+                    call,
+                    "the server kept sending pages: \(maximumPages) pages and \(versions.count) versions, where "
+                        + "Google keeps at most 300 versions; stopped")
+            }
             let wanted = min(limit.map { $0 - versions.count } ?? pageSize, pageSize)
             var url = templateURL + ":listVersions?pageSize=\(wanted)"
             if let pageToken { url += "&pageToken=\(TextEscaping.percentEncoded(pageToken))" }
@@ -132,9 +146,26 @@ public struct RemoteConfigAPI: Sendable {
         try etag(response.header("etag"), status: response.status, call: call)
     }
 
-    /// The ETag header's value, required.
+    /// The longest ETag taken: Google's are a few dozen characters (`etag-<project number>-<version>`).
+    static let maximumETagLength = 1_024
+
+    /// The ETag header's value, required, and one a request can send back as `If-Match`: visible
+    /// ASCII, at most ``maximumETagLength`` bytes. Anything else is refused on arrival, before it is
+    /// written into a template file or shown to the operator.
     static func etag(_ value: String?, status: Int, call: String) throws(GoogleError) -> String {
         guard let value, !value.isEmpty else { throw GoogleError(call, "no ETag in the answer", status: status) }
+        guard value.utf8.count <= maximumETagLength else {
+            throw GoogleError(
+                call,
+                "the ETag in the answer is \(value.utf8.count) bytes long, more than any ETag (at most "
+                    + "\(maximumETagLength))", status: status)
+        }
+        guard value.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw GoogleError(
+                call,
+                "the ETag in the answer, \(TextEscaping.snippet(value, maxBytes: 64)), has characters "
+                    + "an If-Match header cannot carry", status: status)
+        }
         return value
     }
 

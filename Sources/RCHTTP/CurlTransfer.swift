@@ -61,7 +61,9 @@ final class CurlTransfer {
                 hop.connectTimeout = min(request.connectTimeout, left)
             }
             let (response, location) = try performOnce(hop, stream: stream, original: request)
-            guard let location, Self.redirectStatuses.contains(response.status) else { return response }
+            guard request.followsRedirects, let location, Self.redirectStatuses.contains(response.status) else {
+                return response
+            }
             guard redirects < Self.maximumRedirects else {
                 throw HTTPError(
                     kind: .transport,

@@ -18,6 +18,10 @@ public struct HTTPRequest: Sendable {
     public var clientCertificate: String?
     public var clientKey: String?
     public var userAgent = "rcagent/\(BuildInfo.version)"
+    /// Whether a 301/302/303/307/308 is followed (within the limits of ``CurlTransfer``) or is the
+    /// answer. Requests that carry a credential in their body (a signed assertion) or a document
+    /// meant for one server only turn it off: a redirect would re-send the body to another host.
+    public var followsRedirects = true
 
     public init(url: String) {
         self.url = url

@@ -108,6 +108,105 @@ import Testing
         #expect(relay.stop() == 0, "\(relay.log)")
     }
 
+    /// A state directory the relay cannot write showed only after its first ping, whose record
+    /// was then lost: every restart pinged the fleet again. It is an error at start instead, before
+    /// any ping. (/proc takes no new files, not even from root, which the tests may run as.)
+    @Test func aStateDirectoryItCannotWriteStopsItBeforeAnyPing() throws {
+        let sandbox = try Sandbox()
+        let server = try FirebaseServer(in: sandbox)
+        let broker = try MosquittoBroker(in: sandbox)
+        let subscriber = try Subscriber(broker, in: sandbox)
+        try server.publish(version: 1, entries: ["key_0": "v1"])
+        let config = try relayConfig(sandbox, server, broker)
+        let text = try String(contentsOfFile: config, encoding: .utf8).replacingOccurrences(
+            of: "StateDirectory=\(sandbox.root.path)/relay-state", with: "StateDirectory=/proc")
+        try text.write(toFile: config, atomically: true, encoding: .utf8)
+        let relay = try DaemonProcess(sandbox, arguments: ["relay", "--config", config], executable: "rcadmin")
+        #expect(eventually { !relay.process.isRunning }, "the relay kept running: \(relay.log)")
+        #expect(relay.stop() == 1)
+        #expect(relay.log.contains("Error: cannot write the ledger of relayed versions in /proc"), "\(relay.log)")
+        #expect(server.requests(api: "realtime").isEmpty)
+        #expect(subscriber.pings.isEmpty)
+    }
+
+    /// SIGTERM while a ping waits for a broker that took the connection and never answers: the
+    /// MQTT client would wait out its 30 s for the acknowledgement, which no cancellation reaches.
+    /// The relay stops within its grace period instead; the ping, never recorded, goes at the next start.
+    @Test func aStopDoesNotWaitForABrokerThatNeverAnswers() throws {
+        let sandbox = try Sandbox()
+        let server = try FirebaseServer(in: sandbox)
+        try server.publish(version: 1, entries: ["key_0": "v1"])
+        // A listening socket nobody accepts on: the kernel completes the connection, nothing answers.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                bind(listener, raw, length) == 0 && listen(listener, 8) == 0
+                    && getsockname(listener, raw, &length) == 0
+            }
+        }
+        try #require(bound)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let path = sandbox.root.appendingPathComponent("relay.conf").path
+        try """
+        [Source]
+        Type=firebase
+        ProjectId=demo-project
+        AppId=1:1234567890:linux:abcdef
+        APIKey=test-api-key
+        Endpoint=\(server.endpoint)
+        [Push]
+        MQTT=mqtt://127.0.0.1:\(port)
+        [Agent]
+        StateDirectory=\(sandbox.root.path)/relay-state
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        let relay = try startRelay(sandbox, config: path)
+        // The ping for version 1 has connected: a connection waits in the listener's queue.
+        #expect(
+            eventually {
+                var ready = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+                return poll(&ready, 1, 0) == 1
+            }, "\(relay.log)")
+        let signalled = ContinuousClock.now
+        #expect(relay.stop() == 0, "\(relay.log)")
+        #expect(ContinuousClock.now - signalled < .seconds(15), "\(relay.log)")
+        #expect(relay.log.contains("Stopping with a ping still in flight"), "\(relay.log)")
+    }
+
+    /// Targets are independent: with the broker unreachable for as long as it takes, the FCM ping
+    /// still goes out at once (the MQTT target's retries held every later target back).
+    @Test func aBrokerThatIsDownDoesNotHoldBackTheFCMPing() throws {
+        let fixture = try AdminTests.Fixture()
+        let (sandbox, server) = (fixture.sandbox, fixture.server)
+        let path = sandbox.root.appendingPathComponent("relay.conf").path
+        try """
+        [Source]
+        Type=firebase
+        ProjectId=\(AdminTests.project)
+        AppId=1:1234567890:linux:abcdef
+        APIKey=test-api-key
+        Endpoint=\(server.endpoint)
+        [Push]
+        MQTT=mqtt://127.0.0.1:\(try Mosquitto.freePort())
+        [Relay]
+        FCMTopic=PUSH_RC
+        [Agent]
+        StateDirectory=\(sandbox.root.path)/relay-state
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        let relay = try DaemonProcess(
+            sandbox, arguments: ["relay", "--config", path],
+            environment: ["GOOGLE_APPLICATION_CREDENTIALS": fixture.account.keyFilePath], executable: "rcadmin")
+        try relay.waitUntilReady()
+        defer { relay.stop() }
+        #expect(eventually { relay.log.contains("Relayed template version 1 to fcm PUSH_RC") }, "\(relay.log)")
+        #expect(relay.log.contains("Failed to relay template version 1 to mqtt"), "\(relay.log)")
+        #expect(!relay.log.contains("Relayed template version 1 to mqtt"), "\(relay.log)")
+    }
+
     @Test func aConfigWithoutAFirebaseProjectOrATargetIsRefused() throws {
         let sandbox = try Sandbox()
         let file = sandbox.root.appendingPathComponent("relay.conf").path

@@ -111,6 +111,20 @@ import Testing
         }
     }
 
+    /// A template file larger than any answer this tool takes from Google (16 MiB) is no template
+    /// Google would take either: refused by its size before it is parsed, let alone sent.
+    @Test func aFileLargerThanAnyTemplateIsRefusedBeforeParsing() throws {
+        try TemporaryDirectory.with { dir in
+            let value = String(repeating: "x", count: 17 << 20)
+            let path = try dir.write("huge.json", #"{"parameters": {"p": {"defaultValue": {"value": "\#(value)"}}}}"#)
+            #expect {
+                try TemplateFile.read(path: path)
+            } throws: { error in
+                "\(error)".contains("huge.json") && "\(error)".contains("larger than \(16 << 20) bytes")
+            }
+        }
+    }
+
     @Test func prettyTextParsesBackToTheSameValue() throws {
         let values = [
             try TemplateFixtures.template(),

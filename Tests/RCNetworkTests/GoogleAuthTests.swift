@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 import RCCore
 import RCHTTP
 import TestSupport
@@ -129,6 +130,33 @@ import Testing
             dump(account, to: &dumped)
             #expect(!dumped.contains(secret))
             #expect(dumped.contains("demo-project"))
+        }
+    }
+
+    /// A key file path is the operator's, but what is there may not be a key file: a FIFO must not
+    /// block the command for good, a directory or device is refused by kind, and a 10 MB
+    /// `private_key` by the file's size, each error naming the file and none quoting the key.
+    @Test func keyFilePathsThatAreNoKeyFilesAreRefusedWithoutBlocking() throws {
+        try TemporaryDirectory.with { directory in
+            let fifo = directory.file("fifo.json")
+            try #require(mkfifo(fifo, 0o600) == 0)
+            let huge = try directory.write(
+                "huge.json",
+                TestServiceAccount.keyFile(
+                    pem: "-----BEGIN PRIVATE KEY-----\n" + String(repeating: "S", count: 10_000_000),
+                    tokenURI: "https://t"
+                ).compactText)
+            for (path, why) in [
+                (fifo, "is a FIFO"), (directory.path, "is a directory"), ("/dev/zero", "is a character device"),
+                (huge, "larger than"),
+            ] {
+                #expect {
+                    try ServiceAccount.load(path: path)
+                } throws: { error in
+                    let text = "\(error)"
+                    return text.contains("service account key \(path)") && text.contains(why) && !text.contains("SSSS")
+                }
+            }
         }
     }
 

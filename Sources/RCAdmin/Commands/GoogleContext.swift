@@ -42,7 +42,13 @@ struct GoogleContext: Sendable {
         let (text, source) =
             options.value("endpoint").map { ($0, "--endpoint") }
             ?? environment["RCADMIN_ENDPOINT"].map { ($0, "RCADMIN_ENDPOINT") } ?? (nil, "")
-        guard let text, !text.isEmpty else { return nil }
+        guard let text else { return nil }
+        // An empty variable is unset, as shells treat them; an empty option is a mistake to point
+        // out (`--endpoint "$TEST_SERVER"` with nothing in it), not a silent switch to Google itself.
+        if text.isEmpty {
+            guard source == "RCADMIN_ENDPOINT" else { throw .usage("--endpoint needs a URL, got an empty value") }
+            return nil
+        }
         guard URLText.origin(of: text) != nil else {
             throw .usage(
                 "\(source) must be an http:// or https:// URL with a host, got '\(TextEscaping.terminal(text))'")

@@ -136,10 +136,30 @@ struct ParsedOptions: Sendable {
                 values[spec.name] = inline
             } else {
                 guard index < arguments.count else { throw .usage("option '--\(spec.name)' needs a value") }
-                values[spec.name] = arguments[index]
+                // `--description --dry-run` is a forgotten value, not a description: taking the
+                // next option as the value would turn the dry run into a real publish. A value that
+                // starts with `-` is given as `--name=VALUE`.
+                let next = arguments[index]
+                if next == "--" || Self.names(next, anOptionOf: options) {
+                    throw .usage(
+                        "option '--\(spec.name)' needs a value, got the option '\(TextEscaping.terminal(next))' "
+                            + "(write --\(spec.name)=VALUE for a value that starts with '-')")
+                }
+                values[spec.name] = next
                 index += 1
             }
         }
+    }
+
+    /// Whether `argument` is one of `options` (or help) as the parser would read it.
+    private static func names(_ argument: String, anOptionOf options: [OptionSpec]) -> Bool {
+        if argument == "--help" || argument == "-h" { return true }
+        if argument.hasPrefix("--") {
+            let name = argument.dropFirst(2).prefix { $0 != "=" }
+            return options.contains { $0.name == name }
+        }
+        guard argument.hasPrefix("-"), argument.count == 2, let letter = argument.last else { return false }
+        return options.contains { $0.short == letter }
     }
 
     func flag(_ name: String) -> Bool { flags.contains(name) }

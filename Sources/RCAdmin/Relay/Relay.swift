@@ -19,9 +19,10 @@ protocol PingTarget: Sendable {
 /// protocol module, its own installation), and on each new version sends the stale ping carrying
 /// that version to every target, once per version across restarts and reconnects (the ledger).
 ///
-/// Two tasks: the stream loop (connect, read, reconnect with backoff) feeds the newest announced
-/// version to the delivery loop, which pings each target that is behind, retrying with backoff
-/// until it acknowledges. A newer announcement during retries is sent instead of the older one: a
+/// The stream loop (connect, read, reconnect with backoff) feeds the newest announced version to
+/// one delivery loop per target, which pings its target when it is behind, retrying with backoff
+/// until it acknowledges. Targets are independent: a broker that is down for hours does not hold
+/// back the FCM ping. A newer announcement during retries is sent instead of the older one: a
 /// device only needs the newest version.
 final class Relay: Sendable {
     private let stream: RealtimeStream
@@ -47,11 +48,15 @@ final class Relay: Sendable {
 
     /// Runs until the calling task is cancelled (SIGTERM), or the project turns realtime off.
     func run() async {
-        let (wakeups, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        // One wake-up channel per target, each holding at most one pending wake-up: a flood of
+        // announcements costs each target one look at the newest version.
+        let channels = targets.map { _ in AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1)) }
         notifier.ready(status: statusLine("starting"))
         log.notice("Relaying template versions of project \(project) to \(targets.map(\.name).joined(separator: ", "))")
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { [self] in await deliver(wakeups) }
+            for (target, channel) in zip(targets, channels) {
+                group.addTask { [self] in await deliver(to: target, channel.stream) }
+            }
             if let interval = notifier.watchdogInterval {
                 group.addTask { [notifier] in
                     while !Task.isCancelled {
@@ -65,9 +70,9 @@ final class Relay: Sendable {
                     defer { newest = max(newest, version) }
                     return version > newest
                 }
-                if newer { wake.yield() }
+                if newer { for channel in channels { channel.continuation.yield() } }
             }
-            wake.finish()
+            for channel in channels { channel.continuation.finish() }
             group.cancelAll()
         }
     }
@@ -108,30 +113,27 @@ final class Relay: Sendable {
         }
     }
 
-    /// The delivery loop: on each wake-up, pings every target that is behind the newest version.
-    private func deliver(_ wakeups: AsyncStream<Void>) async {
+    /// The delivery loop of one target: on each wake-up, pings it if it is behind the newest version.
+    private func deliver(to target: any PingTarget, _ wakeups: AsyncStream<Void>) async {
         for await _ in wakeups {
-            for target in targets {
-                var failures = 0
-                while !Task.isCancelled {
-                    let version = announced.withLock { $0 }
-                    guard version > ledger.withLock({ $0.version(for: target.name) }) else { break }
-                    do throws(RelayError) {
-                        try await target.ping(version: version)
-                        try ledger.withLock { ledger throws(RelayError) in try ledger.record(version, for: target.name)
-                        }
-                        log.notice("Relayed template version \(version) to \(target.name)")
-                        notifier.status(statusLine("relayed version \(version)"))
-                        break
-                    } catch {
-                        failures += 1
-                        let wait = Self.backoff(failures)
-                        log.warning(
-                            "Failed to relay template version \(version) to \(target.name): \(error); "
-                                + "retrying in \(DurationText.format(wait))")
-                        notifier.status(statusLine("\(target.name) failing: \(error)"))
-                        try? await Task.sleep(for: wait)
-                    }
+            var failures = 0
+            while !Task.isCancelled {
+                let version = announced.withLock { $0 }
+                guard version > ledger.withLock({ $0.version(for: target.name) }) else { break }
+                do throws(RelayError) {
+                    try await target.ping(version: version)
+                    try ledger.withLock { ledger throws(RelayError) in try ledger.record(version, for: target.name) }
+                    log.notice("Relayed template version \(version) to \(target.name)")
+                    notifier.status(statusLine("relayed version \(version)"))
+                    break
+                } catch {
+                    failures += 1
+                    let wait = Self.backoff(failures)
+                    log.warning(
+                        "Failed to relay template version \(version) to \(target.name): \(error); "
+                            + "retrying in \(DurationText.format(wait))")
+                    notifier.status(statusLine("\(target.name) failing: \(error)"))
+                    try? await Task.sleep(for: wait)
                 }
             }
         }

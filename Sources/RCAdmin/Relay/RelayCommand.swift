@@ -5,6 +5,7 @@ import RCFirebase
 import RCGoogle
 import RCHTTP
 import RCService
+import Synchronization
 
 /// The MQTT half of the relay: the stale ping at QoS 1 to the `[Push] MQTT=` broker and
 /// `MQTTTopic=`, acknowledged by the broker. One connection per ping: pings are rare (one per
@@ -74,22 +75,22 @@ extension AdminTool {
         """
 
     static func relay(_ arguments: [String], environment: [String: String]) -> Int32 {
-        var configPath: String?
-        var index = 0
-        while index < arguments.count {
-            switch arguments[index] {
-            case "--help", "-h":
-                print(relayUsage, terminator: "")
-                return 0
-            case "--config":
-                guard index + 1 < arguments.count else { return usageError("option '--config' needs a value") }
-                configPath = arguments[index + 1]
-                index += 2
-            default:
-                return usageError("unknown option '\(arguments[index])' for relay")
-            }
+        // The commands' own parser: `--config=FILE` as well, a repeated or valueless option refused,
+        // and what is echoed back escaped.
+        let options: ParsedOptions
+        do { options = try ParsedOptions(arguments, options: [.value("config", "FILE")]) } catch {
+            return usageError(error.message)
         }
-        guard let configPath else { return usageError("relay needs --config FILE") }
+        if options.help {
+            Output.data(relayUsage)
+            return 0
+        }
+        if let stray = options.positionals.first {
+            return usageError("relay takes no arguments, got '\(TextEscaping.terminal(stray))'")
+        }
+        guard let configPath = options.value("config"), !configPath.isEmpty else {
+            return usageError("relay needs --config FILE")
+        }
         let log = Logger()
         let config: AgentConfig
         do { config = try AgentConfig.load(explicitPath: configPath, environment: environment) } catch {
@@ -132,6 +133,9 @@ extension AdminTool {
         do { ledger = try RelayLedger(path: config.stateDirectory + "/relay.json") } catch {
             return failure("\(error)")
         }
+        do { try ledger.save() } catch {
+            return failure("cannot write the ledger of relayed versions in \(config.stateDirectory): \(error)")
+        }
 
         let endpoints = FirebaseEndpoints(project: project, apiKey: apiKey, endpoint: config.endpoint)
         var base = HTTPRequest(url: "")
@@ -148,12 +152,21 @@ extension AdminTool {
         return 0
     }
 
-    /// Runs `body` in a task that SIGTERM or SIGINT cancels, and waits for it.
+    /// How long a stop waits for a ping in flight. An MQTT ping blocks in the broker's
+    /// acknowledgement (up to 30 s), an FCM one in its HTTP transfer (up to a minute): neither
+    /// notices cancellation. Leaving one behind is safe, since a ping not yet in the ledger is sent
+    /// again at the next start, and a stop that takes a minute is one systemd may kill.
+    static let stopGrace: Duration = .seconds(5)
+
+    /// Runs `body` in a task that SIGTERM or SIGINT cancels, and waits for it, at most
+    /// ``stopGrace`` after the signal.
     private static func runUntilSignalled(log: Logger, _ body: @escaping @Sendable () async -> Void) {
         signal(SIGPIPE, SIG_IGN)
         let done = DispatchSemaphore(value: 0)
+        let finished = StopFlag()
         let task = Task {
             await body()
+            finished.set()
             done.signal()
         }
         var sources: [DispatchSourceSignal] = []
@@ -164,6 +177,13 @@ extension AdminTool {
             source.setEventHandler {
                 log.notice("Stopping (signal \(number))")
                 task.cancel()
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(stopGrace.milliseconds))) {
+                    guard !finished.isSet else { return }
+                    log.warning(
+                        "Stopping with a ping still in flight after \(DurationText.format(stopGrace)); "
+                            + "a version it did not record is sent again at the next start")
+                    done.signal()
+                }
             }
             source.resume()
             sources.append(source)
@@ -172,4 +192,11 @@ extension AdminTool {
         SystemdNotifier().stopping()
         withExtendedLifetime(sources) {}
     }
+}
+
+/// Whether the relay's task has ended, for the stop's grace timer on another thread.
+private final class StopFlag: Sendable {
+    private let value = Mutex(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
 }

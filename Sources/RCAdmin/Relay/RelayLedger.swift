@@ -31,7 +31,8 @@ struct RelayLedger: Sendable {
         }
         for (target, value) in members {
             guard case let .integer(version) = value, version >= 0 else {
-                throw RelayError("\(path) is damaged: the version of \(target) is not a number")
+                throw RelayError(
+                    "\(path) is damaged: the version of \(TextEscaping.snippet(target, maxBytes: 200)) is not a number")
             }
             relayed[target] = version
         }
@@ -41,14 +42,19 @@ struct RelayLedger: Sendable {
 
     mutating func record(_ version: Int64, for target: String) throws(RelayError) {
         relayed[target] = version
+        do { try save() } catch {
+            throw RelayError("cannot record version \(version) for \(target) in \(path): \(error)")
+        }
+    }
+
+    /// Writes the ledger as it is. The relay does this once at start: a state directory it cannot
+    /// write would otherwise show only after the first ping, whose record is then lost, so every
+    /// restart (systemd's, a reboot's) would ping the fleet again. Better a clear error before any ping.
+    func save() throws(SystemError) {
         let json = JSONValue.object([
             ("relayed", .object(relayed.sorted { $0.key < $1.key }.map { ($0.key, .integer($0.value)) }))
         ])
-        do {
-            try FileBytes.writeAtomically(path, Array(json.compactText.utf8), mode: 0o644)
-        } catch {
-            throw RelayError("cannot record version \(version) for \(target) in \(path): \(error)")
-        }
+        try FileBytes.writeAtomically(path, Array(json.compactText.utf8), mode: 0o644)
     }
 }
 

@@ -97,9 +97,10 @@ public enum TemplateDiff {
             }
             let oldValues = a["conditionalValues"]?.objectMembers ?? []
             let newValues = b["conditionalValues"]?.objectMembers ?? []
+            let (oldByName, newByName) = (byKey(oldValues), byKey(newValues))
             for name in orderedUnion(oldValues.map(\.key), newValues.map(\.key)) {
-                let x = oldValues.first { $0.key == name }?.value
-                let y = newValues.first { $0.key == name }?.value
+                let x = oldByName[name]
+                let y = newByName[name]
                 guard x != y else { continue }
                 let condition = "value for condition \(TemplateText.quoted(name))"
                 let words =
@@ -123,10 +124,8 @@ public enum TemplateDiff {
             }
             // Members this tool does not know (fields Google adds later) are still compared, as JSON.
             let known: Set = ["defaultValue", "conditionalValues", "valueType", "description"]
-            for field in otherFields(a, b, except: known) {
-                change(
-                    key, field, a[field], b[field],
-                    "\(TextEscaping.terminal(field)) \(jsonText(a[field])) -> \(jsonText(b[field]))")
+            for (field, x, y) in otherFields(a, b, except: known) {
+                change(key, field, x, y, "\(TextEscaping.terminal(field)) \(jsonText(x)) -> \(jsonText(y))")
             }
         }
         // Removals come after the additions and changes of the new template; the final sort orders by key.
@@ -163,8 +162,11 @@ public enum TemplateDiff {
             beforeNames.filter(common.contains).enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
         let commonAfter = afterNames.filter(common.contains)
         let newRank = Dictionary(commonAfter.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+        // Looked up by name, not searched: a template may hold thousands of conditions.
+        let beforeByName = Dictionary(before.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let afterNameSet = Set(afterNames)
         for (position, name, condition) in after {
-            guard let previous = before.first(where: { $0.name == name }) else {
+            guard let previous = beforeByName[name] else {
                 change(
                     name, nil, nil, condition,
                     "added at priority \(position + 1), expression \(stringText(condition["expression"]))")
@@ -192,13 +194,11 @@ public enum TemplateDiff {
                     "tag color \(wordText(a["tagColor"], absent: "(none)")) -> "
                         + wordText(condition["tagColor"], absent: "(none)"))
             }
-            for field in otherFields(a, condition, except: ["name", "expression", "tagColor"]) {
-                change(
-                    name, field, a[field], condition[field],
-                    "\(TextEscaping.terminal(field)) \(jsonText(a[field])) -> \(jsonText(condition[field]))")
+            for (field, x, y) in otherFields(a, condition, except: ["name", "expression", "tagColor"]) {
+                change(name, field, x, y, "\(TextEscaping.terminal(field)) \(jsonText(x)) -> \(jsonText(y))")
             }
         }
-        for (position, name, condition) in before where !afterNames.contains(name) {
+        for (position, name, condition) in before where !afterNameSet.contains(name) {
             change(
                 name, nil, condition, nil,
                 "removed (was priority \(position + 1), expression \(stringText(condition["expression"])))")
@@ -233,8 +233,10 @@ public enum TemplateDiff {
         func withoutParameters(_ group: JSONValue) -> JSONValue {
             .object((group.objectMembers ?? []).filter { $0.key != "parameters" })
         }
+        let beforeByName = byKey(before)
+        let afterNames = Set(after.map(\.key))
         for (name, group) in after {
-            guard let previous = before.first(where: { $0.key == name })?.value else {
+            guard let previous = beforeByName[name] else {
                 let count = group["parameters"]?.objectMembers?.count ?? 0
                 var words = "added with \(count) parameter\(count == 1 ? "" : "s")"
                 if let description = group["description"] { words += ", description \(stringText(description))" }
@@ -246,13 +248,11 @@ public enum TemplateDiff {
                     name, "description", previous["description"], group["description"],
                     "description \(stringText(previous["description"])) -> \(stringText(group["description"]))")
             }
-            for field in otherFields(previous, group, except: ["description", "parameters"]) {
-                change(
-                    name, field, previous[field], group[field],
-                    "\(TextEscaping.terminal(field)) \(jsonText(previous[field])) -> \(jsonText(group[field]))")
+            for (field, x, y) in otherFields(previous, group, except: ["description", "parameters"]) {
+                change(name, field, x, y, "\(TextEscaping.terminal(field)) \(jsonText(x)) -> \(jsonText(y))")
             }
         }
-        for (name, group) in before where !after.contains(where: { $0.key == name }) {
+        for (name, group) in before where !afterNames.contains(name) {
             change(name, nil, withoutParameters(group), nil, "removed")
         }
         return changes
@@ -260,10 +260,21 @@ public enum TemplateDiff {
 
     // MARK: - Helpers
 
-    /// Members of `a` or `b` other than `known` whose values differ, in first-seen order.
-    private static func otherFields(_ a: JSONValue, _ b: JSONValue, except known: Set<String>) -> [String] {
-        orderedUnion((a.objectMembers ?? []).map(\.key), (b.objectMembers ?? []).map(\.key))
-            .filter { !known.contains($0) && a[$0] != b[$0] }
+    /// Members of `a` or `b` other than `known` whose values differ, in first-seen order, with
+    /// their values on each side (looked up by name: an object may have thousands of members).
+    private static func otherFields(_ a: JSONValue, _ b: JSONValue, except known: Set<String>) -> [(
+        field: String, old: JSONValue?, new: JSONValue?
+    )] {
+        let (x, y) = (a.objectMembers ?? [], b.objectMembers ?? [])
+        let (old, new) = (byKey(x), byKey(y))
+        return orderedUnion(x.map(\.key), y.map(\.key)).compactMap { field in
+            known.contains(field) || old[field] == new[field] ? nil : (field, old[field], new[field])
+        }
+    }
+
+    /// An object's members by name, the first of a repeated name winning (as `JSONValue`'s subscript does).
+    private static func byKey(_ members: [(key: String, value: JSONValue)]) -> [String: JSONValue] {
+        Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
     }
 
     private static func orderedUnion(_ a: [String], _ b: [String]) -> [String] {

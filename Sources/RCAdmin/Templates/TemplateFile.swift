@@ -58,10 +58,17 @@ public enum TemplateFile {
         return (template, etag)
     }
 
+    /// The largest file read: the largest template answer taken from Google (``GoogleAPI``'s
+    /// response limit), far beyond the size Remote Config accepts. A larger file is refused by its
+    /// size, before it costs the memory and time of parsing it.
+    public static let maximumFileSize = 16 << 20
+
     /// Reads and parses the file at `path`.
     public static func read(path: String) throws(TemplateError) -> (template: JSONValue, etag: String?) {
         let bytes: [UInt8]?
-        do { bytes = try FileBytes.read(path) } catch { throw TemplateError(error.description) }
+        do { bytes = try FileBytes.read(path, limit: maximumFileSize) } catch {
+            throw TemplateError(TextEscaping.terminal(error.description))
+        }
         guard let bytes else { throw TemplateError("\(TextEscaping.terminal(path)): no such file") }
         return try parse(bytes, path: path)
     }
