@@ -51,7 +51,7 @@ let package = Package(
             // ~35,000 load-time relocations, about 0.4 ms of a 3 ms run. The daemon stays PIE.
             linkerSettings: [.unsafeFlags(["-Xlinker", "-no-pie"], .when(configuration: .release))]),
         .executableTarget(name: "rcagentd", dependencies: ["RCAgent"]),
-        .executableTarget(name: "rcadmin", dependencies: ["RCAdmin"]),
+        .executableTarget(name: "rcadmin", dependencies: ["RCAdmin", "CLinux"]),
 
         // Parser fuzz targets (`make fuzz`; the corpus run is a Reliability suite of EndToEndTests).
         .target(

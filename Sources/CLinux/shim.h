@@ -26,6 +26,10 @@ static inline int rcagent_setfsgid(unsigned int gid) { return (int)syscall(SYS_s
 // pipe2(2) with O_CLOEXEC (_GNU_SOURCE only): a hook's pipes must not leak into another hook.
 static inline int rcagent_pipe_cloexec(int fds[2]) { return (int)syscall(SYS_pipe2, fds, RCAGENT_CLOEXEC); }
 
+// prctl(PR_SET_DUMPABLE, 0) (sys/prctl.h is outside the Glibc module; 4 is PR_SET_DUMPABLE in
+// linux/prctl.h): no core dump, no ptrace or /proc reading by other processes of the same user.
+static inline int rcagent_set_undumpable(void) { return (int)syscall(SYS_prctl, 4, 0, 0, 0, 0); }
+
 // pidfd_open(2) (Linux 5.3; glibc's wrapper is in sys/pidfd.h, outside the Glibc module): a
 // descriptor that polls readable when the process exits, whoever else holds its pipes.
 static inline int rcagent_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }

@@ -30,6 +30,10 @@ public struct RealtimeStream: Sendable {
         case stopped(String)
     }
 
+    /// The longest `retryIntervalSeconds` followed: a larger one (a bad or hostile value) would keep
+    /// a device, or the relay, from reconnecting for years.
+    public static let maximumRetryInterval: Duration = .seconds(3600)
+
     /// Statuses after which reconnecting makes sense (the SDKs' list); others stop the stream.
     public static let retryable: Set<Int> = [408, 429, 502, 503, 504]
 
@@ -162,7 +166,7 @@ public struct RealtimeStream: Sendable {
                 return
             }
             if let seconds = json["retryIntervalSeconds"].flatMap(Self.integer), seconds >= 0 {
-                state.withLock { $0.retryInterval = .seconds(seconds) }
+                state.withLock { $0.retryInterval = min(.seconds(seconds), RealtimeStream.maximumRetryInterval) }
             }
             if let version = json["latestTemplateVersionNumber"].flatMap(Self.integer) {
                 onEvent(.templatePublished(version: version))

@@ -455,6 +455,7 @@ import Testing
             update + ["--notify"], update + ["--mqtt", "mqtt://127.0.0.1:1"],
             ["notify-stale"], ["notify-stale", "--template-version", "x", "--fcm"],
             ["notify-stale", "--fcm", "--device", "a/b", "--mqtt", "mqtt://h"], ["token", "--endpoint", "ftp://x"],
+            ["notify-stale", "--mqtt", "mqtt://h", "--topic", "fleet/#"],
         ]
         for arguments in cases {
             let result = try fixture.rcadmin(arguments)

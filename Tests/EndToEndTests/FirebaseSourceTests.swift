@@ -240,6 +240,28 @@ import Testing
         daemon.stop()
     }
 
+    /// A server's `retryIntervalSeconds` is followed up to an hour: a bad or hostile value must not
+    /// keep the device from reconnecting for years.
+    @Test func aHugeRetryIntervalIsFollowedForAnHourAtMost() throws {
+        let (sandbox, server) = try sandbox(realtime: "yes")
+        try server.publish(version: 1, entries: ["a": "1"])
+        let daemon = try sandbox.startDaemon()
+        #expect(eventually { !server.requests(api: "realtime").isEmpty })
+        try server.push(["retryIntervalSeconds": "999999999"])
+        try server.closeStreams()
+        func retryIn() -> Double? {
+            let query = try? runProcess(
+                "/usr/bin/sqlite3",
+                [sandbox.databasePath, "SELECT value FROM meta WHERE key = 'note:realtime.retryAt'"])
+            return query.flatMap { Double($0.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) }
+                .map { $0 / 1000 - Date().timeIntervalSince1970 }
+        }
+        #expect(eventually { (retryIn() ?? 0) > 60 }, "\(daemon.log)")
+        let wait = try #require(retryIn())
+        #expect(wait > 3_500 && wait <= 3_600, "reconnects in \(wait) s")
+        daemon.stop()
+    }
+
     @Test func featureDisabledStopsTheStream() throws {
         let (sandbox, server) = try sandbox(realtime: "yes")
         try server.publish(version: 1, entries: ["a": "1"])

@@ -30,6 +30,10 @@ struct StaleNotification: Sendable {
         username = options.value("username")
         passwordFile = options.value("password-file")
         guard !topic.isEmpty else { throw .usage("--topic must not be empty") }
+        // A publish may not carry MQTT's wildcards; nor may an FCM topic name.
+        if topic.contains("+") || topic.contains("#") {
+            throw .usage("--topic must not contain the MQTT wildcards + or #, got '\(TextEscaping.terminal(topic))'")
+        }
         // One topic level: a `/` would address a subtree and `+`/`#` are wildcards a publish may not carry.
         if let device, device.isEmpty || device.contains("/") || device.contains("+") || device.contains("#") {
             throw .usage("--device must be one MQTT topic level, got '\(TextEscaping.terminal(device))'")

@@ -189,7 +189,9 @@ extension AdminTool {
             sources.append(source)
         }
         done.wait()
-        SystemdNotifier().stopping()
+        let notifier = SystemdNotifier()
+        notifier.stopping()
+        notifier.flush()  // sent from a queue: out before the process exits
         withExtendedLifetime(sources) {}
     }
 }
