@@ -87,7 +87,7 @@ enum ActivateCommand {
 enum NotifyCommand {
     static let spec = CommandSpec(
         "notify", arguments: ["JSON"],
-        summary: "Deliver an FCM-style message ({\"data\":{...}} or {\"message\":{...}}).",
+        summary: "Deliver an FCM-style message ({\"data\":{...}} or {\"message\":{...}}), a live activity too.",
         options: [
             .flag("wait", "return after the fetch the message starts (exit 1 if it failed)"),
             .value("timeout", "D", "how long --wait waits (default: FetchTimeout + 10s)"),
@@ -114,12 +114,14 @@ enum NotifyCommand {
             timeout: wait ? timeout : .seconds(30))
         if invocation.json {
             Output.raw(answer.json.compactText + "\n")
-            if wait, case .markedStale(_, .failure?) = answer.response { return ExitCode.failure }
+            if wait, case .markedStale(_, .failure?) = answer.response.stale { return ExitCode.failure }
             return ExitCode.ok
         }
-        switch answer.response {
+        if let activity = answer.response.activity { Output.out("\(ActivityCommand.describe(activity))\n") }
+        switch answer.response.stale {
         case let .ignored(why):
-            Output.out("ignored: \(why)\n")
+            // A message that carried only an activity said all there is to say above.
+            if answer.response.activity == nil || message.marksStale { Output.out("ignored: \(why)\n") }
         case .markedStale(_, fetch: nil):
             Output.out("config marked stale; the daemon is fetching\n")
         case let .markedStale(_, fetch: .success(outcome)?):
