@@ -405,7 +405,8 @@ public struct ActivityResult: Sendable, Equatable {
         guard let outcome = Outcome(rawValue: text) else {
             throw ControlResponseError(
                 field: reader.field("outcome"),
-                "must be one of \(Outcome.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(TextEscaping.snippet(text, maxBytes: 32))\"")
+                "must be one of \(Outcome.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(TextEscaping.snippet(text, maxBytes: 32))\""
+            )
         }
         self.outcome = outcome
         id = try reader.string("id")

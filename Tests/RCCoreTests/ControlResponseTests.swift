@@ -54,7 +54,8 @@ import Testing
         (
             MessageResponse.ignored(
                 "no CONFIG_STATE in data",
-                activity: ActivityResult(outcome: .started, id: "order-42", activity: .object([("id", .string("order-42"))]))),
+                activity: ActivityResult(
+                    outcome: .started, id: "order-42", activity: .object([("id", .string("order-42"))]))),
             #"{"ok":true,"stale":false,"ignored":"no CONFIG_STATE in data","activity":{"outcome":"started","id":"order-42","activity":{"id":"order-42"}}}"#
         ),
         (

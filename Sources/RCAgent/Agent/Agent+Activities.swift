@@ -36,8 +36,9 @@ extension Agent {
         let what = "\(message.event.rawValue) for activity \(message.token) from \(channel)"
         switch outcome {
         case .started, .updated, .ended, .removed:
-            log.info("Live activity \(message.token) \(Self.result(of: outcome, id: message.token).outcome.rawValue) "
-                + "(\(message.event.rawValue), timestamp \(message.timestamp), from \(channel))")
+            log.info(
+                "Live activity \(message.token) \(Self.result(of: outcome, id: message.token).outcome.rawValue) "
+                    + "(\(message.event.rawValue), timestamp \(message.timestamp), from \(channel))")
             // An end sets a dismissal date; any change may have moved the earliest one. The loop
             // may be waiting for an older deadline: it takes its wait again.
             scheduleDismissal()

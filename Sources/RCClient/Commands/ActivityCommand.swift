@@ -35,7 +35,8 @@ enum ActivityCommand {
 
     private static func list(_ invocation: Invocation) throws(CLIError) -> Int32 {
         let activities =
-            try read(invocation) { (store, now) throws(StoreError) -> [LiveActivity]? in try store.activities(now: now) }
+            try read(invocation) { (store, now) throws(StoreError) -> [LiveActivity]? in try store.activities(now: now)
+            }
             ?? []
         if invocation.json {
             Output.raw(JSONValue.array(activities.map(\.json)).compactText + "\n")
