@@ -224,17 +224,26 @@ import Testing
         let daemon = try sandbox.startServing()
 
         let output = sandbox.root.appendingPathComponent("watch.out").path
-        let watch = try Subprocess(
-            "/bin/sh",
-            [
-                "-c", "exec \"$0\" activity watch --json --config \"$1\" > \"$2\"", Binaries.url("rcagent").path,
-                sandbox.configPath, output,
-            ])
+        let textOutput = sandbox.root.appendingPathComponent("watch.txt").path
+        func follow(_ arguments: String, into file: String) throws -> Subprocess {
+            try Subprocess(
+                "/bin/sh",
+                [
+                    "-c", "exec \"$0\" \(arguments) --config \"$1\" > \"$2\"", Binaries.url("rcagent").path,
+                    sandbox.configPath, file,
+                ])
+        }
+        let watch = try follow("activity watch --json", into: output)
+        // The text form of the general `watch`, which shows activity events as their own lines.
+        let textWatch = try follow("watch", into: textOutput)
         func lines() -> [[String: Any]] {
             ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n")
                 .compactMap { Self.json(String($0)) }
         }
-        // Synchronize on the watcher: a probe activity is updated until its line shows up.
+        func textLines() -> [String] {
+            ((try? String(contentsOfFile: textOutput, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
+        // Synchronize on the watchers: a probe activity is updated until its line shows up in both.
         var probe = 0
         #expect(try sandbox.cli("notify", Self.message("start", id: "probe", timestamp: Self.t0)).status == 0)
         #expect(
@@ -242,6 +251,7 @@ import Testing
                 probe += 1
                 _ = try sandbox.cli("notify", Self.message("update", id: "probe", timestamp: Self.t0 + probe))
                 return lines().contains { $0["id"] as? String == "probe" }
+                    && textLines().contains { $0.contains(" activity-updated probe ") }
             }, "\(daemon.log)")
 
         let steps = [
@@ -275,8 +285,15 @@ import Testing
         #expect(stdin["id"] as? String == "order-42")
         let activity = try #require(stdin["activity"] as? [String: Any])
         #expect((activity["alert"] as? [String: Any])?["body"] as? String == "Ready soon")
-        kill(watch.pid, SIGTERM)
-        _ = watch.finish()
+        #expect(
+            eventually { textLines().contains { $0.hasSuffix(" activity-removed order-42 (dismissal-date passed)") } },
+            "\(textLines())")
+        let updatedLine = textLines().first { $0.contains(" activity-updated order-42 ") }
+        #expect(updatedLine?.hasSuffix(#" activity-updated order-42 active DeliveryAttributes {"eta":1}"#) == true)
+        for follower in [watch, textWatch] {
+            kill(follower.pid, SIGTERM)
+            _ = follower.finish()
+        }
         daemon.stop()
     }
 

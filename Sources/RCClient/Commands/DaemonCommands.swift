@@ -136,7 +136,7 @@ enum NotifyCommand {
 /// `rcagent watch`: streams the daemon's events, one per line, until interrupted.
 enum WatchCommand {
     static let spec = CommandSpec(
-        "watch", summary: "Stream events (fetched, activated, stale-set, ...) one per line.",
+        "watch", summary: "Stream events (fetched, activated, stale-set, activity-updated, ...) one per line.",
         options: [.flag("json", "one JSON object per event")], run: run)
 
     static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
@@ -155,6 +155,8 @@ enum WatchCommand {
 
     /// `2026-11-29T13:47:17Z activated template 7: kiosk_url welcome_message`.
     static func describe(_ event: WatchEvent) -> TerminalText {
+        // An activity's fields are whole JSON documents: the activity's own line reads better.
+        if event.kind.hasPrefix("activity-") { return ActivityCommand.describe(event) }
         var details = event.fields.map { member -> TerminalText in
             if case let .array(items) = member.value {
                 return "\(member.key)=\(items.map { $0.stringValue ?? $0.compactText }.joined(separator: ","))"
