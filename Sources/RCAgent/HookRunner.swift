@@ -42,6 +42,23 @@ struct HookEvent: Sendable {
         activityDetail = detail
     }
 
+    /// Adds `event` to the events waiting for the hooks. Config events fold into the waiting one of
+    /// their kind. An activity event folds only into the last waiting event of the same activity,
+    /// and only when it is of its kind: an update never jumps ahead of that activity's end or a
+    /// new start, and the hooks see each activity's steps in order.
+    static func queue(_ event: HookEvent, into pending: inout [HookEvent]) {
+        let index =
+            event.kind.isActivity
+            ? pending.lastIndex(where: { $0.kind.isActivity && $0.activityId == event.activityId })
+                .flatMap { pending[$0].kind == event.kind ? $0 : nil }
+            : pending.firstIndex(where: { $0.kind == event.kind })
+        if let index {
+            pending[index].absorb(event)
+        } else {
+            pending.append(event)
+        }
+    }
+
     /// Folds a later event of the same kind into this one (a burst runs the hooks once). An
     /// activity event takes the later content whole: the latest is what a renderer wants.
     mutating func absorb(_ later: HookEvent) {
@@ -174,19 +191,7 @@ final class HookRunner: Sendable {
     /// unless it runs already.
     func enqueue(_ event: HookEvent) {
         let start = queue.withLock { queue -> Bool in
-            // Config events fold into the waiting one of their kind. An activity event folds only
-            // into the last waiting event of the same activity, and only when it is of its kind:
-            // an update never jumps ahead of that activity's end or a new start.
-            let index =
-                event.kind.isActivity
-                ? queue.pending.lastIndex(where: { $0.kind.isActivity && $0.activityId == event.activityId })
-                    .flatMap { queue.pending[$0].kind == event.kind ? $0 : nil }
-                : queue.pending.firstIndex(where: { $0.kind == event.kind })
-            if let index {
-                queue.pending[index].absorb(event)
-            } else {
-                queue.pending.append(event)
-            }
+            HookEvent.queue(event, into: &queue.pending)
             defer { queue.running = true }
             return !queue.running
         }

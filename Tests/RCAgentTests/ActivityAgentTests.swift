@@ -74,4 +74,24 @@ import Testing
         // A config event has no activity variable.
         #expect(HookEvent(kind: .staleSet).environment()["RCAGENT_ACTIVITY_ID"] == nil)
     }
+
+    @Test func waitingActivityEventsFoldOnlyWithinOneActivityAndNeverReorder() {
+        func event(_ kind: HookEvent.Kind, _ id: String, _ n: Int64) -> HookEvent {
+            HookEvent(activity: kind, detail: .object([("contentState", .integer(n)), ("id", .string(id))]))
+        }
+        var pending: [HookEvent] = []
+        HookEvent.queue(event(.activityUpdated, "a", 1), into: &pending)
+        HookEvent.queue(event(.activityUpdated, "b", 1), into: &pending)
+        HookEvent.queue(event(.activityUpdated, "a", 2), into: &pending)  // folds into a's update
+        HookEvent.queue(event(.activityEnded, "a", 3), into: &pending)
+        HookEvent.queue(event(.activityUpdated, "a", 4), into: &pending)  // after the end: not folded back
+        HookEvent.queue(HookEvent(kind: .staleSet), into: &pending)
+        HookEvent.queue(HookEvent(kind: .staleSet), into: &pending)
+        #expect(
+            pending.map { "\($0.kind.rawValue) \($0.activityId ?? "-")" } == [
+                "activity-updated a", "activity-updated b", "activity-ended a", "activity-updated a", "stale-set -",
+            ])
+        #expect(pending[0].activityDetail?["contentState"] == .integer(2), "the latest content")
+        #expect(pending[3].activityDetail?["contentState"] == .integer(4))
+    }
 }

@@ -13,12 +13,10 @@ enum StatusCommand {
         var status: StoreStatus?
         var recovery: StoredEvent?
         var storeProblem = reader.storeProblem
-        var activities: [LiveActivity] = []
         if let store = reader.store {
             do {
                 status = try store.status()
                 recovery = try store.lastEvent("database-recovered")
-                activities = try store.activities(now: .now())
             } catch {
                 // Damage the value probe did not reach: reported like a database that does not open.
                 status = nil
@@ -26,7 +24,13 @@ enum StatusCommand {
                 storeProblem = error.description
             }
         }
-        let counts = ActivityCounts(activities)
+        var counts = ActivityCounts()
+        if let store = reader.store, status != nil {
+            // Read apart from the config's state: one damaged activity row must not hide the rest.
+            do { counts = ActivityCounts(try store.activities(now: .now())) } catch {
+                counts.problem = error.description
+            }
+        }
         // The daemon's own view (pid, whether it is fetching, its next fetch) when it runs. A daemon
         // that does not answer (busy, too slow, refusing this user) still runs: only "nothing
         // listens" is "not running".
@@ -74,6 +78,8 @@ enum StatusCommand {
         var active = 0
         var stale = 0
         var ended = 0
+        /// Why the activities could not be read (the counts are then 0).
+        var problem: String?
 
         init(_ activities: [LiveActivity] = []) {
             total = activities.count
@@ -90,11 +96,13 @@ enum StatusCommand {
             .object([
                 ("count", .integer(Int64(total))), ("active", .integer(Int64(active))),
                 ("stale", .integer(Int64(stale))), ("ended", .integer(Int64(ended))),
+                ("problem", problem.map(JSONValue.string) ?? .null),
             ])
         }
 
         /// `2 (1 active, 1 ended)`, or `none`.
         var text: String {
+            if let problem { return "unreadable: \(problem)" }
             guard total > 0 else { return "none" }
             let parts = [(active, "active"), (stale, "stale"), (ended, "ended")].filter { $0.0 > 0 }
             return "\(total) (" + parts.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + ")"
