@@ -110,12 +110,12 @@ import Testing
     @Test func oldUpdatesAreIgnoredAndBadOnesRefusedChangingNothing() throws {
         let sandbox = try Sandbox()
         let daemon = try sandbox.startServing()
-        #expect(try sandbox.cli("notify", Self.message("update", timestamp: Self.t0)).status == 1)
         let early = try sandbox.cli("notify", Self.message("update", timestamp: Self.t0))
         #expect(early.status == 1)
         #expect(early.stderr == "Error: refused: no activity order-42: an update needs a start first\n")
         #expect(try Self.activities(sandbox).isEmpty)
 
+        // Pushes arrive out of order over MQTT reconnects: an older one must not win.
         #expect(try sandbox.cli("notify", Self.message("start", timestamp: Self.t0 + 10)).status == 0)
         let old = try sandbox.cli("notify", "--json", Self.message("update", timestamp: Self.t0 + 5))
         #expect(old.status == 0)
@@ -157,6 +157,8 @@ import Testing
         func send(_ message: String) -> [String: Any]? { socket.request(#"{"op":"message","message":\#(message)}"#) }
         #expect(send(Self.message("start", timestamp: Self.t0, content: #"{"n":0}"#))?["ok"] as? Bool == true)
         // Kill -9 after an acknowledged update chosen at random, with the next one on its way.
+        // The kill lands at a different point of the sequence on each run; whichever it is, every
+        // acknowledged update must be there, and the one in flight either whole or not at all.
         let killAfter = Int.random(in: 5...45)
         for n in 1...killAfter {
             let answer = send(Self.message("update", timestamp: Self.t0 + n, content: #"{"n":\#(n)}"#))
@@ -171,7 +173,8 @@ import Testing
         #expect(n == killAfter || n == killAfter + 1, "acknowledged \(killAfter), found \(n)")
         #expect(survived["timestamp"] as? Int == Self.t0 + n, "the row is whole: content and timestamp together")
 
-        // The rest of the 50 updates after the restart; then a clean restart keeps the end.
+        // The rest of the 50 updates after the restart (the activity's timestamp picks up where the
+        // database says it is, so none of them is ignored as old); then a clean restart keeps the end.
         daemon = try sandbox.startDaemon()
         for next in (n + 1)...50 {
             let result = try sandbox.cli(
@@ -205,7 +208,8 @@ import Testing
         #expect(
             daemon.log.contains(
                 "Live activity order-42 started (start, timestamp \(Self.t0), from mqtt PUSH_RC/\(deviceId))"))
-        // A refused message over MQTT is logged, and the channel goes on.
+        // A refused message over MQTT is logged, and the channel goes on. The two messages above went
+        // to two topics: the device's own and the fleet's.
         try broker.publish(Self.message("update", id: "nobody", timestamp: Self.t0), topic: "PUSH_RC")
         #expect(eventually { daemon.log.contains("Refusing the update for activity nobody from mqtt PUSH_RC") })
         daemon.stop()
@@ -303,6 +307,7 @@ import Testing
         let watcher = try SocketClient(path: sandbox.socketPath)
         #expect(watcher.watch())
         #expect(try sandbox.cli("notify", Self.message("start", timestamp: Self.t0)).status == 0)
+        // Two seconds ahead: the removal comes from the daemon's own deadline, not from any request.
         let dismissal = Int(Date().timeIntervalSince1970) + 2
         #expect(
             try sandbox.cli(

@@ -12,6 +12,8 @@ enum ActivityCommand {
         options: [.flag("json", "JSON: the list as an array, one activity, or one event object per line")],
         run: run)
 
+    /// The subcommand is the first argument (the option parser knows one argument list per
+    /// command), so each checks its own count here: `show` needs the ID, the others take none.
     static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
         let positionals = invocation.arguments.positionals
         switch positionals[0] {
@@ -34,10 +36,11 @@ enum ActivityCommand {
     }
 
     private static func list(_ invocation: Invocation) throws(CLIError) -> Int32 {
+        // No database yet (the daemon never ran): no activities, which is no error.
         let activities =
-            try read(invocation) { (store, now) throws(StoreError) -> [LiveActivity]? in try store.activities(now: now)
-            }
-            ?? []
+            try read(invocation) { (store, now) throws(StoreError) -> [LiveActivity]? in
+                try store.activities(now: now)
+            } ?? []
         if invocation.json {
             Output.raw(JSONValue.array(activities.map(\.json)).compactText + "\n")
         } else {
@@ -48,7 +51,8 @@ enum ActivityCommand {
 
     private static func show(_ invocation: Invocation, id: String) throws(CLIError) -> Int32 {
         let activity = try read(invocation) { (store, now) throws(StoreError) in try store.activity(id: id, now: now) }
-        guard let activity else { throw .failure("no activity '\(TextEscaping.logLine(id))'") }
+        // The message is escaped once, where every CLI error is printed (CommandLineTool.report).
+        guard let activity else { throw .failure("no activity '\(id)'") }
         if invocation.json {
             Output.raw(activity.json.compactText + "\n")
         } else {
@@ -58,6 +62,9 @@ enum ActivityCommand {
     }
 
     /// Runs `body` on the state database as the CLI reads it; no database yet has no activities.
+    /// The state is computed at the CLI's clock (`stale` follows from it), like the daemon's lists.
+    /// A database that cannot be read is exit 1: unlike values, activities have no defaults file to
+    /// fall back to.
     private static func read<T>(
         _ invocation: Invocation, _ body: (StateStore, Timestamp) throws(StoreError) -> T?
     ) throws(CLIError) -> T? {
@@ -75,15 +82,19 @@ enum ActivityCommand {
         var client = try invocation.daemon()
         _ = try Invocation.decode(try client.send(ControlRequest.watch.json), as: WatchAck.self)
         while let line = try client.readLine() {
+            // Lines of other events, and any a newer daemon writes that this CLI cannot read, are skipped:
+            // a renderer following --json must only ever see activity events.
             guard let json = try? JSONValue.parse(line), let event = try? WatchEvent.parse(json),
                 event.kind.hasPrefix("activity-")
             else { continue }
             if invocation.json {
+                // As the daemon sent it: compact JSON, one line (its escapes keep it one line).
                 Output.raw(String(decoding: line, as: UTF8.self) + "\n")
             } else {
                 Output.out("\(describe(event))\n")
             }
         }
+        // A renderer's supervisor restarts it: the exit status says the daemon went away.
         throw .unavailable("the daemon closed the event stream")
     }
 
