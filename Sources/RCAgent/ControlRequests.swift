@@ -35,7 +35,7 @@ struct ControlRequests: Sendable {
                 let (newlySet, _) = try await agent.markStale(reason: reason ?? "rcagent mark-stale")
                 return MarkStaleResponse(newlySet: newlySet).json
             case let .message(message, _, wait):
-                return try await agent.handle(message, from: "socket", wait: wait).json
+                return try await agent.handle(message, from: "socket", wait: wait, strict: true).json
             case .reload:
                 return await reload().json
             case .watch:
@@ -50,6 +50,7 @@ struct ControlRequests: Sendable {
     /// a lock held past the busy timeout) is `storage`, so a client can tell it from a daemon bug.
     static func refusal(for error: any Error) -> ControlError {
         switch error {
+        case let refusal as ControlError: refusal
         case is SQLiteError, is StoreError: ControlError(.storage, "\(error)")
         default: ControlError(.internalError, "\(error)")
         }

@@ -4,10 +4,15 @@ import RCCore
 import RCService
 import Synchronization
 
-/// One event the hooks hear about.
+/// One event the hooks hear about: an activation (with its changed keys), the stale flag
+/// changing, or a Live Activity starting, changing, ending or going away (with the activity).
 struct HookEvent: Sendable {
     enum Kind: String, Sendable {
         case activated, staleSet = "stale-set", staleCleared = "stale-cleared"
+        case activityStarted = "activity-started", activityUpdated = "activity-updated"
+        case activityEnded = "activity-ended", activityRemoved = "activity-removed"
+
+        var isActivity: Bool { rawValue.hasPrefix("activity-") }
     }
 
     struct Change: Sendable {
@@ -19,9 +24,48 @@ struct HookEvent: Sendable {
     var kind: Kind
     var templateVersion: String?
     var changes: [String: Change] = [:]
+    /// The Live Activity's id (activity events only).
+    var activityId: String?
+    /// The activity as the event logged it: `LiveActivity.json`, or for a removal
+    /// `{"activity", "id", "reason"}` (activity events only).
+    var activityDetail: JSONValue?
 
-    /// Folds a later event of the same kind into this one (a burst runs the hooks once).
+    init(kind: Kind, templateVersion: String? = nil) {
+        self.kind = kind
+        self.templateVersion = templateVersion
+    }
+
+    /// An `activity-*` event from the detail the store logged with it.
+    init(activity kind: Kind, detail: JSONValue) {
+        self.kind = kind
+        activityId = detail["id"]?.stringValue
+        activityDetail = detail
+    }
+
+    /// Adds `event` to the events waiting for the hooks. Config events fold into the waiting one of
+    /// their kind. An activity event folds only into the last waiting event of the same activity,
+    /// and only when it is of its kind: an update never jumps ahead of that activity's end or a
+    /// new start, and the hooks see each activity's steps in order.
+    static func queue(_ event: HookEvent, into pending: inout [HookEvent]) {
+        let index =
+            event.kind.isActivity
+            ? pending.lastIndex(where: { $0.kind.isActivity && $0.activityId == event.activityId })
+                .flatMap { pending[$0].kind == event.kind ? $0 : nil }
+            : pending.firstIndex(where: { $0.kind == event.kind })
+        if let index {
+            pending[index].absorb(event)
+        } else {
+            pending.append(event)
+        }
+    }
+
+    /// Folds a later event of the same kind into this one (a burst runs the hooks once). An
+    /// activity event takes the later content whole: the latest is what a renderer wants.
     mutating func absorb(_ later: HookEvent) {
+        if kind.isActivity {
+            activityDetail = later.activityDetail
+            return
+        }
         templateVersion = later.templateVersion ?? templateVersion
         for (key, change) in later.changes {
             changes[key] = Change(old: changes[key]?.old ?? change.old, new: change.new, source: change.source)
@@ -29,6 +73,16 @@ struct HookEvent: Sendable {
     }
 
     var stdin: String {
+        if kind.isActivity {
+            // `{"event", "id", "activity"[, "reason"]}`: the activity with its alert, whatever the kind.
+            let detail = activityDetail ?? .object([])
+            var members: [(key: String, value: JSONValue)] = [
+                ("event", .string(kind.rawValue)), ("id", activityId.map(JSONValue.string) ?? .null),
+                ("activity", detail["activity"] ?? detail),
+            ]
+            if let reason = detail["reason"] { members.append(("reason", reason)) }
+            return JSONValue.object(members).compactText + "\n"
+        }
         let members = changes.sorted { $0.key < $1.key }.map { key, change in
             (
                 key: key,
@@ -51,6 +105,10 @@ struct HookEvent: Sendable {
     /// 128 KiB limit on one environment string (MAX_ARG_STRLEN; past it execve fails with E2BIG):
     /// a key list longer than `maxKeysBytes` is cut after the last whole key that fits and
     /// `RCAGENT_CHANGED_KEYS_COMPLETE=no` tells the hook to read the full list from stdin.
+    ///
+    /// Activity events add `RCAGENT_ACTIVITY_ID`, as it is: the message parser accepts only
+    /// printable ASCII without spaces, bounded, for it. Their key list is empty, so a hook written
+    /// for config events (with `set -u`, say) still finds every variable it reads.
     func environment(maxKeysBytes: Int = HookEvent.maxKeysBytes) -> [String: String] {
         var keys = ""
         var complete = true
@@ -62,13 +120,18 @@ struct HookEvent: Sendable {
             }
             keys += (keys.isEmpty ? "" : " ") + encoded
         }
-        return [
+        var environment = [
             "RCAGENT_EVENT": kind.rawValue, "RCAGENT_CHANGED_KEYS": keys,
             "RCAGENT_CHANGED_KEYS_COMPLETE": complete ? "yes" : "no",
             "RCAGENT_CHANGED_KEYS_COUNT": String(changes.count),
             "RCAGENT_TEMPLATE_VERSION": TextEscaping.truncated(
                 TextEscaping.percentEncoded(templateVersion ?? ""), maxBytes: HookEvent.maxVersionBytes),
         ]
+        if kind.isActivity {
+            environment["RCAGENT_ACTIVITY_ID"] = TextEscaping.truncated(
+                activityId ?? "", maxBytes: LiveActivityMessage.maximumTokenBytes)
+        }
+        return environment
     }
 
     /// 64 KiB: half of MAX_ARG_STRLEN, leaving room for the rest of the environment too.
@@ -76,8 +139,8 @@ struct HookEvent: Sendable {
     static let maxVersionBytes = 1024
 }
 
-/// Runs the executables in `HooksDirectory` after activations that changed something and on
-/// stale-set/stale-cleared (local integration). Hooks run in run-parts
+/// Runs the executables in `HooksDirectory` after activations that changed something, on
+/// stale-set/stale-cleared and on `activity-*` events (local integration). Hooks run in run-parts
 /// order, one at a time, on a thread of their own — never in the daemon's critical path. Each gets
 /// `RCAGENT_EVENT`, `RCAGENT_CHANGED_KEYS` (percent-encoded, bounded; see ``HookEvent/environment(maxKeysBytes:)``),
 /// `RCAGENT_TEMPLATE_VERSION` and the event as JSON on stdin; its output is logged with its name;
@@ -128,11 +191,7 @@ final class HookRunner: Sendable {
     /// unless it runs already.
     func enqueue(_ event: HookEvent) {
         let start = queue.withLock { queue -> Bool in
-            if let index = queue.pending.firstIndex(where: { $0.kind == event.kind }) {
-                queue.pending[index].absorb(event)
-            } else {
-                queue.pending.append(event)
-            }
+            HookEvent.queue(event, into: &queue.pending)
             defer { queue.running = true }
             return !queue.running
         }

@@ -21,6 +21,7 @@ public enum CommandLineTool {
         ReloadCommand.spec,
         NotifyCommand.spec,
         WatchCommand.spec,
+        ActivityCommand.spec,
         CheckUpdateCommand.spec,
         DoctorCommand.spec,
     ]

@@ -95,6 +95,8 @@ public struct ControlError: Error, CustomStringConvertible, Sendable, Equatable 
         public static let badJSON = Code(rawValue: "bad-json")
         public static let badRequest = Code(rawValue: "bad-request")
         public static let badMessage = Code(rawValue: "bad-message")
+        /// A valid Live Activity message the activity's rules cannot apply (an update before its start).
+        public static let activityRefused = Code(rawValue: "activity-refused")
         public static let unknownOp = Code(rawValue: "unknown-op")
         public static let lineTooLong = Code(rawValue: "line-too-long")
         public static let timeout = Code(rawValue: "timeout")

@@ -51,6 +51,18 @@ import Testing
             MessageResponse.markedStale(newlySet: true, fetch: .failure(ControlError(.fetchFailed, "HTTP 500"))),
             #"{"ok":true,"stale":true,"newlySet":true,"fetch":{"ok":false,"error":{"code":"fetch-failed","message":"HTTP 500"}}}"#
         ),
+        (
+            MessageResponse.ignored(
+                "no CONFIG_STATE in data",
+                activity: ActivityResult(
+                    outcome: .started, id: "order-42", activity: .object([("id", .string("order-42"))]))),
+            #"{"ok":true,"stale":false,"ignored":"no CONFIG_STATE in data","activity":{"outcome":"started","id":"order-42","activity":{"id":"order-42"}}}"#
+        ),
+        (
+            MessageResponse.markedStale(
+                newlySet: true, fetch: nil, activity: ActivityResult(outcome: .ignored, id: "a", reason: "old")),
+            #"{"ok":true,"stale":true,"newlySet":true,"activity":{"outcome":"ignored","id":"a","reason":"old"}}"#
+        ),
         (WatchAck(), #"{"ok":true,"watching":true}"#),
     ]
 

@@ -13,6 +13,8 @@ extension Agent {
     /// what is still waiting with `.cancelled` and ends every `watch` stream.
     func run() async {
         scheduler.request(.startup)
+        // Activities whose dismissal date passed while the daemon was down go at once.
+        scheduleDismissal()
         while !Task.isCancelled {
             // Everything already sent joins the coming round: a burst of pings costs one fetch.
             while let input = inbox.poll() { receive(input) }
@@ -55,6 +57,7 @@ extension Agent {
             case .settle: if scheduler.pending.isEmpty { IdlePages.releaseOnceWaiting() }
             case let .systemChange(changes): afterSystemChange(changes)
             case let .delayed(trigger): scheduler.request(trigger)
+            case .dismissal: removeDismissedActivities()
             }
         }
     }
@@ -280,6 +283,8 @@ extension Agent {
     /// (that is when the change may be what the agent was waiting for), else only set the timer again,
     /// since a clock step moves its wall-clock deadline.
     private func afterSystemChange(_ changes: Set<SystemChange>) {
+        // A clock step moves every dismissal date's distance from now.
+        if changes.contains(.clock) { scheduleDismissal() }
         guard source.isConfigured, let status = try? fetchState(now: .now()) else { return }
         let fetch = status.stale.isSet || status.lastStatus == .failure
         let decision =

@@ -184,25 +184,27 @@ actor Agent {
         pushState = state
     }
 
-    /// Handles an FCM-style message exactly as a push channel delivers it. With
-    /// `wait`, the response also carries the outcome of the fetch the message started.
-    func handle(_ message: PushMessage, from channel: String, wait: Bool = false, jitter: Duration = .zero) async throws
-        -> MessageResponse
-    {
+    /// Handles an FCM-style message exactly as a push channel delivers it: its Live Activity, if it
+    /// carries one, is applied first, then its `CONFIG_STATE` marks the config stale. With `wait`,
+    /// the response also carries the outcome of the fetch the message started. With `strict` (the
+    /// control socket) a Live Activity that cannot apply throws and nothing at all changes.
+    func handle(
+        _ message: PushMessage, from channel: String, wait: Bool = false, jitter: Duration = .zero,
+        strict: Bool = false
+    ) async throws -> MessageResponse {
+        let activity = try applyActivity(of: message, from: channel, strict: strict)
         guard message.marksStale else {
-            let note =
-                message.liveActivity != nil ? "live activity messages are not handled yet" : "no CONFIG_STATE in data"
-            return .ignored(note)
+            return .ignored("no CONFIG_STATE in data", activity: activity)
         }
         if let announced = message.templateVersion, let current = try currentTemplateVersion(), announced <= current {
             log.info("Ignoring a stale ping from \(channel) for template \(announced): template \(current) is current")
-            return .ignored("template \(announced) is at or below the current \(current)")
+            return .ignored("template \(announced) is at or below the current \(current)", activity: activity)
         }
         let state = message.data["CONFIG_STATE"] ?? ""
         let version = message.templateVersion.map { ", template \($0)" } ?? ""
         let (newlySet, outcome) = try await markStale(
             reason: "\(channel): CONFIG_STATE=\(state)\(version)", wait: wait, jitter: jitter)
-        return .markedStale(newlySet: newlySet, fetch: outcome?.reply)
+        return .markedStale(newlySet: newlySet, fetch: outcome?.reply, activity: activity)
     }
 
     /// Fetches after a realtime invalidation until the template reaches `target` (up to three

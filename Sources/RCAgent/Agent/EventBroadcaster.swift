@@ -4,7 +4,7 @@ import RCService
 import RCStore
 
 /// Tells the world what the store logged: every `watch` subscriber gets each event as a line, and
-/// the hooks hear of activations and of the stale flag changing. Owned by the agent and used only
+/// the hooks hear of activations, of the stale flag changing and of Live Activities (`activity-*`). Owned by the agent and used only
 /// on its executor, so it needs no lock of its own.
 final class EventBroadcaster {
     private let store: StateStore
@@ -64,9 +64,8 @@ final class EventBroadcaster {
         lastId = max(lastId, events.last?.id ?? lastId)
         for event in events {
             // Activations reach the hooks through ``activated(_:)``, with their values.
-            if let kind = HookEvent.Kind(rawValue: event.kind), kind != .activated {
-                hooks.enqueue(HookEvent(kind: kind))
-            }
+            guard let kind = HookEvent.Kind(rawValue: event.kind), kind != .activated else { continue }
+            hooks.enqueue(kind.isActivity ? HookEvent(activity: kind, detail: event.detail) : HookEvent(kind: kind))
         }
         guard !watchers.isEmpty else { return }
         var text = ""

@@ -20,6 +20,8 @@ struct FetchScheduler {
         case systemChange(Set<SystemChange>)
         /// A fetch asked for after a random wait (push channels must not stampede the server).
         case delayed(FetchTrigger)
+        /// An ended Live Activity reached its dismissal date: remove it (and any others due).
+        case dismissal
 
         /// Jobs of one kind replace each other, except delayed fetches, which all happen.
         fileprivate var replaces: (Job) -> Bool {
@@ -29,6 +31,7 @@ struct FetchScheduler {
             case .settle: { if case .settle = $0 { true } else { false } }
             case .systemChange: { if case .systemChange = $0 { true } else { false } }
             case .delayed: { _ in false }
+            case .dismissal: { if case .dismissal = $0 { true } else { false } }
             }
         }
     }

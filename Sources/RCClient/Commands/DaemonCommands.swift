@@ -87,7 +87,7 @@ enum ActivateCommand {
 enum NotifyCommand {
     static let spec = CommandSpec(
         "notify", arguments: ["JSON"],
-        summary: "Deliver an FCM-style message ({\"data\":{...}} or {\"message\":{...}}).",
+        summary: "Deliver an FCM-style message ({\"data\":{...}} or {\"message\":{...}}), a live activity too.",
         options: [
             .flag("wait", "return after the fetch the message starts (exit 1 if it failed)"),
             .value("timeout", "D", "how long --wait waits (default: FetchTimeout + 10s)"),
@@ -114,12 +114,14 @@ enum NotifyCommand {
             timeout: wait ? timeout : .seconds(30))
         if invocation.json {
             Output.raw(answer.json.compactText + "\n")
-            if wait, case .markedStale(_, .failure?) = answer.response { return ExitCode.failure }
+            if wait, case .markedStale(_, .failure?) = answer.response.stale { return ExitCode.failure }
             return ExitCode.ok
         }
-        switch answer.response {
+        if let activity = answer.response.activity { Output.out("\(ActivityCommand.describe(activity))\n") }
+        switch answer.response.stale {
         case let .ignored(why):
-            Output.out("ignored: \(why)\n")
+            // A message that carried only an activity said all there is to say above.
+            if answer.response.activity == nil || message.marksStale { Output.out("ignored: \(why)\n") }
         case .markedStale(_, fetch: nil):
             Output.out("config marked stale; the daemon is fetching\n")
         case let .markedStale(_, fetch: .success(outcome)?):
@@ -134,7 +136,7 @@ enum NotifyCommand {
 /// `rcagent watch`: streams the daemon's events, one per line, until interrupted.
 enum WatchCommand {
     static let spec = CommandSpec(
-        "watch", summary: "Stream events (fetched, activated, stale-set, ...) one per line.",
+        "watch", summary: "Stream events (fetched, activated, stale-set, activity-updated, ...) one per line.",
         options: [.flag("json", "one JSON object per event")], run: run)
 
     static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
@@ -153,6 +155,8 @@ enum WatchCommand {
 
     /// `2026-11-29T13:47:17Z activated template 7: kiosk_url welcome_message`.
     static func describe(_ event: WatchEvent) -> TerminalText {
+        // An activity's fields are whole JSON documents: the activity's own line reads better.
+        if event.kind.hasPrefix("activity-") { return ActivityCommand.describe(event) }
         var details = event.fields.map { member -> TerminalText in
             if case let .array(items) = member.value {
                 return "\(member.key)=\(items.map { $0.stringValue ?? $0.compactText }.joined(separator: ","))"

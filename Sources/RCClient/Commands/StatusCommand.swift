@@ -24,6 +24,13 @@ enum StatusCommand {
                 storeProblem = error.description
             }
         }
+        var counts = ActivityCounts()
+        if let store = reader.store, status != nil {
+            // Read apart from the config's state: one damaged activity row must not hide the rest.
+            do { counts = ActivityCounts(try store.activities(now: .now())) } catch {
+                counts.problem = error.description
+            }
+        }
         // The daemon's own view (pid, whether it is fetching, its next fetch) when it runs. A daemon
         // that does not answer (busy, too slow, refusing this user) still runs: only "nothing
         // listens" is "not running".
@@ -43,13 +50,15 @@ enum StatusCommand {
         let now = Timestamp.now()
         if invocation.json {
             Output.raw(
-                json(status, recovery: recovery, config: config, daemon: daemon, storeProblem: storeProblem)
-                    .compactText + "\n")
+                json(
+                    status, recovery: recovery, config: config, daemon: daemon, storeProblem: storeProblem,
+                    activities: counts
+                ).compactText + "\n")
         } else {
             Output.out(
                 text(
                     status, recovery: recovery, config: config, daemon: daemon, storeProblem: storeProblem,
-                    now: now))
+                    activities: counts, now: now))
         }
         return ExitCode.ok
     }
@@ -63,8 +72,46 @@ enum StatusCommand {
         var note: String? { if case let .note(note) = self { note } else { nil } }
     }
 
+    /// How many Live Activities the database holds, by state.
+    struct ActivityCounts {
+        var total = 0
+        var active = 0
+        var stale = 0
+        var ended = 0
+        /// Why the activities could not be read (the counts are then 0).
+        var problem: String?
+
+        init(_ activities: [LiveActivity] = []) {
+            total = activities.count
+            for activity in activities {
+                switch activity.state {
+                case .active: active += 1
+                case .stale: stale += 1
+                case .ended: ended += 1
+                }
+            }
+        }
+
+        var json: JSONValue {
+            .object([
+                ("count", .integer(Int64(total))), ("active", .integer(Int64(active))),
+                ("stale", .integer(Int64(stale))), ("ended", .integer(Int64(ended))),
+                ("problem", problem.map(JSONValue.string) ?? .null),
+            ])
+        }
+
+        /// `2 (1 active, 1 ended)`, or `none`.
+        var text: String {
+            if let problem { return "unreadable: \(problem)" }
+            guard total > 0 else { return "none" }
+            let parts = [(active, "active"), (stale, "stale"), (ended, "ended")].filter { $0.0 > 0 }
+            return "\(total) (" + parts.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + ")"
+        }
+    }
+
     static func json(
-        _ status: StoreStatus?, recovery: StoredEvent?, config: AgentConfig, daemon: DaemonView?, storeProblem: String?
+        _ status: StoreStatus?, recovery: StoredEvent?, config: AgentConfig, daemon: DaemonView?, storeProblem: String?,
+        activities: ActivityCounts = ActivityCounts()
     ) -> JSONValue {
         func time(_ t: Timestamp?) -> JSONValue { t.map { .string($0.iso8601) } ?? .null }
         func string(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
@@ -120,6 +167,7 @@ enum StatusCommand {
             ("throttledUntil", time(status?.throttledUntil)),
             ("nextFetchAt", daemon?.status.map { string($0.nextFetchAt) } ?? time(status?.nextFetchAt)),
             ("backoffStep", .integer(Int64(status?.backoffStep ?? 0))),
+            ("activities", activities.json),
         ])
     }
 
@@ -127,7 +175,7 @@ enum StatusCommand {
     /// answers) is interpolated into ``TerminalText`` and so escaped: one field cannot make two lines.
     static func text(
         _ status: StoreStatus?, recovery: StoredEvent?, config: AgentConfig, daemon: DaemonView?, storeProblem: String?,
-        now: Timestamp
+        activities: ActivityCounts = ActivityCounts(), now: Timestamp
     ) -> TerminalText {
         func time(_ t: Timestamp?) -> String { t.map { "\($0.iso8601) (\(age(now - $0)))" } ?? "never" }
         let running = daemon.map { d -> TerminalText in
@@ -169,6 +217,7 @@ enum StatusCommand {
         if let next = daemon?.status?.nextFetchAt ?? status.nextFetchAt?.iso8601 {
             lines.append("next fetch:   \(next)")
         }
+        lines.append("activities:   \(activities.text)")
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -1,0 +1,98 @@
+import RCCore
+import RCStore
+
+/// Live Activities: the agent applies every activity message, whatever channel brought it, through
+/// the store (the rules, the row and the event in one transaction), tells watchers and hooks, and
+/// removes ended activities at their dismissal date with a deadline of its loop.
+extension Agent {
+    /// Applies the Live Activity `message` carries, if any. A message that is not a valid activity,
+    /// or one the rules refuse, changes nothing; with `strict` (the control socket, whose sender
+    /// hears the answer) it throws a ``ControlError`` naming what is wrong, else (push channels,
+    /// which nobody answers) it is logged and `nil` is returned, so the message's `CONFIG_STATE`
+    /// still counts. A store failure throws either way.
+    func applyActivity(of message: PushMessage, from channel: String, strict: Bool) throws -> ActivityResult? {
+        switch message.liveActivity {
+        case nil:
+            return nil
+        case let .failure(error)?:
+            log.warning("Refusing a live activity message from \(channel): \(error.reason)")
+            if strict { throw ControlError(.badMessage, error.description) }
+            return nil
+        case let .success(activity)?:
+            let outcome = try applyActivity(activity, from: channel)
+            if case let .refused(reason) = outcome {
+                if strict { throw ControlError(.activityRefused, "refused: \(reason)") }
+                return nil
+            }
+            return Self.result(of: outcome, id: activity.token)
+        }
+    }
+
+    /// Applies one activity message and logs one line for it (refusals and ignored ones included:
+    /// an operator wondering why a kiosk did not change finds the reason in the journal).
+    func applyActivity(_ message: LiveActivityMessage, from channel: String) throws -> LiveActivityRules.Outcome {
+        let outcome = try store.applyActivity(message, now: .now())
+        events.publish()
+        let what = "\(message.event.rawValue) for activity \(message.token) from \(channel)"
+        switch outcome {
+        case .started, .updated, .ended, .removed:
+            log.info(
+                "Live activity \(message.token) \(Self.result(of: outcome, id: message.token).outcome.rawValue) "
+                    + "(\(message.event.rawValue), timestamp \(message.timestamp), from \(channel))")
+            // An end sets a dismissal date; any change may have moved the earliest one. The loop
+            // may be waiting for an older deadline: it takes its wait again.
+            scheduleDismissal()
+            inbox.send(.rescheduled)
+        case let .ignored(reason):
+            log.info("Ignoring the \(what): \(reason)")
+        case let .refused(reason):
+            log.warning("Refusing the \(what): \(reason)")
+        }
+        return outcome
+    }
+
+    /// The answer's view of an outcome (a refusal never gets here: it is an error answer).
+    static func result(of outcome: LiveActivityRules.Outcome, id: String) -> ActivityResult {
+        switch outcome {
+        case let .started(activity): ActivityResult(outcome: .started, id: id, activity: activity.json)
+        case let .updated(activity): ActivityResult(outcome: .updated, id: id, activity: activity.json)
+        case let .ended(activity): ActivityResult(outcome: .ended, id: id, activity: activity.json)
+        case let .removed(activity): ActivityResult(outcome: .removed, id: id, activity: activity.json)
+        case let .ignored(reason), let .refused(reason): ActivityResult(outcome: .ignored, id: id, reason: reason)
+        }
+    }
+
+    /// Sets the loop's dismissal deadline to the earliest stored dismissal date (at once when it has
+    /// passed), or clears it when no ended activity waits. The date is wall-clock time and the
+    /// loop's deadlines are monotonic: a clock step calls this again (``afterSystemChange``).
+    func scheduleDismissal() {
+        let next: Timestamp?
+        do { next = try store.nextActivityDismissal() } catch {
+            log.error("Failed to read the next activity dismissal: \(error); retrying in \(Self.storeRetry)")
+            scheduler.schedule(.dismissal, at: .now + Self.storeRetry)
+            return
+        }
+        guard let next else {
+            scheduler.cancel(.dismissal)
+            return
+        }
+        let delay = max(next - Timestamp.now(), .zero)
+        scheduler.schedule(.dismissal, at: .now + delay)
+    }
+
+    /// Removes the ended activities whose dismissal date has come (their `activity-removed` events
+    /// reach watchers and hooks), then sets the deadline for the next one.
+    func removeDismissedActivities() {
+        do {
+            let removed = try store.removeDismissedActivities(now: .now())
+            events.publish()
+            for id in removed { log.info("Live activity \(id) removed (its dismissal date came)") }
+        } catch {
+            // A full or read-only disk: the rows stay listed a little longer, and the next try comes.
+            log.error("Failed to remove dismissed activities: \(error); retrying in \(Self.storeRetry)")
+            scheduler.schedule(.dismissal, at: .now + Self.storeRetry)
+            return
+        }
+        scheduleDismissal()
+    }
+}
