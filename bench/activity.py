@@ -10,29 +10,13 @@ the watch prints `activity-updated` with that number: updates never overlap.
 
 Usage: bench/activity.py BIN_DIR [ROUNDS]   (100 rounds by default)
 """
-import json, os, queue, shutil, socket, statistics, subprocess, sys, threading, time
+import json, os, queue, shutil, statistics, subprocess, sys, threading, time
 
-from agentsetup import FileAgent, report
+from agentsetup import FileAgent, free_port, report, wait_for
 
 bin_dir = sys.argv[1]
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 100
 token = "bench-queue-display"
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def wait_for(condition, what, limit=15):
-    start = time.perf_counter()
-    while not condition():
-        if time.perf_counter() - start > limit:
-            raise SystemExit(what)
-        time.sleep(0.05)
 
 
 agent = FileAgent("rcactivity-")
