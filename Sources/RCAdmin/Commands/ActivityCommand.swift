@@ -17,15 +17,19 @@ enum ActivityCommand {
     static let start = command(
         .start,
         synopsis: "--live-activity-token T --attributes-type NAME --attributes JSON --content-state JSON",
-        what: "Starts the activity T (its id on a Linux device, Apple's push-to-start token on iOS) with fixed "
-            + "attributes of type NAME and its first content state.")
+        what: """
+            Starts the activity T (its id on a Linux device, Apple's push-to-start token on iOS) with
+            fixed attributes of type NAME and its first content state.
+            """)
     static let update = command(
         .update, synopsis: "--live-activity-token T --content-state JSON",
         what: "Replaces the content state of the running activity T.")
     static let end = command(
         .end, synopsis: "--live-activity-token T [--content-state JSON] [--dismissal-date SECS]",
-        what: "Ends the activity T, with a last content state if given. An ended activity stays listed until "
-            + "SECS (Unix seconds; 4 hours after the end without it; a past date removes it at once).")
+        what: """
+            Ends the activity T, with a last content state if given. An ended activity stays listed
+            until SECS (Unix seconds; 4 hours after the end without it; a past date removes it at once).
+            """)
 
     /// The three commands share everything but their event and the first lines of their help.
     private static func command(_ event: LiveActivityMessage.Event, synopsis: String, what: String) -> AdminCommand {
@@ -35,7 +39,8 @@ enum ActivityCommand {
                 \(synopsis)
                 [--alert-title TEXT --alert-body TEXT] [--timestamp SECS] [--stale-date SECS]
                 [--priority 5|10] [--dry-run] [--fcm --fcm-token TOKEN]
-                [--mqtt URL [--topic TOPIC] [--device ID] [--ca-file FILE] [--username USER --password-file FILE]]
+                [--mqtt URL [--topic TOPIC] [--device ID] [--ca-file FILE]
+                 [--username USER --password-file FILE]]
                 [--service-account FILE] [--endpoint URL]
                 """,
             help: """
