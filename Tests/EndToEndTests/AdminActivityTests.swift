@@ -117,10 +117,17 @@ import Testing
         #expect(apns["headers"] as? [String: String] == ["apns-priority": "5"])
         #expect(fixture.server.fcmMessages.count == 2)
 
-        // FCM's refusal of the service account is the command's failure (exit 1), said once.
+        // FCM's refusal (a registration token it no longer knows) is the command's failure: exit 1.
+        try fixture.server.updateMode(["fcmUnregisteredTokens": ["gone-token"]])
+        let gone = try fixture.rcadmin(Self.startArguments + ["--fcm", "--fcm-token", "gone-token"])
+        #expect(gone.status == 1, "\(gone.stderr)")
+        #expect(gone.stderr.contains("HTTP 404") && gone.stderr.contains("UNREGISTERED"), "\(gone.stderr)")
+        #expect(gone.stderr.hasSuffix("Error: the activity start did not go out everywhere\n"), "\(gone.stderr)")
+        // Without a service account nothing can go to FCM: a usage error, like the other commands'.
         let noAccount = try fixture.rcadmin(
             Self.startArguments + ["--fcm", "--fcm-token", "r"], environment: ["GOOGLE_APPLICATION_CREDENTIALS": ""])
         #expect(noAccount.status == 64 && noAccount.stderr.contains("no service account"), "\(noAccount.stderr)")
+        #expect(fixture.server.fcmMessages.count == 2)
     }
 
     @Test func publishesToTheDeviceTopicOverMQTT() throws {
