@@ -1,6 +1,7 @@
 """What the bench scripts share: a work directory holding a defaults file and an agent.conf whose
-source is a JSON file, for one rcagentd and the rcagent calls around it; a process's CPU time."""
-import json, os, tempfile
+source is a JSON file, for one rcagentd and the rcagent calls around it; a process's CPU time; a free
+port and a bounded wait for a broker or a daemon to come up."""
+import json, os, socket, tempfile, time
 
 
 class FileAgent:
@@ -32,3 +33,20 @@ def report(script, figures):
     if os.environ.get("RCBENCH_OUT"):
         with open(os.path.join(os.environ["RCBENCH_OUT"], f"{script}.json"), "w") as f:
             json.dump(figures, f)
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on now (for a broker the script starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(condition, what, bound=20):
+    """Polls `condition` until it holds; `what` ends the run when it still does not after `bound` s
+    (a bound for a failing run only: a working one never waits for it)."""
+    deadline = time.time() + bound
+    while not condition():
+        if time.time() > deadline:
+            raise SystemExit(what)
+        time.sleep(0.01)

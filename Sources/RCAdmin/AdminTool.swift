@@ -11,7 +11,8 @@ public enum AdminTool {
     static let commands: [AdminCommand] = [
         TokenCommands.projectId, TokenCommands.token, TemplateCommands.get, TemplateCommands.publish,
         TemplateHistoryCommands.versions, TemplateHistoryCommands.rollback, TemplateHistoryCommands.diff,
-        SetUpdateCommand.command, NotifyCommand.notifyStale,
+        SetUpdateCommand.command, NotifyCommand.notifyStale, ActivityCommand.start, ActivityCommand.update,
+        ActivityCommand.end,
     ]
 
     /// The overview `rcadmin --help` prints: every command's synopsis.

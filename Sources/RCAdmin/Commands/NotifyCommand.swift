@@ -1,10 +1,11 @@
 import RCCore
 import RCGoogle
 
-/// Where a stale ping goes and how, from the command line: MQTT (`--mqtt URL` and its broker
-/// options), the FCM topic (`--fcm`, with the service account), or both. One reading of these
-/// options for `notify-stale` and `set-update --notify`, so both send the same ping the same way.
-struct StaleNotification: Sendable {
+/// Where a push goes and how, from the command line: MQTT (`--mqtt URL` and its broker options),
+/// FCM (`--fcm`, with the service account), or both. One reading of these options, and one way of
+/// sending, for `notify-stale`, `set-update --notify` and `activity`, so all of them reach the
+/// fleet the same way.
+struct PushDestinations: Sendable {
     static let options: [OptionSpec] = [
         .value("mqtt", "URL"), .flag("fcm"), .value("topic", "TOPIC"), .value("device", "ID"),
         .value("ca-file", "FILE"), .value("username", "USER"), .value("password-file", "FILE"),
@@ -12,7 +13,7 @@ struct StaleNotification: Sendable {
 
     let mqtt: String?
     let fcm: Bool
-    /// The FCM topic, and the MQTT topic before `/device`.
+    /// The FCM topic of the stale ping, and the MQTT topic before `/device`.
     let topic: String
     let device: String?
     let caFile: String?
@@ -20,6 +21,9 @@ struct StaleNotification: Sendable {
     let passwordFile: String?
 
     var isRequested: Bool { mqtt != nil || fcm }
+
+    /// The MQTT topic a publish goes to: the fleet's, or one device's (`TOPIC/ID`) with `--device`.
+    var mqttTopic: String { topic + (device.map { "/" + $0 } ?? "") }
 
     init(_ options: ParsedOptions) throws(AdminFailure) {
         mqtt = options.value("mqtt")
@@ -44,28 +48,46 @@ struct StaleNotification: Sendable {
         }
     }
 
-    /// Sends the ping carrying `templateVersion` to every destination asked for, one line of
-    /// output each (on stderr with `notesOnly`: after `set-update --json`, stdout is the JSON). Each is tried even when another failed (a broker down must not keep the FCM
-    /// half from going out); the first failure is thrown after the others were tried.
-    func send(templateVersion: String?, google: GoogleContext?, notesOnly: Bool = false) async throws(AdminFailure) {
-        func say(_ line: String) {
-            if notesOnly { Output.note(line) } else { Output.data(line + "\n") }
-        }
+    /// One place a push goes.
+    enum Target: Sendable {
+        case fcm
+        case mqtt(url: String)
+    }
+
+    /// The destinations asked for, FCM first.
+    var targets: [Target] { (fcm ? [.fcm] : []) + (mqtt.map { [.mqtt(url: $0)] } ?? []) }
+
+    /// Sends to every target in turn with `send` and prints the line it returns (on stderr with
+    /// `notesOnly`: after `set-update --json`, stdout is the JSON). Each is tried even when another
+    /// failed (a broker down must not keep the FCM half from going out); each failure is reported
+    /// as it happens and the first one's kind is thrown, saying `what` did not go out everywhere.
+    func deliver(
+        _ what: String, notesOnly: Bool = false, _ send: (Target) async throws(AdminFailure) -> String
+    ) async throws(AdminFailure) {
         var firstFailure: AdminFailure?
-        if fcm, let google {
-            do { say(try await sendFCM(templateVersion: templateVersion, api: google.fcm)) } catch {
+        for target in targets {
+            do {
+                let line = try await send(target)
+                if notesOnly { Output.note(line) } else { Output.data(line + "\n") }
+            } catch {
                 Output.note("Error: \(error.message)")
                 firstFailure = firstFailure ?? error
             }
         }
-        if let mqtt {
-            do { say(try await sendMQTT(url: mqtt, templateVersion: templateVersion)) } catch {
-                Output.note("Error: \(error.message)")
-                firstFailure = firstFailure ?? error
+        if let firstFailure { throw AdminFailure(firstFailure.kind, "\(what) did not go out everywhere") }
+    }
+
+    /// Sends the ping carrying `templateVersion` to every destination asked for, one line of
+    /// output each, as ``deliver(_:notesOnly:_:)`` does.
+    func send(templateVersion: String?, google: GoogleContext?, notesOnly: Bool = false) async throws(AdminFailure) {
+        try await deliver("the stale ping", notesOnly: notesOnly) { target throws(AdminFailure) in
+            switch target {
+            case .fcm:
+                guard let google else { throw .failure("no service account for FCM") }
+                return try await sendFCM(templateVersion: templateVersion, api: google.fcm)
+            case let .mqtt(url): return try await sendMQTT(url: url, templateVersion: templateVersion)
             }
         }
-        // Each failure was reported above; the one thrown gives the exit code and says so.
-        if let firstFailure { throw AdminFailure(firstFailure.kind, "the stale ping did not go out everywhere") }
     }
 
     /// The FCM v1 topic message, checked locally as FCM would before it is sent. Returns what was done.
@@ -79,11 +101,18 @@ struct StaleNotification: Sendable {
             + TextEscaping.terminal(name)
     }
 
-    /// The MQTT payload at QoS 1 to TOPIC (or TOPIC/ID), on a thread of its own: the publisher
-    /// blocks until the broker acknowledges, and the cooperative pool has only two threads.
+    /// The stale ping's MQTT payload, published as ``publish(_:url:what:)`` does.
     func sendMQTT(url: String, templateVersion: String?) async throws(AdminFailure) -> String {
-        let fullTopic = topic + (device.map { "/" + $0 } ?? "")
         let payload = StalePing.mqttPayload(templateVersion: templateVersion)
+        try await publish(payload, url: url, what: "the stale ping")
+        return "published \(payload) to \(TextEscaping.terminal(mqttTopic))"
+    }
+
+    /// Publishes `payload` at QoS 1 to ``mqttTopic`` at `url` with the broker options, on a thread
+    /// of its own: the publisher blocks until the broker acknowledges, and the cooperative pool
+    /// has only two threads. `what` names the payload in the error.
+    func publish(_ payload: String, url: String, what: String) async throws(AdminFailure) {
+        let fullTopic = mqttTopic
         let options = self
         let result: Result<Void, MQTTPublisher.Failure> = await withCheckedContinuation { continuation in
             let started = DetachedThread.start {
@@ -102,9 +131,8 @@ struct StaleNotification: Sendable {
             }
         }
         if case let .failure(error) = result {
-            throw AdminFailure(error.unreachable ? .unavailable : .failure, "cannot publish the stale ping: \(error)")
+            throw AdminFailure(error.unreachable ? .unavailable : .failure, "cannot publish \(what): \(error)")
         }
-        return "published \(payload) to \(TextEscaping.terminal(fullTopic))"
     }
 }
 
@@ -127,10 +155,10 @@ enum NotifyCommand {
             one is required. --template-version N names the version that made configs stale, so a
             device that already has it does not fetch.
             """,
-        options: AdminCommand.accountOptions + StaleNotification.options + [.value("template-version", "N")],
+        options: AdminCommand.accountOptions + PushDestinations.options + [.value("template-version", "N")],
         arguments: 0...0
     ) { options, environment throws(AdminFailure) in
-        let notification = try StaleNotification(options)
+        let notification = try PushDestinations(options)
         guard notification.isRequested else { throw .usage("notify-stale needs --mqtt URL, --fcm or both") }
         // Digits only: devices compare it as a number, and a "v42" would never match.
         let version = try options.integer("template-version", in: 0...Int64.max).map { String($0) }

@@ -36,7 +36,7 @@ enum SetUpdateCommand {
             --mqtt URL and/or --fcm (at least one). --json prints {"outcome", "key", "published",
             "version", "etag", "summary"}.
             """,
-        options: AdminCommand.googleOptions + StaleNotification.options + [
+        options: AdminCommand.googleOptions + PushDestinations.options + [
             .flag("server"), .flag("required"), .flag("recommended"), .value("platform", "PLATFORM"),
             .value("version", "V"), .value("download", "URL"), .value("deadline", "T"), .value("message", "M"),
             .value("version-scheme", "SCHEME"), .value("description", "TEXT"), .flag("dry-run"), .flag("notify"),
@@ -46,7 +46,7 @@ enum SetUpdateCommand {
         // Everything the command line says is checked before the first request: a typo in CI
         // must not cost a token exchange, let alone half a change.
         let edit = try Self.edit(options)
-        let notification = try StaleNotification(options)
+        let notification = try PushDestinations(options)
         let dryRun = options.flag("dry-run")
         if options.flag("notify") && !notification.isRequested {
             throw .usage("--notify needs --mqtt URL, --fcm or both")

@@ -1,0 +1,138 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// examples/kiosk-banner/kiosk-banner run as an rcagent hook, exactly as the daemon runs one:
+/// `RCAGENT_EVENT=activity-*` and the activity (the `activity list --json` item) on stdin. The page
+/// it renders is read back: every activity shown, every value escaped for HTML, nothing else.
+/// (Its `watch` form follows `rcagent activity watch --json` and is tested with the daemon.)
+@Suite struct KioskBannerTests {
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("examples/kiosk-banner/kiosk-banner").path
+
+    /// One banner directory and the hook's runs against it.
+    struct Banner {
+        let sandbox: Sandbox
+        var directory: String { sandbox.root.appendingPathComponent("banner").path }
+        var page: String { (try? String(contentsOfFile: directory + "/index.html", encoding: .utf8)) ?? "" }
+
+        /// Runs the hook for `event` with `stdin` (nil: none, as for a config event).
+        func hook(_ event: String, _ stdin: String?) throws -> ProcessResult {
+            let environment = [
+                "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "RCAGENT_EVENT": event,
+                "KIOSK_BANNER_DIR": directory,
+            ]
+            // In the sandbox: a file the script wrongly wrote to its working directory is seen there.
+            let child = try Subprocess(
+                KioskBannerTests.script, [], environment: environment, in: sandbox.root.path, input: stdin != nil)
+            if let stdin {
+                child.write(stdin)
+                child.closeInput()
+            }
+            return child.finish()
+        }
+    }
+
+    /// An activity as `rcagent activity list --json` prints it.
+    static func activity(
+        id: String, state: String = "active", title: String, contentState: [String: Any],
+        alert: [String: String]? = nil
+    ) throws -> String {
+        let object: [String: Any] = [
+            "id": id, "state": state, "attributesType": "OrderAttributes", "attributes": ["title": title],
+            "contentState": contentState, "alert": alert.map { $0 as Any } ?? NSNull(), "timestamp": 1_700_000_000,
+            "startedAt": "2023-11-14T22:13:20Z", "updatedAt": "2023-11-14T22:13:20Z", "endedAt": NSNull(),
+            "staleAt": NSNull(), "dismissAt": NSNull(),
+        ]
+        return String(
+            decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+    }
+
+    @Test func rendersEveryActivityEscaped() throws {
+        let banner = Banner(sandbox: try Sandbox())
+        let hostile = #"<script>alert("x")</script> & 'quoted'"#
+        let started = try banner.hook(
+            "activity-started",
+            try Self.activity(
+                id: #"order-<17>""#, title: "Order " + hostile, contentState: ["status": hostile, "eta": 5],
+                alert: ["title": "Ready <b>now</b>", "body": #"at "counter" 2"#]))
+        #expect(started.status == 0, "\(started.stderr)")
+        let page = banner.page
+        #expect(page.hasPrefix("<!DOCTYPE html>") && page.hasSuffix("</body></html>\n"), "\(page)")
+        let escaped = "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &apos;quoted&apos;"
+        #expect(page.contains("<h2>Order \(escaped)</h2>"), "\(page)")
+        #expect(page.contains("<dt>status</dt><dd>\(escaped)</dd>"), "\(page)")
+        #expect(page.contains("<dt>eta</dt><dd>5</dd>"), "\(page)")
+        #expect(
+            page.contains(
+                #"<p class="alert"><strong>Ready &lt;b&gt;now&lt;/b&gt;</strong> at &quot;counter&quot; 2</p>"#),
+            "\(page)")
+        #expect(page.contains(#"<section class="activity active" id="activity-order-&lt;17&gt;&quot;">"#), "\(page)")
+        // Nothing from the activity became markup: the only tags are the page's own.
+        #expect(!page.contains("<script") && !page.contains("<b>") && !page.contains("'quoted'"), "\(page)")
+
+        // A second order, then the first one's update: both shown, the first with its new state.
+        #expect(
+            try banner.hook(
+                "activity-started",
+                try Self.activity(id: "order-18", title: "Order 18", contentState: ["status": "Queued"])
+            ).status == 0)
+        #expect(
+            try banner.hook(
+                "activity-updated",
+                try Self.activity(id: #"order-<17>""#, title: "Order 17", contentState: ["status": "Ready"])
+            ).status == 0)
+        #expect(banner.page.components(separatedBy: "<section ").count - 1 == 2, "\(banner.page)")
+        #expect(banner.page.contains("<dt>status</dt><dd>Ready</dd>") && !banner.page.contains("script"))
+        #expect(banner.page.contains("<dt>status</dt><dd>Queued</dd>"))
+
+        // Ended: still shown, marked; removed: gone; none left: the idle line.
+        #expect(
+            try banner.hook(
+                "activity-ended",
+                try Self.activity(
+                    id: "order-18", state: "ended", title: "Order 18", contentState: ["status": "Collected"])
+            ).status == 0)
+        #expect(banner.page.contains(#"<section class="activity ended" id="activity-order-18">"#), "\(banner.page)")
+        #expect(banner.page.contains(#"<p class="state">ended</p>"#))
+        for id in [#"order-<17>""#, "order-18"] {
+            let removed = try banner.hook(
+                "activity-removed", try Self.activity(id: id, state: "ended", title: "", contentState: [:]))
+            #expect(removed.status == 0, "\(removed.stderr)")
+        }
+        #expect(!banner.page.contains("<section"), "\(banner.page)")
+        #expect(banner.page.contains(#"<p class="idle">No orders in progress.</p>"#), "\(banner.page)")
+    }
+
+    @Test func otherEventsAndBadInputLeaveThePage() throws {
+        let banner = Banner(sandbox: try Sandbox())
+        #expect(
+            try banner.hook(
+                "activity-started", try Self.activity(id: "a", title: "Order A", contentState: ["status": "Queued"])
+            ).status == 0)
+        let before = banner.page
+        #expect(before.contains("Order A"))
+
+        // A config event runs every hook too: the banner ignores it without reading stdin.
+        let activated = try banner.hook("activated", nil)
+        #expect(activated.status == 0 && activated.stderr.isEmpty, "\(activated.stderr)")
+        // Input that is not an activity fails loudly (the daemon logs it) and changes nothing.
+        for stdin in ["", "not json", #"{"state":"active"}"#, #"{"id":""}"#, "[]"] {
+            let bad = try banner.hook("activity-updated", stdin)
+            #expect(bad.status != 0, "\(stdin)")
+            #expect(bad.stderr.contains("kiosk-banner: not an activity"), "\(stdin): \(bad.stderr)")
+            #expect(banner.page == before, "\(stdin)")
+        }
+        let stray = try FileManager.default.contentsOfDirectory(atPath: banner.sandbox.root.path)
+        #expect(!stray.contains { $0.contains(".tmp.") }, "\(stray)")
+        // An id that looks like a path names no file outside the banner's directory.
+        #expect(
+            try banner.hook(
+                "activity-started", try Self.activity(id: "../../x", title: "Order B", contentState: ["s": 1])
+            ).status == 0)
+        let files = try FileManager.default.contentsOfDirectory(atPath: banner.directory + "/activities").sorted()
+        #expect(files == ["2e2e2f2e2e2f78.html", "61.html"], "\(files)")
+        #expect(!FileManager.default.fileExists(atPath: banner.sandbox.root.appendingPathComponent("x.html").path))
+    }
+}
