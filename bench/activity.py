@@ -73,8 +73,9 @@ try:
             except queue.Empty:
                 return None
             event = json.loads(line)
-            if str(event.get("event", "")).startswith("activity-") and event.get("activity", {}).get("id") == token:
-                return at, event["event"], event["activity"]
+            # A watch line is the activity itself plus the event's "event" and "at".
+            if str(event.get("event", "")).startswith("activity-") and event.get("id") == token:
+                return at, event["event"], event
 
     # Start the activity; repeated (each newer, so an update of it) until the watch shows it: the
     # watch may not be subscribed yet when the first one is applied. Every start waits for the

@@ -6,7 +6,7 @@ import Testing
 /// examples/kiosk-banner/kiosk-banner run as an rcagent hook, exactly as the daemon runs one:
 /// `RCAGENT_EVENT=activity-*` and the activity (the `activity list --json` item) on stdin. The page
 /// it renders is read back: every activity shown, every value escaped for HTML, nothing else.
-/// (Its `watch` form follows `rcagent activity watch --json` and is tested with the daemon.)
+/// Its `watch` form follows `rcagent activity watch --json` of a running daemon.
 @Suite struct KioskBannerTests {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("examples/kiosk-banner/kiosk-banner").path
@@ -134,5 +134,42 @@ import Testing
         let files = try FileManager.default.contentsOfDirectory(atPath: banner.directory + "/activities").sorted()
         #expect(files == ["2e2e2f2e2e2f78.html", "61.html"], "\(files)")
         #expect(!FileManager.default.fileExists(atPath: banner.sandbox.root.appendingPathComponent("x.html").path))
+    }
+
+    /// `kiosk-banner watch` against a running daemon: what was there before it started, then each
+    /// start, update and removal the daemon applies, as the page shows them.
+    @Test func theWatchFormFollowsTheDaemon() throws {
+        let sandbox = try Sandbox()
+        let banner = Banner(sandbox: sandbox)
+        let daemon = try sandbox.startDaemon()
+        defer { daemon.stop() }
+        // Timestamps one second apart: messages in the same second would be "not newer" and ignored.
+        var timestamp = Int(Date().timeIntervalSince1970)
+        func send(_ event: String, _ id: String, _ extra: [String]) throws {
+            timestamp += 1
+            let message = try sandbox.run(
+                "rcadmin",
+                ["activity", event, "--live-activity-token", id, "--timestamp", String(timestamp), "--dry-run"] + extra)
+            #expect(message.status == 0, "\(message.stderr)")
+            #expect(try sandbox.cli("notify", message.stdout).status == 0)
+        }
+        let start = ["--attributes-type", "OrderAttributes", "--attributes", #"{"title":"Order 17"}"#]
+        try send("start", "order-17", start + ["--content-state", #"{"status":"<b>baking</b>"}"#])
+
+        var environment = ProcessInfo.processInfo.environment
+        environment["RCAGENT_CONFIG"] = sandbox.configPath
+        environment["KIOSK_BANNER_DIR"] = banner.directory
+        environment["PATH"] = Binaries.directory.path + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
+        let watch = try Subprocess(Self.script, ["watch"], environment: environment, in: sandbox.root.path)
+        defer { kill(watch.pid, SIGKILL) }
+        #expect(eventually { banner.page.contains("&lt;b&gt;baking&lt;/b&gt;") }, "\(banner.page)")
+
+        try send("start", "order-18", start + ["--content-state", #"{"status":"queued"}"#])
+        #expect(eventually { banner.page.contains("queued") }, "\(banner.page)")
+        try send("update", "order-17", ["--content-state", #"{"status":"ready"}"#])
+        #expect(eventually { banner.page.contains("ready") && !banner.page.contains("baking") }, "\(banner.page)")
+        try send("end", "order-18", ["--dismissal-date", "1"])
+        #expect(eventually { !banner.page.contains("queued") }, "\(banner.page)")
+        #expect(banner.page.contains("ready"), "\(banner.page)")
     }
 }
