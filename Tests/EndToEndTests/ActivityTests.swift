@@ -215,6 +215,59 @@ import Testing
         daemon.stop()
     }
 
+    /// The issue's path end to end: `rcadmin activity start/update/end --mqtt --device` through a
+    /// real mosquitto to a running agent, and `rcagent activity watch --json` printing each step.
+    @Test func rcadminActivityThroughMosquittoReachesTheWatch() throws {
+        let sandbox = try Sandbox()
+        let broker = try MosquittoBroker(in: sandbox)
+        try sandbox.writeConfig(extra: "[Push]\nMQTT=mqtt://127.0.0.1:\(broker.port)\nJitter=0\n")
+        let daemon = try sandbox.startServing()
+        defer { daemon.stop() }
+        #expect(eventually { daemon.log.contains("MQTT connected") }, "\(daemon.log)")
+        let deviceId = try #require(Self.json(try sandbox.cli("status", "--json").stdout)?["deviceId"] as? String)
+        let output = sandbox.root.appendingPathComponent("watch.out").path
+        let watch = try Subprocess(
+            "/bin/sh",
+            [
+                "-c", "exec \"$0\" activity watch --json --config \"$1\" > \"$2\"", Binaries.url("rcagent").path,
+                sandbox.configPath, output,
+            ])
+        defer { kill(watch.pid, SIGKILL) }
+        func lines() -> [[String: Any]] {
+            ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n")
+                .compactMap { Self.json(String($0)) }.filter { $0["id"] as? String == "queue-7" }
+        }
+        func send(_ event: String, _ timestamp: Int, _ extra: [String]) throws {
+            let sent = try sandbox.run(
+                "rcadmin",
+                [
+                    "activity", event, "--live-activity-token", "queue-7", "--timestamp", String(timestamp), "--mqtt",
+                    "mqtt://127.0.0.1:\(broker.port)", "--device", deviceId,
+                ] + extra)
+            #expect(sent.status == 0, "\(sent.stderr)")
+        }
+        // The start is sent again, newer each time, until the watch (subscribing meanwhile) shows it.
+        var timestamp = Self.t0
+        let start = ["--attributes-type", "QueueAttributes", "--attributes", #"{"counter":"3"}"#]
+        #expect(
+            try eventually {
+                timestamp += 1
+                try send("start", timestamp, start + ["--content-state", #"{"now":41}"#])
+                return !lines().isEmpty
+            }, "\(daemon.log)")
+        try send(
+            "update", timestamp + 1, ["--content-state", #"{"now":42}"#, "--alert-title", "Next", "--alert-body", "42"])
+        try send("end", timestamp + 2, ["--content-state", #"{"now":43}"#])
+        #expect(eventually { lines().last?["event"] as? String == "activity-ended" }, "\(lines())\n\(daemon.log)")
+        let steps = lines().drop {
+            $0["event"] as? String != "activity-updated" || ($0["contentState"] as? [String: Int])?["now"] != 42
+        }
+        #expect(steps.map { $0["event"] as? String } == ["activity-updated", "activity-ended"], "\(lines())")
+        #expect((steps.first?["alert"] as? [String: String]) == ["title": "Next", "body": "42"], "\(lines())")
+        #expect((steps.last?["contentState"] as? [String: Int])?["now"] == 43)
+        #expect(steps.last?["state"] as? String == "ended")
+    }
+
     @Test func watchJSONPrintsEachStepAndAHookGetsTheActivity() throws {
         let sandbox = try Sandbox()
         let hooks = sandbox.root.appendingPathComponent("hooks")
