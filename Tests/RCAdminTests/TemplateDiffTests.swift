@@ -14,7 +14,9 @@ import Testing
     /// A diff costs time linear in the templates' size, whatever their shape: a hostile file (or a
     /// broken server) with thousands of conditions, groups, conditional values or unknown fields
     /// must not stall the tool. Each case changes every item, so every one is looked up in the other
-    /// template; a quadratic lookup took minutes here, linear ones take well under a second.
+    /// template; a quadratic lookup took minutes here, linear ones take well under a second. The
+    /// 60 s bound is a failure bound for the quadratic case only, not a performance figure: a loaded
+    /// machine must not fail it.
     @Test(arguments: ["conditions", "groups", "conditionalValues", "fields"])
     func aDiffOfLargeTemplatesIsLinear(_ shape: String) throws {
         let count = 20_000
@@ -48,7 +50,7 @@ import Testing
         let changes = TemplateDiff.changes(from: old, to: new)
         let took = ContinuousClock.now - started
         #expect(changes.count == count)
-        #expect(took < .seconds(5), "\(count) \(shape) took \(took)")
+        #expect(took < .seconds(60), "\(count) \(shape) took \(took)")
     }
 
     @Test func sameTemplateOrOnlyVersionMetadataMeansNoDifferences() throws {

@@ -117,16 +117,17 @@ import Testing
             let tokens = AccessTokens(account: try keys.account, scopes: [GoogleScope.remoteConfig], retry: retry)
             let task = Task { () async throws(GoogleError) -> String in try await tokens.token() }
             // Polled without blocking: `eventually` would hold one of the two cooperative threads the
-            // exchange itself needs, and other suites hold the other.
-            let deadline = ContinuousClock.now + .seconds(30)
+            // exchange itself needs. The bound is for a failing run only: while the whole suite runs,
+            // synchronous tests can hold both threads for a minute and more.
+            let deadline = ContinuousClock.now + .seconds(300)
             while tokenServer.requests.isEmpty && ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
             #expect(tokenServer.requests.count == 1, "the first exchange arrived")
-            let cancelled = ContinuousClock.now
             task.cancel()
+            // No clock: an exchange that ignored the cancellation would wait out the Retry-After, ask
+            // again (a second request) and fail with the 503, not as cancelled.
             let result = await task.result
-            #expect(ContinuousClock.now - cancelled < .seconds(10), "the exchange waited out its Retry-After")
             guard case let .failure(error) = result else {
                 Issue.record("a 503 gave a token")
                 return
