@@ -3,6 +3,11 @@ import RCCore
 /// Live Activities in the `activities` table: applying a message (the rules, the row and the
 /// event in one transaction), listing them, and removing those past their dismissal date.
 extension StateStore {
+    /// The most activities a device keeps, ended ones waiting for their dismissal included: a start
+    /// for a new id beyond it is refused. A kiosk shows a few dozen at most; 128 rows of at most
+    /// about 10 KB each (content state and attributes 4 KB each, alert, id) bound the table near 1.3 MB.
+    public static let maximumActivities = 128
+
     /// Applies `message` to the activity it names, as ``LiveActivityRules`` decide, in one
     /// transaction: the row changes and its `activity-*` event is logged together or not at all.
     /// Ignored and refused messages change nothing and log nothing.
@@ -14,6 +19,18 @@ extension StateStore {
             // Read inside the write transaction: no other writer can apply a message to the same
             // activity between this read and the write below.
             let existing = try storedActivity(id: message.token).map { $0.at(now) }
+            // Every push channel is open to whoever can publish: a flood of starts with distinct ids
+            // must not grow the table (and each list, watch line and hook run) without end. A start
+            // for a new id at the bound is refused; ended activities count until they are removed.
+            if existing == nil, message.event == .start {
+                let count = try db.query("SELECT count(*) FROM activities") { $0.integer(0) ?? 0 }.first ?? 0
+                if count >= Self.maximumActivities {
+                    return .refused(
+                        "start for \(TextEscaping.logLine(message.token)): the device already keeps "
+                            + "\(count) activities, at most \(Self.maximumActivities); end some (an ended "
+                            + "activity counts until its dismissal date)")
+                }
+            }
             let outcome = LiveActivityRules.apply(message, to: existing, now: now)
             guard let activity = outcome.activity, let kind = outcome.eventKind else { return outcome }
             // An end whose dismissal date has passed leaves no row behind, only its event.

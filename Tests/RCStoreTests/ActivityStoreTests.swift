@@ -72,6 +72,33 @@ import Testing
         }
     }
 
+    /// A flood of starts with distinct ids (anyone who can publish to the device's topic can send
+    /// one) stops at the bound with a refusal naming it; activities already kept still update, and
+    /// once one is removed a new one starts again.
+    @Test func aFloodOfDistinctIdsStopsAtTheBound() throws {
+        try withStore { store, _ in
+            for i in 0..<StateStore.maximumActivities {
+                #expect(try store.applyActivity(start(s0, id: "flood-\(i)"), now: t0).eventKind == "activity-started")
+            }
+            let refused = try store.applyActivity(start(s0, id: "one-more"), now: t0)
+            guard case let .refused(reason) = refused else {
+                Issue.record("expected a refusal, got \(refused)")
+                return
+            }
+            #expect(reason.contains("at most \(StateStore.maximumActivities)"), "\(reason)")
+            #expect(try store.activities(now: t0).count == StateStore.maximumActivities)
+            #expect(try activityEvents(store).count == StateStore.maximumActivities)
+            // Kept ones still change; a start repeated for a kept id is an update, not a new row.
+            #expect(try store.applyActivity(update(s0 + 1, id: "flood-0", eta: 1), now: t0).eventKind != nil)
+            #expect(try store.applyActivity(start(s0 + 2, id: "flood-1"), now: t0).eventKind == "activity-updated")
+            // An end past its dismissal date frees a place at once.
+            #expect(
+                try store.applyActivity(end(s0 + 3, id: "flood-2", dismissal: s0), now: t0).eventKind
+                    == "activity-removed")
+            #expect(try store.applyActivity(start(s0, id: "one-more"), now: t0).eventKind == "activity-started")
+        }
+    }
+
     @Test func everythingSurvivesReopening() throws {
         try withStore { store, path in
             try store.applyActivity(start(s0, id: "a", stale: s0 + 60), now: t0)
