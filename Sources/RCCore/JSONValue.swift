@@ -132,7 +132,10 @@ public enum JSONValue: Sendable, Equatable {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case let c where c.value < 0x20:
+            // Line breaks outside ASCII are valid raw in JSON, but readers that split text into lines
+            // by Unicode's rules (Python's splitlines, JavaScript before ES2019) would cut one JSON
+            // line (a watch line, a list) in two: escaped, every document stays one line for all.
+            case let c where c.value < 0x20 || c.value == 0x85 || c.value == 0x2028 || c.value == 0x2029:
                 let hex = String(c.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: out.unicodeScalars.append(scalar)

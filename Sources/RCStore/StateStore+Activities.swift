@@ -3,6 +3,13 @@ import RCCore
 /// Live Activities in the `activities` table: applying a message (the rules, the row and the
 /// event in one transaction), listing them, and removing those past their dismissal date.
 extension StateStore {
+    /// The most activities a device keeps, ended ones waiting for their dismissal included. A start
+    /// for a new id beyond it removes the ended activity due first (event `activity-removed`, reason
+    /// `evicted: ...`), or is refused when none has ended. A kiosk shows a few dozen at most; 128
+    /// rows of at most about 10 KB each (content state and attributes 4 KB each, alert, id) bound
+    /// the table near 1.3 MB.
+    public static let maximumActivities = 128
+
     /// Applies `message` to the activity it names, as ``LiveActivityRules`` decide, in one
     /// transaction: the row changes and its `activity-*` event is logged together or not at all.
     /// Ignored and refused messages change nothing and log nothing.
@@ -14,6 +21,29 @@ extension StateStore {
             // Read inside the write transaction: no other writer can apply a message to the same
             // activity between this read and the write below.
             let existing = try storedActivity(id: message.token).map { $0.at(now) }
+            // Every push channel is open to whoever can publish: a flood of starts with distinct ids
+            // must not grow the table (and each list, watch line and hook run) without end. At the
+            // bound, a start for a new id takes the place of the ended activity due for removal
+            // first (it was only waiting for its dismissal date); with none ended, it is refused.
+            if existing == nil, message.event == .start {
+                let count = try db.query("SELECT count(*) FROM activities") { $0.integer(0) ?? 0 }.first ?? 0
+                if count >= Self.maximumActivities {
+                    let ended = try db.query(
+                        """
+                        SELECT \(Self.activityColumns) FROM activities WHERE ended_at IS NOT NULL
+                        ORDER BY dismiss_at, id LIMIT 1
+                        """, row: Self.activityRow)
+                    guard let evicted = try ended.first?.activity().at(now) else {
+                        return .refused(
+                            "start for \(TextEscaping.logLine(message.token)): the device already keeps "
+                                + "\(count) activities, none ended, at most \(Self.maximumActivities)")
+                    }
+                    try db.run("DELETE FROM activities WHERE id = ?", [.text(evicted.id)])
+                    try appendEvent(
+                        "activity-removed", at: now,
+                        detail: Self.removal(evicted, reason: "evicted: at most \(Self.maximumActivities) activities"))
+                }
+            }
             let outcome = LiveActivityRules.apply(message, to: existing, now: now)
             guard let activity = outcome.activity, let kind = outcome.eventKind else { return outcome }
             // An end whose dismissal date has passed leaves no row behind, only its event.

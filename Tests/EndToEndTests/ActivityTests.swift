@@ -374,4 +374,43 @@ import Testing
         #expect(daemon.log.contains("Live activity order-42 removed (its dismissal date came)"))
         daemon.stop()
     }
+
+    /// Hostile messages kept by the broker (retained) come again at every connect: each is refused
+    /// or ignored with a log line, and the daemon keeps running through restarts. An id with shell,
+    /// path and quote characters is applied as it is and logged as one line.
+    @Test func retainedHostileMessagesNeverStopTheDaemon() throws {
+        let sandbox = try Sandbox()
+        let server = try ConfigServer(in: sandbox)
+        let broker = try MosquittoBroker(in: sandbox)
+        try sandbox.writeConfig(
+            extra: "[Source]\nType=http\nURL=\(server.url)\n[Push]\nMQTT=mqtt://127.0.0.1:\(broker.port)\nJitter=0\n")
+        try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
+        // The device's id first: one retained message per topic, the fleet's and the device's own.
+        var daemon = try sandbox.startDaemon()
+        let deviceId = try #require(Self.json(try sandbox.cli("status", "--json").stdout)?["deviceId"] as? String)
+        #expect(daemon.stop() == 0)
+        let deep = String(repeating: #"{"a":"#, count: 120) + "1" + String(repeating: "}", count: 120)
+        let hostileId = #"$(touch${IFS}pwned);`id`*/../..'"<x>"#
+        let idJSON = #"$(touch${IFS}pwned);`id`*/../..'\"<x>"#
+        try broker.publish(Self.message("start", timestamp: Self.t0, content: deep), topic: "PUSH_RC", retain: true)
+        try broker.publish(
+            Self.message("start", id: idJSON, timestamp: Self.t0, content: #"{"eta":"\u2028\u001b[31m"}"#),
+            topic: "PUSH_RC/\(deviceId)", retain: true)
+        for round in 1...2 {
+            daemon = try sandbox.startDaemon()
+            #expect(
+                eventually {
+                    daemon.log.contains("Ignoring an MQTT message on PUSH_RC: ")
+                        && daemon.log.contains(
+                            round == 1 ? "started (start, timestamp" : "Ignoring the start for activity")
+                }, "\(round): \(daemon.log)")
+            #expect(try sandbox.cli("status").status == 0)
+            let activities = try Self.activities(sandbox)
+            #expect(activities.map { $0["id"] as? String } == [hostileId], "\(round)")
+            // Every log line is one line: the escape and the line separator in the content never reach it.
+            #expect(!daemon.log.contains("\u{1b}") && !daemon.log.contains("\u{2028}"))
+            #expect(daemon.stop() == 0, "\(round): \(daemon.log)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: sandbox.root.appendingPathComponent("pwned").path))
+    }
 }

@@ -105,6 +105,34 @@ import Testing
         #expect(banner.page.contains(#"<p class="idle">No orders in progress.</p>"#), "\(banner.page)")
     }
 
+    /// An id as long as the agent accepts (256 bytes; APNs tokens run to 200 hex digits) is more than
+    /// a file name holds once in hex: the banner still renders, updates and removes it.
+    @Test func theLongestIdStillRenders() throws {
+        let banner = Banner(sandbox: try Sandbox())
+        let long = String(repeating: "f", count: 256)
+        let other = String(repeating: "e", count: 101)
+        for id in [long, other] {
+            let started = try banner.hook(
+                "activity-started", try Self.activity(id: id, title: "Order", contentState: ["status": "Queued"]))
+            #expect(started.status == 0, "\(started.stderr)")
+        }
+        let updated = try banner.hook(
+            "activity-updated", try Self.activity(id: long, title: "Order", contentState: ["status": "Ready"]))
+        #expect(updated.status == 0, "\(updated.stderr)")
+        #expect(banner.page.contains("id=\"activity-\(long)\""), "\(banner.page)")
+        // The long one shows its update; the other (101 bytes, also hashed) keeps its own content.
+        #expect(banner.page.contains("<dd>Ready</dd>") && banner.page.contains("<dd>Queued</dd>"), "\(banner.page)")
+        #expect(banner.page.components(separatedBy: "<section ").count - 1 == 2, "\(banner.page)")
+        for id in [long, other] {
+            let removed = try banner.hook(
+                "activity-removed", try Self.activity(id: id, state: "ended", title: "", contentState: [:]))
+            #expect(removed.status == 0, "\(removed.stderr)")
+        }
+        #expect(!banner.page.contains("<section"), "\(banner.page)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: banner.directory + "/activities")
+        #expect(left.isEmpty, "\(left)")
+    }
+
     @Test func otherEventsAndBadInputLeaveThePage() throws {
         let banner = Banner(sandbox: try Sandbox())
         #expect(

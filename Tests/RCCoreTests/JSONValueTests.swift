@@ -34,6 +34,16 @@ import Testing
         #expect(a.objectMembers?.map(\.key) == ["a", "b", "c"])
     }
 
+    /// Every line break Unicode knows is escaped, so compact JSON is one line for any line reader,
+    /// and the text reads back the same.
+    @Test func unicodeLineBreaksAreEscaped() throws {
+        let value = JSONValue.object([("a\u{2028}b", .string("x\u{2029}y\u{85}z\n"))])
+        let text = value.compactText
+        #expect(text == #"{"a\u2028b":"x\u2029y\u0085z\n"}"#, "\(text)")
+        #expect(text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).count == 1)
+        #expect(try JSONValue.parse(text) == value)
+    }
+
     @Test func equalityIsStructural() {
         #expect(JSONValue.integer(1) != .double(1.5))
         #expect(JSONValue.integer(1) != .string("1"))
@@ -84,7 +94,8 @@ import Testing
         ("space \u{7f} del", "\"space \u{7f} del\""),
         ("/slash", #""/slash""#),
         ("café 😀 日本", "\"café 😀 日本\""),
-        ("\u{2028}", "\"\u{2028}\""),
+        // Unicode line breaks are escaped: compact JSON stays one line for any line reader.
+        ("\u{2028}", #""\u2028""#),
     ])
     func stringEscaping(_ text: String, _ expected: String) throws {
         #expect(JSONValue.string(text).compactText == expected)

@@ -72,6 +72,44 @@ import Testing
         }
     }
 
+    /// A flood of starts with distinct ids (anyone who can publish to the device's topic can send
+    /// one) stops at the bound with a refusal naming it; activities already kept still update. At
+    /// the bound, an ended activity gives its place to a new start (the one due first goes, with
+    /// its removal event), so a busy kiosk ending its orders never runs out of places.
+    @Test func aFloodOfDistinctIdsStopsAtTheBound() throws {
+        try withStore { store, _ in
+            for i in 0..<StateStore.maximumActivities {
+                #expect(try store.applyActivity(start(s0, id: "flood-\(i)"), now: t0).eventKind == "activity-started")
+            }
+            let refused = try store.applyActivity(start(s0, id: "one-more"), now: t0)
+            guard case let .refused(reason) = refused else {
+                Issue.record("expected a refusal, got \(refused)")
+                return
+            }
+            #expect(reason.contains("none ended, at most \(StateStore.maximumActivities)"), "\(reason)")
+            #expect(try store.activities(now: t0).count == StateStore.maximumActivities)
+            #expect(try activityEvents(store).count == StateStore.maximumActivities)
+            // Kept ones still change; a start repeated for a kept id is an update, not a new row.
+            #expect(try store.applyActivity(update(s0 + 1, id: "flood-0", eta: 1), now: t0).eventKind != nil)
+            #expect(try store.applyActivity(start(s0 + 2, id: "flood-1"), now: t0).eventKind == "activity-updated")
+            // Two ended (flood-3 due first): the next start takes flood-3's place, then flood-2's.
+            try store.applyActivity(end(s0 + 3, id: "flood-2", dismissal: s0 + 9_000), now: t0)
+            try store.applyActivity(end(s0 + 3, id: "flood-3", dismissal: s0 + 8_000), now: t0)
+            #expect(try store.applyActivity(start(s0, id: "one-more"), now: t0).eventKind == "activity-started")
+            #expect(try store.activity(id: "flood-3", now: t0) == nil)
+            let evicted = try #require(try store.lastEvent("activity-removed"))
+            #expect(evicted.detail["id"] == .string("flood-3"))
+            #expect(evicted.detail["reason"]?.stringValue?.hasPrefix("evicted") == true)
+            #expect(try store.applyActivity(start(s0, id: "two-more"), now: t0).eventKind == "activity-started")
+            #expect(try store.activity(id: "flood-2", now: t0) == nil)
+            #expect(try store.activities(now: t0).count == StateStore.maximumActivities)
+            if case .refused = try store.applyActivity(start(s0, id: "three-more"), now: t0) {
+            } else {
+                Issue.record("a start with no ended activity left must be refused")
+            }
+        }
+    }
+
     @Test func everythingSurvivesReopening() throws {
         try withStore { store, path in
             try store.applyActivity(start(s0, id: "a", stale: s0 + 60), now: t0)

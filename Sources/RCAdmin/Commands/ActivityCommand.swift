@@ -50,7 +50,9 @@ enum ActivityCommand {
                 alert and dates), checked as the agent checks it before it goes anywhere. JSON options
                 take a JSON object (--content-state at most 4096 bytes). --timestamp (Unix seconds,
                 default now) orders the messages: a device ignores one not newer than the last it
-                applied. --stale-date shows the activity as stale after it. --priority 10 (default)
+                applied, so a second message within the same second needs an explicit, larger
+                --timestamp (say the first one's plus 1). --stale-date shows the activity as stale
+                after it. --priority 10 (default)
                 delivers at once, 5 when convenient.
                 With --fcm --fcm-token TOKEN it is sent to FCM (messages:send) for the iOS device with
                 that registration token, with the service account. With --mqtt URL it is published at
