@@ -46,7 +46,13 @@ struct HookEvent: Sendable {
     /// their kind. An activity event folds only into the last waiting event of the same activity,
     /// and only when it is of its kind: an update never jumps ahead of that activity's end or a
     /// new start, and the hooks see each activity's steps in order.
-    static func queue(_ event: HookEvent, into pending: inout [HookEvent]) {
+    ///
+    /// At most ``maximumPending`` events wait: past that (hooks slower than a flood of activity
+    /// messages, each start, end and removal of a new id an event of its own), the oldest waiting
+    /// activity event is dropped, and this returns `true` so the caller can say so. Config events,
+    /// one per kind at most, are never dropped.
+    @discardableResult
+    static func queue(_ event: HookEvent, into pending: inout [HookEvent]) -> Bool {
         let index =
             event.kind.isActivity
             ? pending.lastIndex(where: { $0.kind.isActivity && $0.activityId == event.activityId })
@@ -54,10 +60,18 @@ struct HookEvent: Sendable {
             : pending.firstIndex(where: { $0.kind == event.kind })
         if let index {
             pending[index].absorb(event)
-        } else {
-            pending.append(event)
+            return false
         }
+        pending.append(event)
+        guard pending.count > maximumPending, let oldest = pending.firstIndex(where: { $0.kind.isActivity }) else {
+            return false
+        }
+        pending.remove(at: oldest)
+        return true
     }
+
+    /// The most events waiting for the hooks (each up to about 10 KiB with its activity).
+    static let maximumPending = 256
 
     /// Folds a later event of the same kind into this one (a burst runs the hooks once). An
     /// activity event takes the later content whole: the latest is what a renderer wants.
@@ -157,6 +171,8 @@ final class HookRunner: Sendable {
     private struct Queue {
         var pending: [HookEvent] = []
         var running = false
+        /// The overflow warning went out for the current backlog (cleared when the queue empties).
+        var overflowReported = false
     }
     private let queue = Mutex(Queue())
 
@@ -190,10 +206,18 @@ final class HookRunner: Sendable {
     /// Queues `event` for the hooks, merged into a waiting event of its kind, and starts the hook thread
     /// unless it runs already.
     func enqueue(_ event: HookEvent) {
-        let start = queue.withLock { queue -> Bool in
-            HookEvent.queue(event, into: &queue.pending)
+        let (start, dropped) = queue.withLock { queue -> (Bool, Bool) in
+            let dropped = HookEvent.queue(event, into: &queue.pending)
+            // Said once per backlog, not once per dropped event: a flood must not flood the journal.
+            let report = dropped && !queue.overflowReported
+            if dropped { queue.overflowReported = true }
             defer { queue.running = true }
-            return !queue.running
+            return (!queue.running, report)
+        }
+        if dropped {
+            log.warning(
+                "Hooks fall behind: \(HookEvent.maximumPending) events wait; dropping the oldest activity events "
+                    + "until they catch up")
         }
         guard start else { return }
         if !DetachedThread.start({ [self] in drain() }) {
@@ -210,6 +234,7 @@ final class HookRunner: Sendable {
         while let event = queue.withLock({ queue -> HookEvent? in
             if queue.pending.isEmpty {
                 queue.running = false
+                queue.overflowReported = false
                 return nil
             }
             return queue.pending.removeFirst()

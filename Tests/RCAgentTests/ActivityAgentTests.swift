@@ -94,4 +94,21 @@ import Testing
         #expect(pending[0].activityDetail?["contentState"] == .integer(2), "the latest content")
         #expect(pending[3].activityDetail?["contentState"] == .integer(4))
     }
+
+    /// Hooks slower than a flood of new activity ids: the waiting events stay bounded, the oldest
+    /// activity events go first, and the config's events stay.
+    @Test func theHookQueueIsBoundedAndKeepsTheConfigEvents() {
+        func started(_ id: Int) -> HookEvent {
+            HookEvent(activity: .activityStarted, detail: .object([("id", .string("flood-\(id)"))]))
+        }
+        var pending: [HookEvent] = []
+        HookEvent.queue(HookEvent(kind: .staleSet), into: &pending)
+        var dropped = 0
+        for id in 0..<1_000 where HookEvent.queue(started(id), into: &pending) { dropped += 1 }
+        #expect(pending.count == HookEvent.maximumPending)
+        #expect(dropped == 1_000 + 1 - HookEvent.maximumPending)
+        #expect(pending.first?.kind == .staleSet, "the config event stays")
+        #expect(pending.last?.activityId == "flood-999", "the newest are kept")
+        #expect(pending[1].activityId == "flood-\(1_000 - HookEvent.maximumPending + 1)")
+    }
 }
