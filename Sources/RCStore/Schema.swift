@@ -43,6 +43,7 @@ enum Schema {
         """,
         // 2: Live Activities, one row per activity id. JSON columns hold compact JSON text; times are
         // milliseconds since the epoch except `timestamp`, the last applied message's own seconds.
+        // `removed_activities` remembers the last timestamp of removed ones (bounded).
         """
         CREATE TABLE activities (
             id TEXT PRIMARY KEY,
@@ -58,6 +59,11 @@ enum Schema {
             dismiss_at INTEGER
         ) WITHOUT ROWID;
         CREATE INDEX activities_dismiss_at ON activities (dismiss_at) WHERE dismiss_at IS NOT NULL;
+        CREATE TABLE removed_activities (
+            id TEXT PRIMARY KEY,
+            timestamp INTEGER NOT NULL,
+            removed_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
         """,
     ]
 

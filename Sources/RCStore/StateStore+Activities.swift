@@ -10,6 +10,11 @@ extension StateStore {
     /// the table near 1.3 MB.
     public static let maximumActivities = 128
 
+    /// How many removed activities are remembered with their last timestamp, the most recently
+    /// removed first. A message for a removed id that is not newer than that is ignored: a retained
+    /// MQTT start (delivered again at every reconnect) or a replay must not bring an activity back.
+    public static let maximumRemembered = 1024
+
     /// Applies `message` to the activity it names, as ``LiveActivityRules`` decide, in one
     /// transaction: the row changes and its `activity-*` event is logged together or not at all.
     /// Ignored and refused messages change nothing and log nothing.
@@ -21,6 +26,11 @@ extension StateStore {
             // Read inside the write transaction: no other writer can apply a message to the same
             // activity between this read and the write below.
             let existing = try storedActivity(id: message.token).map { $0.at(now) }
+            if existing == nil, let removed = try removedTimestamp(id: message.token), message.timestamp <= removed {
+                return .ignored(
+                    "activity \(TextEscaping.logLine(message.token)) was removed; timestamp \(message.timestamp) "
+                        + "is not newer than its last, \(removed)")
+            }
             // Every push channel is open to whoever can publish: a flood of starts with distinct ids
             // must not grow the table (and each list, watch line and hook run) without end. At the
             // bound, a start for a new id takes the place of the ended activity due for removal
@@ -38,7 +48,7 @@ extension StateStore {
                             "start for \(TextEscaping.logLine(message.token)): the device already keeps "
                                 + "\(count) activities, none ended, at most \(Self.maximumActivities)")
                     }
-                    try db.run("DELETE FROM activities WHERE id = ?", [.text(evicted.id)])
+                    try forget(evicted, now: now)
                     try appendEvent(
                         "activity-removed", at: now,
                         detail: Self.removal(evicted, reason: "evicted: at most \(Self.maximumActivities) activities"))
@@ -48,7 +58,7 @@ extension StateStore {
             guard let activity = outcome.activity, let kind = outcome.eventKind else { return outcome }
             // An end whose dismissal date has passed leaves no row behind, only its event.
             if case .removed = outcome {
-                try db.run("DELETE FROM activities WHERE id = ?", [.text(activity.id)])
+                try forget(activity, now: now)
                 try appendEvent(kind, at: now, detail: Self.removal(activity, reason: "dismissal-date passed"))
             } else {
                 try save(activity)
@@ -87,7 +97,7 @@ extension StateStore {
             var removed: [String] = []
             for row in rows {
                 let activity = try row.activity().at(now)
-                try db.run("DELETE FROM activities WHERE id = ?", [.text(activity.id)])
+                try forget(activity, now: now)
                 try appendEvent("activity-removed", at: now, detail: Self.removal(activity, reason: "dismissed"))
                 removed.append(activity.id)
             }
@@ -105,6 +115,26 @@ extension StateStore {
     }
 
     // MARK: - Rows
+
+    /// Deletes `activity`'s row and remembers its last timestamp, keeping the newest
+    /// ``maximumRemembered`` removals.
+    private func forget(_ activity: LiveActivity, now: Timestamp) throws(SQLiteError) {
+        try db.run("DELETE FROM activities WHERE id = ?", [.text(activity.id)])
+        try db.run(
+            "INSERT OR REPLACE INTO removed_activities (id, timestamp, removed_at) VALUES (?, ?, ?)",
+            [.text(activity.id), .integer(activity.timestamp), .integer(now.milliseconds)])
+        try db.run(
+            """
+            DELETE FROM removed_activities WHERE id IN
+                (SELECT id FROM removed_activities ORDER BY removed_at DESC, id LIMIT -1 OFFSET ?)
+            """, [.integer(Int64(Self.maximumRemembered))])
+    }
+
+    /// The last timestamp of the removed activity `id`, if it is remembered.
+    private func removedTimestamp(id: String) throws(SQLiteError) -> Int64? {
+        try db.query("SELECT timestamp FROM removed_activities WHERE id = ?", [.text(id)]) { $0.integer(0) }.first
+            ?? nil
+    }
 
     private static let activityColumns = """
         id, attributes_type, attributes, content_state, alert, timestamp, started_at, updated_at, ended_at, \

@@ -186,6 +186,49 @@ import Testing
         }
     }
 
+    /// A removed activity is remembered with its last timestamp: a retained MQTT start, delivered
+    /// again at every reconnect, or any replay not newer than that does not bring it back; a newer
+    /// start does. Removal by dismissal, by a past dismissal date and by eviction alike.
+    @Test func aRemovedActivityDoesNotComeBackFromAReplay() throws {
+        try withStore { store, _ in
+            try store.applyActivity(start(s0), now: t0)
+            try store.applyActivity(end(s0 + 1, dismissal: s0), now: t0 + .seconds(1))  // removed at once
+            for replay in [start(s0), start(s0 + 1), update(s0 + 1, eta: 1)] {
+                guard case let .ignored(reason) = try store.applyActivity(replay, now: t0 + .seconds(2)) else {
+                    Issue.record("a replay of a removed activity was not ignored")
+                    continue
+                }
+                #expect(reason.contains("was removed"), "\(reason)")
+            }
+            #expect(try store.activities(now: t0 + .seconds(2)).isEmpty)
+            #expect(try store.applyActivity(start(s0 + 2), now: t0 + .seconds(2)).eventKind == "activity-started")
+
+            // Dismissed by the daemon's deadline: remembered the same way.
+            try store.applyActivity(end(s0 + 3, id: "order-42"), now: t0 + .seconds(3))
+            try store.removeDismissedActivities(now: t0 + .seconds(3) + .seconds(5 * 3600))
+            #expect(try store.applyActivity(start(s0 + 2), now: t0 + .seconds(6 * 3600)).activity == nil)
+        }
+    }
+
+    /// The memory of removals is bounded: the oldest removals are forgotten first.
+    @Test func theMemoryOfRemovalsIsBounded() throws {
+        try withStore { store, _ in
+            let count = StateStore.maximumRemembered + 2
+            for index in 0..<count {
+                let id = "gone-\(index)"
+                let now = t0 + .seconds(Int64(index))
+                try store.applyActivity(start(s0, id: id), now: now)
+                try store.applyActivity(end(s0 + 1, id: id, dismissal: s0), now: now)
+            }
+            let later = t0 + .seconds(Int64(count))
+            // The two oldest are forgotten (a replay starts them again); the newest is remembered.
+            #expect(try store.applyActivity(start(s0, id: "gone-0"), now: later).eventKind == "activity-started")
+            #expect(try store.applyActivity(start(s0, id: "gone-1"), now: later).eventKind == "activity-started")
+            #expect(try store.applyActivity(start(s0, id: "gone-2"), now: later).activity == nil)
+            #expect(try store.applyActivity(start(s0, id: "gone-\(count - 1)"), now: later).activity == nil)
+        }
+    }
+
     @Test func aNewerStartAfterAnEndReplacesTheEndedActivity() throws {
         try withStore { store, _ in
             try store.applyActivity(start(s0), now: t0)

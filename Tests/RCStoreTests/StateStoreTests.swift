@@ -86,7 +86,7 @@ import Testing
             #expect(
                 tables == [
                     "active_values", "activities", "defaults", "events", "fetch_state", "fetched_values", "meta",
-                    "snapshots", "stale",
+                    "removed_activities", "snapshots", "stale",
                 ])
             #expect(try store.integrityProblems() == nil)
         }
