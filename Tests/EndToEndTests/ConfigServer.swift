@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 
 /// The test config server (Tests/Fixtures/config_server.py) as a real process on loopback.
 /// Tests script it by writing its mode file and read what it saw from its request log.
@@ -19,8 +20,11 @@ final class ConfigServer {
         scheme = tls == nil ? "http" : "https"
         try "".write(to: directory.appendingPathComponent("requests.log"), atomically: true, encoding: .utf8)
         server = try FixtureProcess(
-            ["/usr/bin/python3", Self.script, directory.path] + (tls.map { ["--tls", $0.certificate, $0.key] } ?? []),
-            networkNamespace: networkNamespace, name: "the config server")
+            inNetworkNamespace(
+                networkNamespace,
+                ["/usr/bin/python3", Self.script, directory.path]
+                    + (tls.map { ["--tls", $0.certificate, $0.key] } ?? [])),
+            name: "the config server")
     }
 
     var url: String { "\(scheme)://127.0.0.1:\(port)/config.json" }
@@ -92,39 +96,6 @@ struct TestPKI {
                 "-keyout", rogueKey, "-out", rogueCertificate, "-days", "2",
                 "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
             ])
-    }
-}
-
-/// A test fixture server (a Python script under Tests/Fixtures) as a real process: started with
-/// `command`, inside `networkNamespace` when given, its port read from the first line it prints
-/// once it listens, and killed with SIGKILL at deinit (a SIGTERM ignored by the test runner would
-/// be ignored by the child too).
-final class FixtureProcess {
-    private let process = Process()
-    let port: Int
-
-    init(_ command: [String], networkNamespace: String? = nil, name: String) throws {
-        let wrapped = inNetworkNamespace(networkNamespace, command)
-        process.executableURL = URL(fileURLWithPath: wrapped[0])
-        process.arguments = Array(wrapped.dropFirst())
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        var line = Data()
-        while let byte = try out.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data([0x0a]) {
-            line.append(byte)
-        }
-        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw DaemonError("\(name) did not start")
-        }
-        self.port = port
-    }
-
-    deinit {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
     }
 }
 

@@ -13,7 +13,7 @@ final class FakeGoogle {
     let directory: TemporaryDirectory
     let keys: TestServiceAccount
     let port: Int
-    private let process = Process()
+    private let server: FixtureProcess
 
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fixtures/firebase_server.py").path
@@ -21,27 +21,10 @@ final class FakeGoogle {
     /// `mode`: the mode file to start with (seeded templates, token lifetime…).
     init(in directory: TemporaryDirectory, mode: JSONValue = .object([])) throws {
         self.directory = directory
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [Self.script, directory.path]
-        let out = Pipe()
-        process.standardOutput = out
         try FileBytes.writeAtomically(directory.file("mode.json"), Array(mode.compactText.utf8))
-        try process.run()
-        // The server prints its port once it listens: the one event to wait for.
-        var line: [UInt8] = []
-        while let byte = try out.fileHandleForReading.read(upToCount: 1)?.first, byte != 0x0a { line.append(byte) }
-        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw TestFailure("the fake Google server did not start")
-        }
-        self.port = port
+        server = try FixtureProcess(["/usr/bin/python3", Self.script, directory.path], name: "the fake Google server")
+        port = server.port
         keys = try TestServiceAccount(in: directory, tokenURI: "http://127.0.0.1:\(port)/token")
-    }
-
-    deinit {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
     }
 
     /// What `--endpoint` is set to: scheme, host and port of the Remote Config and FCM APIs.
