@@ -18,9 +18,9 @@ enum Output {
     static func json(_ value: JSONValue) { data(terminalSafeJSON(value.compactText) + "\n") }
 
     /// JSON text with the scalars a terminal would act on (DEL, C1 controls, bidi controls, line
-    /// separators) written as `\uXXXX`. The JSON writer escapes only what JSON requires, so a
-    /// template value carrying a right-to-left override would otherwise reorder what a reviewer
-    /// sees. Every such scalar can only be inside a string (JSON's own syntax is ASCII), where
+    /// separators) written as `\uXXXX`. The JSON writer escapes what JSON requires and the Unicode
+    /// line separators, not the rest, so a template value carrying a right-to-left override would
+    /// otherwise reorder what a reviewer sees. Every such scalar can only be inside a string (JSON's own syntax is ASCII), where
     /// `\uXXXX` means the same: the output is still the same JSON.
     static func terminalSafeJSON(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: { $0.value >= 0x7F && TextEscaping.needsEscaping($0) }) else {
