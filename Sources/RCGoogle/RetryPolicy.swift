@@ -31,9 +31,8 @@ public struct RetryPolicy: Sendable {
     /// The backoff after the `failures`-th failure in a row (1-based), ±50% jitter, at most
     /// ``maximumDelay``.
     func backoff(failures: Int) -> Duration {
-        let cap = Double(maximumDelay.milliseconds)
-        let base = min(Double(initialDelay.milliseconds) * Double(1 << min(max(failures - 1, 0), 30)), cap)
-        return .milliseconds(Int64(min(base * (0.5 + random()), cap)))
+        let base = Double(Backoff.step(failures: failures, base: initialDelay, cap: maximumDelay).milliseconds)
+        return .milliseconds(Int64(min(base * (0.5 + random()), Double(maximumDelay.milliseconds))))
     }
 
     /// Sends `request` until it gets an answer that is not a retryable status, or the attempts or

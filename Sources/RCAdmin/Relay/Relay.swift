@@ -144,7 +144,7 @@ final class Relay: Sendable {
     /// 1 s, 2 s, 4 s ... 5 min, each with up to a fifth more at random, so relays restarted together
     /// do not retry in step.
     static func backoff(_ failures: Int) -> Duration {
-        let base = Duration.seconds(min(1 << min(max(failures - 1, 0), 9), 300))
+        let base = Backoff.step(failures: failures, base: .seconds(1), cap: .seconds(300))
         return base + .milliseconds(Int64.random(in: 0...(base.milliseconds / 5)))
     }
 }
