@@ -190,11 +190,7 @@ import Testing
     }
 
     @Test func overMQTTOnTheDeviceTopic() throws {
-        let sandbox = try Sandbox()
-        let server = try ConfigServer(in: sandbox)
-        let broker = try MosquittoBroker(in: sandbox)
-        try sandbox.writeConfig(
-            extra: "[Source]\nType=http\nURL=\(server.url)\n[Push]\nMQTT=mqtt://127.0.0.1:\(broker.port)\nJitter=0\n")
+        let (sandbox, server, broker) = try MQTTTests().setUp()
         try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
         let daemon = try sandbox.startDaemon()
         #expect(eventually { daemon.log.contains("MQTT connected") }, "\(daemon.log)")
@@ -379,11 +375,7 @@ import Testing
     /// or ignored with a log line, and the daemon keeps running through restarts. An id with shell,
     /// path and quote characters is applied as it is and logged as one line.
     @Test func retainedHostileMessagesNeverStopTheDaemon() throws {
-        let sandbox = try Sandbox()
-        let server = try ConfigServer(in: sandbox)
-        let broker = try MosquittoBroker(in: sandbox)
-        try sandbox.writeConfig(
-            extra: "[Source]\nType=http\nURL=\(server.url)\n[Push]\nMQTT=mqtt://127.0.0.1:\(broker.port)\nJitter=0\n")
+        let (sandbox, server, broker) = try MQTTTests().setUp()
         try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
         // The device's id first: one retained message per topic, the fleet's and the device's own.
         var daemon = try sandbox.startDaemon()

@@ -479,12 +479,7 @@ import Testing
         let fixture = try Fixture()
         try fixture.sandbox.writeConfig(
             extra: """
-                [Source]
-                Type=firebase
-                ProjectId=\(Self.project)
-                AppId=1:1234567890:linux:abcdef
-                APIKey=test-api-key
-                Endpoint=\(fixture.server.endpoint)
+                \(fixture.server.sourceSection(project: Self.project))
                 [App]
                 Version=1.4.0
                 [Push]

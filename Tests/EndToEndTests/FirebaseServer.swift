@@ -37,6 +37,20 @@ final class FirebaseServer {
             ["/usr/bin/python3", Self.script, directory.path], name: "the fake Firebase server")
     }
 
+    /// The `[Source]` section of an agent.conf (the daemon's or the relay's) that follows `project`
+    /// on this server, with the app id and API key the tests use; it ends with a newline.
+    func sourceSection(project: String = "demo-project") -> String {
+        """
+        [Source]
+        Type=firebase
+        ProjectId=\(project)
+        AppId=1:1234567890:linux:abcdef
+        APIKey=test-api-key
+        Endpoint=\(endpoint)
+
+        """
+    }
+
     /// What `Endpoint=` must be set to: scheme, host and port of all three Google APIs.
     var endpoint: String { "http://127.0.0.1:\(port)" }
 

@@ -25,12 +25,7 @@ import Testing
         let server = try FirebaseServer(in: sandbox)
         try sandbox.writeConfig(
             extra: """
-                [Source]
-                Type=firebase
-                ProjectId=demo-project
-                AppId=1:1234567890:linux:abcdef
-                APIKey=test-api-key
-                Endpoint=\(server.endpoint)
+                \(server.sourceSection())
                 [App]
                 Version=1.4.0.7
                 [Push]

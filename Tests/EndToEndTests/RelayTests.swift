@@ -40,20 +40,16 @@ import Testing
 
     static func ping(_ version: Int) -> String { #"{"data":{"CONFIG_STATE":"STALE","templateVersion":"\#(version)"}}"# }
 
+    /// The relay's config in the sandbox, pinging the broker on `mqttPort`; its path.
     func relayConfig(
-        _ sandbox: Sandbox, _ server: FirebaseServer, _ broker: MosquittoBroker, project: String = "demo-project",
+        _ sandbox: Sandbox, _ server: FirebaseServer, mqttPort: Int, project: String = "demo-project",
         extra: String = ""
     ) throws -> String {
         let path = sandbox.root.appendingPathComponent("relay.conf").path
         try """
-        [Source]
-        Type=firebase
-        ProjectId=\(project)
-        AppId=1:1234567890:linux:abcdef
-        APIKey=test-api-key
-        Endpoint=\(server.endpoint)
+        \(server.sourceSection(project: project))
         [Push]
-        MQTT=mqtt://127.0.0.1:\(broker.port)
+        MQTT=mqtt://127.0.0.1:\(mqttPort)
         [Agent]
         StateDirectory=\(sandbox.root.path)/relay-state
         \(extra)
@@ -61,8 +57,13 @@ import Testing
         return path
     }
 
-    func startRelay(_ sandbox: Sandbox, config: String) throws -> DaemonProcess {
-        let relay = try DaemonProcess(sandbox, arguments: ["relay", "--config", config], executable: "rcadmin")
+    /// `rcadmin relay --config config`, once it says READY=1. `account`: the service account its
+    /// FCM target uses (GOOGLE_APPLICATION_CREDENTIALS).
+    func startRelay(_ sandbox: Sandbox, config: String, account: TestServiceAccount? = nil) throws -> DaemonProcess {
+        let relay = try DaemonProcess(
+            sandbox, arguments: ["relay", "--config", config],
+            environment: account.map { ["GOOGLE_APPLICATION_CREDENTIALS": $0.keyFilePath] } ?? [:],
+            executable: "rcadmin")
         try relay.waitUntilReady()
         return relay
     }
@@ -78,7 +79,7 @@ import Testing
         let server = try FirebaseServer(in: sandbox)
         let broker = try MosquittoBroker(in: sandbox, persistent: true)
         let subscriber = try Subscriber(broker, in: sandbox)
-        let config = try relayConfig(sandbox, server, broker)
+        let config = try relayConfig(sandbox, server, mqttPort: broker.port)
         try server.publish(version: 1, entries: ["key_0": "v1"])
 
         // First start: nothing relayed yet, so the current version is pinged once.
@@ -117,7 +118,7 @@ import Testing
         let broker = try MosquittoBroker(in: sandbox)
         let subscriber = try Subscriber(broker, in: sandbox)
         try server.publish(version: 1, entries: ["key_0": "v1"])
-        let config = try relayConfig(sandbox, server, broker)
+        let config = try relayConfig(sandbox, server, mqttPort: broker.port)
         let text = try String(contentsOfFile: config, encoding: .utf8).replacingOccurrences(
             of: "StateDirectory=\(sandbox.root.path)/relay-state", with: "StateDirectory=/proc")
         try text.write(toFile: config, atomically: true, encoding: .utf8)
@@ -151,19 +152,7 @@ import Testing
         }
         try #require(bound)
         let port = Int(UInt16(bigEndian: address.sin_port))
-        let path = sandbox.root.appendingPathComponent("relay.conf").path
-        try """
-        [Source]
-        Type=firebase
-        ProjectId=demo-project
-        AppId=1:1234567890:linux:abcdef
-        APIKey=test-api-key
-        Endpoint=\(server.endpoint)
-        [Push]
-        MQTT=mqtt://127.0.0.1:\(port)
-        [Agent]
-        StateDirectory=\(sandbox.root.path)/relay-state
-        """.write(toFile: path, atomically: true, encoding: .utf8)
+        let path = try relayConfig(sandbox, server, mqttPort: port)
         let relay = try startRelay(sandbox, config: path)
         // The ping for version 1 has connected: a connection waits in the listener's queue.
         #expect(
@@ -182,25 +171,10 @@ import Testing
     @Test func aBrokerThatIsDownDoesNotHoldBackTheFCMPing() throws {
         let fixture = try AdminTests.Fixture()
         let (sandbox, server) = (fixture.sandbox, fixture.server)
-        let path = sandbox.root.appendingPathComponent("relay.conf").path
-        try """
-        [Source]
-        Type=firebase
-        ProjectId=\(AdminTests.project)
-        AppId=1:1234567890:linux:abcdef
-        APIKey=test-api-key
-        Endpoint=\(server.endpoint)
-        [Push]
-        MQTT=mqtt://127.0.0.1:\(try Mosquitto.freePort())
-        [Relay]
-        FCMTopic=PUSH_RC
-        [Agent]
-        StateDirectory=\(sandbox.root.path)/relay-state
-        """.write(toFile: path, atomically: true, encoding: .utf8)
-        let relay = try DaemonProcess(
-            sandbox, arguments: ["relay", "--config", path],
-            environment: ["GOOGLE_APPLICATION_CREDENTIALS": fixture.account.keyFilePath], executable: "rcadmin")
-        try relay.waitUntilReady()
+        let path = try relayConfig(
+            sandbox, server, mqttPort: try Mosquitto.freePort(), project: AdminTests.project,
+            extra: "[Relay]\nFCMTopic=PUSH_RC")
+        let relay = try startRelay(sandbox, config: path, account: fixture.account)
         defer { relay.stop() }
         #expect(eventually { relay.log.contains("Relayed template version 1 to fcm PUSH_RC") }, "\(relay.log)")
         #expect(relay.log.contains("Failed to relay template version 1 to mqtt"), "\(relay.log)")
@@ -234,12 +208,7 @@ import Testing
         let broker = try MosquittoBroker(in: sandbox)
         try sandbox.writeConfig(
             extra: """
-                [Source]
-                Type=firebase
-                ProjectId=\(AdminTests.project)
-                AppId=1:1234567890:linux:abcdef
-                APIKey=test-api-key
-                Endpoint=\(server.endpoint)
+                \(server.sourceSection(project: AdminTests.project))
                 [App]
                 Version=1.4.0
                 [Push]
@@ -254,11 +223,8 @@ import Testing
         #expect(try sandbox.cli("check-update").status == 0, "the seeded required version 1.0.0 is older")
 
         let config = try relayConfig(
-            sandbox, server, broker, project: AdminTests.project, extra: "[Relay]\nFCMTopic=PUSH_RC")
-        let relay = try DaemonProcess(
-            sandbox, arguments: ["relay", "--config", config],
-            environment: ["GOOGLE_APPLICATION_CREDENTIALS": fixture.account.keyFilePath], executable: "rcadmin")
-        try relay.waitUntilReady()
+            sandbox, server, mqttPort: broker.port, project: AdminTests.project, extra: "[Relay]\nFCMTopic=PUSH_RC")
+        let relay = try startRelay(sandbox, config: config, account: fixture.account)
         defer { relay.stop() }
         // The seeded version 1 is relayed first (the relay has never relayed anything): wait for it,
         // so the publish below is the next announcement.
