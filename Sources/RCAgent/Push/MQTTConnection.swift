@@ -180,9 +180,11 @@ final class MQTTConnection: Sendable {
             let delay = step == .zero ? 0 : Double(step.milliseconds) * Double.random(in: 0.5...1.5)
             let retry =
                 delay == 0 ? "trying \(next.name)" : "retrying \(next.name) in \(Int((delay / 1_000).rounded()))s"
+            // Logged: a lost connection, the first round of failures (each broker of a list once) and
+            // every tenth failure after it; a broker down for hours does not fill the journal.
             if wasConnected {
                 log.warning("MQTT connection to \(broker.name) lost (\(failure)); \(retry)")
-            } else if failures == 1 || failures.isMultiple(of: 10) || brokers.count > 1 && step == .zero {
+            } else if failures <= brokers.count || failures.isMultiple(of: 10) {
                 log.warning("Failed to keep the MQTT connection to \(broker.name): \(failure); \(retry)")
             }
             if delay > 0 { _ = wake.wait(timeout: .now() + .milliseconds(Int(delay))) }
