@@ -206,6 +206,41 @@ final class ReportSubscriber {
         #expect(daemon.stop() == 0)
     }
 
+    @Test func theReportCarriesTheInstalledAppAndTheUpdateVerdict() throws {
+        let (sandbox, server, broker) = try setUp(report: "[App]\nPackage=kiosk-app\nVersionScheme=debian")
+        let dpkg = sandbox.root.appendingPathComponent("dpkg-status").path
+        func install(_ version: String) throws {
+            try sandbox.write("Package: kiosk-app\nStatus: install ok installed\nVersion: \(version)\n\n", to: dpkg)
+        }
+        try install("1.4-1")
+        let offer = #"{"version":"1.5-1","download":"https://updates.example/kiosk-app_1.5-1.deb"}"#
+        try server.serve(
+            Sandbox.document(version: 1, extra: ["linux_recommended_update": offer]), etag: "\"v1\"")
+        let subscriber = try ReportSubscriber(sandbox, port: broker.port)
+        #expect(try subscriber.waitUntilLive())
+        let daemon = try DaemonProcess(sandbox, environment: ["RCAGENT_DPKG_STATUS": dpkg])
+        try daemon.waitUntilReady()
+        let topic = "rcagent/status/\(try FirebaseSourceTests().deviceId(sandbox))"
+        func app() -> [String: Any]? { subscriber.reports(on: topic).last?["app"] as? [String: Any] }
+        #expect(
+            eventually { app()?["installed"] as? String == "1.4-1" && app()?["update"] as? String == "recommended" },
+            "\(subscriber.messages.map(\.payload))\n\(daemon.log)")
+        // dpkg upgraded the app: the next fetch round sees it (even one the interval skips).
+        try install("1.5-1")
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        #expect(
+            eventually { app()?["installed"] as? String == "1.5-1" && app()?["update"] as? String == "none" },
+            "\(subscriber.messages.map(\.payload))\n\(daemon.log)")
+        // A value the checker cannot read: it cannot tell.
+        try server.serve(
+            Sandbox.document(version: 2, extra: ["linux_required_update": "{not json"]), etag: "\"v2\"")
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        #expect(
+            eventually { app()?["update"] as? String == "unknown" },
+            "\(subscriber.messages.map(\.payload))\n\(daemon.log)")
+        #expect(daemon.stop() == 0)
+    }
+
     @Test func killNineLeavesTheWillAndSIGTERMSaysOffline() throws {
         let (sandbox, server, broker) = try setUp()
         let subscriber = try ReportSubscriber(sandbox, port: broker.port)
