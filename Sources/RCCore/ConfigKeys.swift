@@ -103,9 +103,17 @@ enum ConfigKeys {
         guard urls.count <= maximumBrokers else {
             throw ConfigError(location, "\(key)= lists \(urls.count) brokers; at most \(maximumBrokers) are taken")
         }
-        for url in urls where MQTTAddress.parse(url) == nil {
-            throw ConfigError(
-                location, "\(key)= must be an mqtt://host[:port] or mqtts://host[:port] URL, got '\(url)'")
+        var schemes: Set<Bool> = []
+        for url in urls {
+            guard let address = MQTTAddress.parse(url) else {
+                throw ConfigError(
+                    location, "\(key)= must be an mqtt://host[:port] or mqtts://host[:port] URL, got '\(url)'")
+            }
+            schemes.insert(address.tls)
+        }
+        // One client makes every connection of a list, and TLS is set up per client.
+        guard schemes.count <= 1 else {
+            throw ConfigError(location, "\(key)= mixes mqtt:// and mqtts:// URLs; a list is all one or all the other")
         }
         return urls
     }

@@ -346,6 +346,9 @@ import Testing
             section: "Report", assignment: "MQTT=mqtt://a mqtt://b:0",
             message: "MQTT= must be an mqtt://host[:port] or mqtts://host[:port] URL, got 'mqtt://b:0'"),
         ValueErrorCase(
+            section: "Push", assignment: "MQTT=mqtt://a mqtts://b",
+            message: "MQTT= mixes mqtt:// and mqtts:// URLs; a list is all one or all the other"),
+        ValueErrorCase(
             section: "Report", assignment: "MQTTStatusTopic=rcagent/+",
             message: "MQTTStatusTopic= must not hold the wildcards + or #, got 'rcagent/+'"),
         ValueErrorCase(
@@ -374,12 +377,12 @@ import Testing
     @Test func brokerListsAndTheReport() throws {
         let text = """
             [Push]
-            MQTT=mqtt://n1:1883  mqtt://n2:1884\tmqtts://n3
+            MQTT=mqtt://n1:1883  mqtt://n2:1884\tmqtt://n3
             [Report]
             MQTTStatusTopic=rcagent/status
             """
         let shared = try config(text)
-        #expect(shared.mqttBrokers == ["mqtt://n1:1883", "mqtt://n2:1884", "mqtts://n3"])
+        #expect(shared.mqttBrokers == ["mqtt://n1:1883", "mqtt://n2:1884", "mqtt://n3"])
         #expect(shared.mqtt == "mqtt://n1:1883")
         #expect(shared.reportTopic == "rcagent/status")
         #expect(shared.reportBrokers == shared.mqttBrokers)
