@@ -391,6 +391,38 @@ final class ReportSubscriber {
         #expect(subscriber.reports(on: topic).last?["online"] as? Bool == false)
     }
 
+    @Test func aReportBrokerThatIsNotUpYetIsWaitedFor() throws {
+        let sandbox = try Sandbox()
+        let server = try ConfigServer(in: sandbox)
+        let push = try Mosquitto(in: sandbox.root.appendingPathComponent("push-broker"))
+        let reports = try Mosquitto(in: sandbox.root.appendingPathComponent("report-broker"))
+        reports.stop()
+        try configure(
+            sandbox, server, push: "mqtt://127.0.0.1:\(push.port)", report: "MQTT=mqtt://127.0.0.1:\(reports.port)")
+        try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
+        let daemon = try sandbox.startDaemon()
+        func reportLine() throws -> String {
+            try sandbox.cli("status").stdout.split(separator: "\n").first { $0.hasPrefix("report:") }.map(String.init)
+                ?? ""
+        }
+        #expect(
+            try eventually { try reportLine() == "report:       waiting for the broker (127.0.0.1:\(reports.port))" },
+            "\((try? reportLine()) ?? "")")
+        // The push channel does not wait for the report's broker.
+        #expect(eventually { daemon.log.contains("MQTT connected to 127.0.0.1:\(push.port)") }, "\(daemon.log)")
+
+        try reports.start()
+        let subscriber = try ReportSubscriber(sandbox, port: reports.port)
+        #expect(try subscriber.waitUntilLive())
+        let topic = "rcagent/status/\(try FirebaseSourceTests().deviceId(sandbox))"
+        #expect(
+            eventually(30) { subscriber.reports(on: topic).last?["templateVersion"] as? String == "1" },
+            "\(subscriber.messages.map(\.payload))\n\(daemon.log)")
+        #expect(
+            try eventually { try reportLine().hasPrefix("report:       published ") }, "\((try? reportLine()) ?? "")")
+        #expect(daemon.stop() == 0)
+    }
+
     @Test func aReloadToAnotherTopicClearsTheOldReport() throws {
         let (sandbox, server, broker) = try setUp()
         let subscriber = try ReportSubscriber(sandbox, port: broker.port, topic: "#")
