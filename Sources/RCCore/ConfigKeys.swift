@@ -66,6 +66,8 @@ enum ConfigKeys {
         optionalText("Push", "MQTTUsername", \.mqttUsername),
         optionalPath("Push", "MQTTPasswordFile", \.mqttPasswordFile),
         optionalPath("Push", "MQTTCAFile", \.mqttCAFile),
+        optionalPath("Push", "MQTTClientCertificate", \.mqttClientCertificate),
+        optionalPath("Push", "MQTTClientKey", \.mqttClientKey),
         duration("Push", "Jitter", \.jitter),
 
         ConfigKey(section: "Report", key: "MQTTStatusTopic") { config, value, location throws(ConfigError) in
@@ -81,6 +83,8 @@ enum ConfigKeys {
         optionalText("Report", "MQTTUsername", \.reportUsername),
         optionalPath("Report", "MQTTPasswordFile", \.reportPasswordFile),
         optionalPath("Report", "MQTTCAFile", \.reportCAFile),
+        optionalPath("Report", "MQTTClientCertificate", \.reportClientCertificate),
+        optionalPath("Report", "MQTTClientKey", \.reportClientKey),
 
         // `rcadmin relay` only: the daemon does not read it.
         ConfigKey(section: "Relay", key: "FCMTopic") { config, value, location throws(ConfigError) in

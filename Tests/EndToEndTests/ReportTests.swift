@@ -20,14 +20,16 @@ final class ReportSubscriber {
     private let port: Int
     static let sentinel = "test/sentinel"
 
-    init(_ sandbox: Sandbox, port: Int, topic: String = "rcagent/status/#") throws {
+    /// `options`: more mosquitto_sub options (TLS files).
+    init(_ sandbox: Sandbox, port: Int, topic: String = "rcagent/status/#", options: [String] = []) throws {
         self.port = port
         path = sandbox.root.appendingPathComponent("sub-\(UUID().uuidString.prefix(6)).txt").path
         _ = FileManager.default.createFile(atPath: path, contents: nil)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
-        process.arguments = [
-            "-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-t", Self.sentinel, "-F", "%r %t %p",
-        ]
+        process.arguments =
+            [
+                "-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-t", Self.sentinel, "-F", "%r %t %p",
+            ] + options
         process.standardOutput = FileHandle(forWritingAtPath: path)
         process.standardError = FileHandle.nullDevice
         try process.run()

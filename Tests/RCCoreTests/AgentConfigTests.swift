@@ -413,6 +413,38 @@ import Testing
         }
     }
 
+    @Test func anMQTTClientCertificateComesWithItsKeyAndOnlyOverTLS() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            func load(_ text: String) throws -> AgentConfig {
+                try AgentConfig.load(explicitPath: try dir.write("agent.conf", text), environment: [:])
+            }
+            let pair = "MQTTClientCertificate=/etc/rcagent/device.pem\nMQTTClientKey=/etc/rcagent/device.key\n"
+            let good = try load("[Push]\nMQTT=mqtts://a mqtts://b\n" + pair)
+            #expect(good.mqttClientCertificate == "/etc/rcagent/device.pem")
+            #expect(good.mqttClientKey == "/etc/rcagent/device.key")
+            let path = dir.file("agent.conf")
+            #expect(
+                throws: ConfigError(
+                    SourceLocation(file: path, line: 3), "[Push] MQTTClientCertificate= needs MQTTClientKey= too")
+            ) { try load("[Push]\nMQTT=mqtts://a\nMQTTClientCertificate=/c.pem\n") }
+            #expect(
+                throws: ConfigError(
+                    SourceLocation(file: path, line: 3), "[Report] MQTTClientKey= needs MQTTClientCertificate= too")
+            ) { try load("[Report]\nMQTTStatusTopic=s\nMQTTClientKey=/k.pem\nMQTT=mqtts://r\n") }
+            #expect(
+                throws: ConfigError(
+                    SourceLocation(file: path, line: 3),
+                    "[Push] MQTTClientCertificate= needs mqtts:// brokers, got 'mqtt://a'")
+            ) { try load("[Push]\nMQTT=mqtt://a\n" + pair) }
+            // The report's own broker is checked against its own pair.
+            #expect(
+                throws: ConfigError(
+                    SourceLocation(file: path, line: 4),
+                    "[Report] MQTTClientCertificate= needs mqtts:// brokers, got 'mqtt://r'")
+            ) { try load("[Report]\nMQTTStatusTopic=s\nMQTT=mqtt://r\n" + pair) }
+        }
+    }
+
     @Test func zeroIsAllowedWhereItMeansNoDelay() throws {
         let config = try config("[Agent]\nMinimumFetchInterval=0\n[Push]\nJitter=0s\n")
         #expect(config.minimumFetchInterval == .zero)
