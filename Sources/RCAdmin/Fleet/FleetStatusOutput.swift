@@ -45,27 +45,41 @@ public enum FleetStatusOutput {
             out += "(incomplete: reports were still arriving when the time was up)\n"
         }
 
+        let byId = Dictionary(summary.reports.map { ($0.deviceId, $0) }, uniquingKeysWith: { first, _ in first })
         for list in summary.lists where !list.devices.isEmpty {
             let title = list.name == "lagging" && newest != nil ? "lagging behind \(newest ?? "")" : list.title
             out += "\n\(capitalized(title)) (\(list.devices.count)):\n"
-            out += lines(list.devices.map(TextEscaping.terminal), limit: limit)
+            let items = list.devices.prefix(limit ?? list.devices.count).map { id in
+                TextEscaping.terminal(id) + (byId[id].flatMap { detail(list.name, $0) }.map { ": " + $0 } ?? "")
+            }
+            out += lines(items, total: list.devices.count)
         }
         if !summary.unreadable.isEmpty {
             out += "\nUnreadable (\(summary.unreadable.count)):\n"
             let entries = summary.unreadable.map {
                 TextEscaping.terminal($0.topic) + ": " + TextEscaping.terminal($0.reason)
             }
-            out += lines(entries, limit: limit)
+            out += lines(Array(entries.prefix(limit ?? entries.count)), total: entries.count)
         }
         return out
     }
 
-    /// Each item on a line of its own, indented, the rest summed up after `limit`.
-    private static func lines(_ items: [String], limit: Int?) -> String {
-        let listed = limit.map { min($0, items.count) } ?? items.count
-        var out = items.prefix(listed).map { "  " + $0 + "\n" }.joined()
-        if listed < items.count { out += "  ... and \(items.count - listed) more\n" }
+    /// Each item on a line of its own, indented, then how many of `total` were left out.
+    private static func lines(_ items: [String], total: Int) -> String {
+        var out = items.map { "  " + $0 + "\n" }.joined()
+        if items.count < total { out += "  ... and \(total - items.count) more\n" }
         return out
+    }
+
+    /// What a list shows after a device's id: why its fetch fails, which version a lagging one has.
+    private static func detail(_ list: String, _ report: DeviceReport) -> String? {
+        switch list {
+        case "failing":
+            let status = report.lastFetch.status.map(TextEscaping.terminal) ?? "?"
+            return report.lastFetch.error.map { status + ": " + TextEscaping.snippet($0, maxBytes: 160) } ?? status
+        case "lagging": return report.templateVersion.map(shown) ?? "none"
+        default: return nil
+        }
     }
 
     /// A template version as the text forms show it: `v43`; escaped, and cut at 64 bytes (a
