@@ -277,7 +277,7 @@ import Testing
         #expect(wildcard.status == 64, "\(wildcard.stderr)")
     }
 
-    /// An ACL that lets devices write only their own topic (as docs/fleet.md advises) also refuses
+    /// An ACL that lets devices write only their own topic (what a fleet should have) also refuses
     /// the command's marker: the quiet period ends the retained set instead.
     @Test func withoutTheMarkerTheQuietPeriodEndsTheRetainedSet() throws {
         let sandbox = try Sandbox()
