@@ -305,6 +305,46 @@ import Testing
         #expect(elapsed >= .milliseconds(1_900), "\(elapsed)")
     }
 
+    // MARK: - Large retained sets
+
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures")
+
+    /// Publishes `count` reports on `version` retained, at once (Tests/Fixtures/retained_reports.py).
+    static func publishReports(_ broker: Mosquitto, count: Int, version: String) throws {
+        let published = try runProcess(
+            "/usr/bin/python3",
+            [fixtures.appendingPathComponent("retained_reports.py").path, String(broker.port), String(count), version])
+        #expect(published.status == 0, "\(published.stderr)")
+    }
+
+    /// mosquitto sends a QoS 1 subscription's retained messages through a queue of at most
+    /// 20 in flight plus `max_queued_messages` (1000) and drops the rest: the command subscribes
+    /// at QoS 0, which a broker with default settings delivers a few thousand reports whole.
+    @Test func aFleetOverMosquittosQueueLimitIsReadWhole() throws {
+        let fleet = try Fleet()
+        try Self.publishReports(fleet.broker, count: 3_000, version: "43")
+        let result = try fleet.status(["--json", "--timeout", "60s"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stderr)")
+        #expect((document["counts"] as? [String: Int])?["devices"] == 3_000)
+    }
+
+    /// 20,000 reports on a broker without the queue limit: every one is counted. (Before the
+    /// MQTT client kept its event handler in a box, each message wrapped it in more thunks, and
+    /// this many overflowed the collector thread's stack.)
+    @Test func twentyThousandReportsAreCounted() throws {
+        let sandbox = try Sandbox()
+        let broker = try Mosquitto(
+            in: sandbox.root.appendingPathComponent("broker"), settings: "max_queued_messages 0\n")
+        try Self.publishReports(broker, count: 20_000, version: "43")
+        let result = try sandbox.run(
+            "rcadmin", ["fleet", "status", "--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--timeout", "120s"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.hasPrefix("Devices: 20000 (online 20000, offline 0)\n"), "\(result.stdout)")
+    }
+
     // MARK: - Watch
 
     @Test func watchFollowsARolloutLineByLine() throws {
