@@ -305,6 +305,55 @@ import Testing
         #expect(elapsed >= .milliseconds(1_900), "\(elapsed)")
     }
 
+    // MARK: - Real agents
+
+    /// Two real rcagentd reporting to one broker, each fetching from its own config server: the
+    /// watch follows one of them to a new template, then the other's last will; the summary then
+    /// lists the one left behind.
+    @Test func followsRealAgentsThroughARolloutAndAKill() throws {
+        let first = try Sandbox()
+        let second = try Sandbox()
+        let broker = try Mosquitto(in: first)
+        var servers: [ConfigServer] = []
+        var daemons: [DaemonProcess] = []
+        var ids: [String] = []
+        for sandbox in [first, second] {
+            let server = try ConfigServer(in: sandbox)
+            servers.append(server)
+            try ReportTests().configure(sandbox, server, push: "mqtt://127.0.0.1:\(broker.port)")
+            try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
+            daemons.append(try sandbox.startDaemon())
+            ids.append(try FirebaseSourceTests().deviceId(sandbox))
+            if sandbox === first { try server.serve(Sandbox.document(version: 2), etag: "\"v2\"") }
+        }
+        defer {
+            daemons.forEach { $0.killHard() }
+            withExtendedLifetime(servers) {}
+        }
+        let watch = try Watch(first, ["fleet", "status", "--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--watch"])
+        #expect(
+            eventually(60) { watch.lines.contains { $0.contains(" devices 2 online 2 · v1 2 (100%) · ") } },
+            "\(watch.lines)\n\(watch.stderr)\n\(daemons.map(\.log))")
+        // The ping: the first agent's server has version 2 now, the second's still 1.
+        try broker.publish(MQTTTests.ping)
+        #expect(
+            eventually(60) { watch.lines.contains { $0.contains(" devices 2 online 2 · v2 1 (50%) · ") } },
+            "\(watch.lines)\n\(daemons.map(\.log))")
+        // kill -9: the broker publishes the second agent's last will.
+        daemons[1].killHard()
+        #expect(
+            eventually(60) { watch.lines.last?.hasSuffix(" · offline 1") == true }, "\(watch.lines)\n\(watch.stderr)")
+        #expect(watch.stop().status == 0, "\(watch.stderr)")
+
+        let result = try first.run("rcadmin", ["fleet", "status", "--mqtt", "mqtt://127.0.0.1:\(broker.port)"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.hasPrefix("Devices: 2 (online 1, offline 1)\n"), "\(result.stdout)")
+        #expect(result.stdout.contains("\nOffline (1):\n  \(ids[1])\n"), "\(result.stdout)")
+        // The will is the report as of the agent's connect: v1, or none if it connected before
+        // its first activation.
+        #expect(result.stdout.contains("\nLagging behind v2 (1):\n  \(ids[1]): "), "\(result.stdout)")
+    }
+
     // MARK: - Large retained sets
 
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
