@@ -449,6 +449,16 @@ import Testing
         #expect((all.last?["at"] as? String).flatMap { Timestamp(iso8601: $0) } != nil)
     }
 
+    @Test func watchEndsWhenItsReaderIsGone() throws {
+        let fleet = try Fleet()
+        try fleet.publish(Self.report("k1", "42"))
+        let pipeline = try runProcess(
+            "/bin/sh",
+            ["-c", #""$0" fleet status --mqtt "$1" --watch | head -n 1"#, Binaries.url("rcadmin").path, fleet.url])
+        #expect(pipeline.status == 0, "\(pipeline.stderr)")
+        #expect(pipeline.stdout.hasSuffix(" devices 1 online 1 · v42 1 (100%) · stale 0 · failing 0 · offline 0\n"))
+    }
+
     @Test func watchEndsWithAnErrorWhenTheBrokerDoesNotComeBack() throws {
         let fleet = try Fleet()
         try fleet.publish(Self.report("k1", "42"))

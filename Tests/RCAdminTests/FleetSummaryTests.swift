@@ -225,3 +225,47 @@ import Testing
         #expect(FleetStatusOutput.watchLine(FleetSummary(reports: [])).hasPrefix("devices 0 online 0 · no version"))
     }
 }
+
+/// `fleet status`'s options: checked before anything connects.
+@Suite struct FleetStatusOptionsTests {
+    func settings(_ arguments: [String]) throws(AdminFailure) -> ReportCollector.Settings {
+        try FleetStatusCommand.settings(ParsedOptions(arguments, options: FleetStatusCommand.command.options))
+    }
+
+    func usageError(_ arguments: [String]) -> String? {
+        do {
+            _ = try settings(arguments)
+            _ = try FleetStatusCommand.listLimit(
+                ParsedOptions(arguments, options: FleetStatusCommand.command.options))
+            return nil
+        } catch {
+            return error.kind == .usage ? error.message : "not a usage error: \(error.message)"
+        }
+    }
+
+    @Test func defaultsAndValues() throws {
+        let plain = try settings([])
+        #expect(plain.url == "mqtt://localhost" && plain.topic == "rcagent/status")
+        #expect(plain.timeout == .seconds(5) && plain.capacity == 200_000)
+        #expect(try settings(["--watch"]).timeout == .seconds(30))
+        let given = try settings(["--topic", "site/a/status", "--timeout", "1min", "--max-devices", "10"])
+        #expect(given.topic == "site/a/status" && given.timeout == .seconds(60) && given.capacity == 10)
+        let options = try ParsedOptions(["--limit", "0"], options: FleetStatusCommand.command.options)
+        #expect(try FleetStatusCommand.listLimit(options) == 0)
+    }
+
+    @Test(arguments: [
+        (["--topic", "a/+"], "--topic must be a topic without the MQTT wildcards"),
+        (["--topic", "a/"], "without a trailing /"),
+        (["--topic", ""], "--topic must be"),
+        (["--timeout", "soon"], "--timeout must be a duration"),
+        (["--timeout", "0"], "--timeout must be a duration"),
+        (["--password-file", "/dev/null"], "--password-file goes with --username USER"),
+        (["--max-devices", "0"], "--max-devices must be a whole number"),
+        (["--all", "--limit", "2"], "--all and --limit N exclude each other"),
+    ])
+    func badValuesAreUsageErrors(arguments: [String], expected: String) {
+        let message = usageError(arguments)
+        #expect(message?.hasPrefix(expected) == true || message?.contains(expected) == true, "\(message ?? "accepted")")
+    }
+}

@@ -127,7 +127,16 @@ enum FleetStatusCommand {
             source.resume()
             sources.append(source)
         }
-        defer { withExtendedLifetime(sources) {} }
+        // Nobody reads any more (`--watch | head -3`): done. SIGPIPE is ignored and a fleet at
+        // rest prints nothing, so neither a failed write nor a signal would end the watch.
+        let readerCheck = DispatchSource.makeTimerSource(queue: .global())
+        readerCheck.schedule(deadline: .now() + .seconds(1), repeating: .seconds(1))
+        readerCheck.setEventHandler { if readerIsGone() { stop.set() } }
+        readerCheck.resume()
+        defer {
+            readerCheck.cancel()
+            withExtendedLifetime(sources) {}
+        }
         try await onOwnThread { () throws(AdminFailure) in
             var last = ""
             var overflowNoted = false
@@ -152,6 +161,12 @@ enum FleetStatusCommand {
                 }
             }
         }
+    }
+
+    /// Whether stdout is a pipe or socket whose reader has closed it.
+    static func readerIsGone() -> Bool {
+        var descriptor = pollfd(fd: 1, events: Int16(POLLOUT), revents: 0)
+        return poll(&descriptor, 1, 0) == 1 && descriptor.revents & Int16(POLLERR | POLLHUP) != 0
     }
 
     /// Runs the blocking `body` on a thread of its own and waits for it without holding a

@@ -83,6 +83,8 @@ final class ReportCollector: Sendable {
         var live = false
         /// The inbox changed since the loop last looked.
         var changed = false
+        /// Why the connection ended, when it did.
+        var lost: String?
     }
 
     /// Connects, collects the retained reports and disconnects. Throws when the broker cannot be
@@ -94,7 +96,9 @@ final class ReportCollector: Sendable {
         defer { client.disconnect() }
         var session = Session(inbox: FleetInbox(base: settings.topic, capacity: settings.capacity))
         while ContinuousClock.now < deadline {
-            try round(&session)
+            if let reason = try round(&session) {
+                throw .failure("lost the connection to the MQTT broker at \(broker): \(reason)")
+            }
             if session.progress.isComplete(at: .now) { return Collection(inbox: session.inbox, complete: true) }
         }
         guard session.subscribed else {
@@ -145,11 +149,13 @@ final class ReportCollector: Sendable {
                 Output.note("Reconnected to the MQTT broker at \(broker)")
                 continue
             }
-            do { try round(&session) } catch {
-                guard shownOnce else { throw error }
-                lastError = error.message
+            if let reason = try round(&session) {
+                guard shownOnce else {
+                    throw .failure("lost the connection to the MQTT broker at \(broker): \(reason)")
+                }
+                lastError = reason
                 lostSince = .now
-                Output.note("Lost the connection to the MQTT broker at \(broker) (\(error.message)); reconnecting")
+                Output.note("Lost the connection to the MQTT broker at \(broker) (\(reason)); reconnecting")
                 continue
             }
             let now = ContinuousClock.now
@@ -187,8 +193,9 @@ final class ReportCollector: Sendable {
     }
 
     /// One round of the network loop: waits at most 100 ms for traffic, then reads on while more
-    /// is there (libmosquitto reads one packet per call at QoS 0), then handles what came.
-    private func round(_ session: inout Session) throws(AdminFailure) {
+    /// is there (libmosquitto reads one packet per call at QoS 0), then handles what came. Returns
+    /// why the connection ended if it did (escaped); throws what no reconnect can mend.
+    private func round(_ session: inout Session) throws(AdminFailure) -> String? {
         var failure: MQTTError?
         do {
             try client.loop(timeout: .milliseconds(100))
@@ -201,10 +208,7 @@ final class ReportCollector: Sendable {
             failure = error
         }
         for event in events.takeAll() { try handle(event, &session) }
-        if let failure {
-            throw .failure(
-                "the connection to the MQTT broker at \(broker) failed: \(TextEscaping.terminal(failure.reason))")
-        }
+        return session.lost ?? failure.map { TextEscaping.terminal($0.reason) }
     }
 
     private func handle(_ event: MQTTClient.Event, _ session: inout Session) throws(AdminFailure) {
@@ -219,7 +223,7 @@ final class ReportCollector: Sendable {
         case let .refused(reason):
             throw .failure("the MQTT broker at \(broker) refused the connection: \(TextEscaping.terminal(reason))")
         case let .disconnected(reason):
-            throw .failure("the MQTT broker at \(broker) closed the connection: \(TextEscaping.terminal(reason))")
+            session.lost = session.lost ?? TextEscaping.terminal(reason)
         case let .subscribed(messageId):
             session.pending.remove(messageId)
             guard session.pending.isEmpty, !session.subscribed else { return }
