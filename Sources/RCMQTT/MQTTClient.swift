@@ -72,7 +72,15 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     private let handle: OpaquePointer
-    private let handler = Mutex<(@Sendable (Event) -> Void)?>(nil)
+    /// The handler, boxed in a class: a closure kept directly in the Mutex was wrapped in two more
+    /// reabstraction thunks by every `withLock` (Swift 6.3), so each event made the next call
+    /// deeper: 20,000 messages overflowed a 512 KiB thread stack in a debug build, and in a
+    /// release build the cost of an event grew with the number before it.
+    private final class Handler: Sendable {
+        let call: @Sendable (Event) -> Void
+        init(_ call: @escaping @Sendable (Event) -> Void) { self.call = call }
+    }
+    private let handler = Mutex<Handler?>(nil)
 
     /// mosquitto_lib_init is not thread-safe: it runs once, before the first handle exists.
     private static let initialized: Bool = { mosquitto_lib_init() == MOSQ_ERR_SUCCESS.rawValue }()
@@ -154,12 +162,13 @@ public final class MQTTClient: @unchecked Sendable {
 
     /// Where events go; set it before connecting (a later one replaces it).
     public func onEvent(_ handler: @escaping @Sendable (Event) -> Void) {
-        self.handler.withLock { $0 = handler }
+        let boxed = Handler(handler)
+        self.handler.withLock { $0 = boxed }
     }
 
     private func deliver(_ event: Event) {
         let handler = handler.withLock { $0 }
-        handler?(event)
+        handler?.call(event)
     }
 
     /// How ``loopForever(timeout:)`` reconnects after a lost connection: `initial` growing to `maximum`.
