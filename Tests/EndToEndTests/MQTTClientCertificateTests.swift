@@ -73,14 +73,27 @@ import Testing
         }
         #expect(eventually(20) { reported("1") }, "\(daemon.log)")
 
-        // The ping on the fleet topic reaches the device: its subscription passed the ACL.
+        // The operator's tools log in the same way: the ping on the fleet topic reaches the device
+        // (its subscription passed the ACL), and the fleet view reads the device's report.
         try server.serve(Sandbox.document(version: 2), etag: "\"v2\"")
-        let ping = try runProcess(
-            "/usr/bin/mosquitto_pub",
-            ["-h", "127.0.0.1", "-p", String(broker.port), "-q", "1", "-t", "PUSH_RC", "-m", MQTTTests.ping] + tls)
+        let login = [
+            "--mqtt", "mqtts://127.0.0.1:\(broker.port)", "--ca-file", pki.caCertificate, "--cert-file",
+            operatorIdentity.certificate, "--key-file", operatorIdentity.key,
+        ]
+        let ping = try sandbox.run("rcadmin", ["notify-stale"] + login)
         #expect(ping.status == 0, "\(ping.stderr)")
         #expect(eventually(20) { reported("2") }, "\(daemon.log)")
         #expect(!daemon.log.contains("Failed to subscribe"), "\(daemon.log)")
+        let fleet = try sandbox.run("rcadmin", ["fleet", "status", "--json"] + login)
+        #expect(fleet.status == 0, "\(fleet.stderr)")
+        let json = try JSONSerialization.jsonObject(with: Data(fleet.stdout.utf8)) as? [String: Any]
+        #expect(json?["newestVersion"] as? String == "2", "\(fleet.stdout)")
+        #expect((json?["counts"] as? [String: Any])?["online"] as? Int == 1, "\(fleet.stdout)")
+        // Half a pair is refused before anything is sent.
+        let half = try sandbox.run(
+            "rcadmin",
+            ["notify-stale", "--mqtt", "mqtts://127.0.0.1:\(broker.port)", "--cert-file", device.certificate])
+        #expect(half.status == 64 && half.stderr.contains("--cert-file and --key-file go together"), "\(half.stderr)")
         daemon.stop()
     }
 

@@ -20,7 +20,7 @@ enum FleetStatusCommand {
         synopsis: """
             [--mqtt URL] [--topic TOPIC] [--json] [--watch] [--all | --limit N]
                                    [--timeout DURATION] [--max-devices N]
-                                   [--ca-file FILE] [--username USER --password-file FILE]
+                                   \(MQTTLogin.synopsis)
             """,
         help: """
             Shows the fleet as its agents report it: every agent with [Report] MQTTStatusTopic=TOPIC
@@ -40,10 +40,9 @@ enum FleetStatusCommand {
             the timeout.
             """,
         options: [
-            .value("mqtt", "URL"), .value("topic", "TOPIC"), .value("ca-file", "FILE"), .value("username", "USER"),
-            .value("password-file", "FILE"), .flag("json"), .flag("watch"), .flag("all"), .value("limit", "N"),
-            .value("timeout", "DURATION"), .value("max-devices", "N"),
-        ],
+            .value("mqtt", "URL"), .value("topic", "TOPIC"), .flag("json"), .flag("watch"), .flag("all"),
+            .value("limit", "N"), .value("timeout", "DURATION"), .value("max-devices", "N"),
+        ] + MQTTLogin.options,
         arguments: 0...0
     ) { options, _ throws(AdminFailure) in
         let settings = try settings(options)
@@ -71,17 +70,10 @@ enum FleetStatusCommand {
             }
             timeout = duration
         }
-        if options.value("password-file") != nil && options.value("username") == nil {
-            throw .usage("--password-file goes with --username USER")
-        }
-        let password: String?
-        do { password = try MQTTPublisher.password(fromFile: options.value("password-file")) } catch {
-            throw .failure("cannot read the password file: \(error)")
-        }
         let capacity = try options.integer("max-devices", in: 1...100_000_000).map(Int.init) ?? defaultCapacity
         return ReportCollector.Settings(
-            url: options.value("mqtt") ?? "mqtt://localhost", topic: topic, caFile: options.value("ca-file"),
-            username: options.value("username"), password: password, timeout: timeout, capacity: capacity)
+            url: options.value("mqtt") ?? "mqtt://localhost", topic: topic, login: try MQTTLogin(options),
+            timeout: timeout, capacity: capacity)
     }
 
     /// How many ids each list shows: `--limit N`, all with `--all`, else ``defaultLimit``.

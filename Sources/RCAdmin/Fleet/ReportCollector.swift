@@ -23,9 +23,7 @@ final class ReportCollector: Sendable {
     struct Settings: Sendable {
         var url: String
         var topic: String
-        var caFile: String?
-        var username: String?
-        var password: String?
+        var login: MQTTLogin
         /// The bound on connecting and on the retained set; in a watch, also how long a lost
         /// connection may take to come back.
         var timeout: Duration
@@ -52,11 +50,8 @@ final class ReportCollector: Sendable {
         guard let (tls, host, port) = MQTTAddress.parse(settings.url) else {
             throw .usage("--mqtt must be an mqtt:// or mqtts:// URL, got '\(TextEscaping.terminal(settings.url))'")
         }
-        var options = MQTTClient.Options()  // no client id: a random one, with a clean session
-        options.username = settings.username
-        options.password = settings.password
-        options.tls = tls
-        options.caFile = settings.caFile
+        let options: MQTTClient.Options
+        do { options = try settings.login.clientOptions(tls: tls) } catch { throw .failure(error.description) }
         do { client = try MQTTClient(options) } catch { throw .failure(TextEscaping.terminal(error.description)) }
         self.settings = settings
         self.host = host
