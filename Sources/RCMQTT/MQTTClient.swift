@@ -67,9 +67,14 @@ public final class MQTTClient: @unchecked Sendable {
         case message(topic: String, payload: [UInt8])
         /// The broker acknowledged the message with this id (PUBACK at QoS 1).
         case published(messageId: Int32)
-        /// The broker granted the subscription with this id (SUBACK).
-        case subscribed(messageId: Int32)
+        /// The broker answered the subscription with this id (SUBACK): the QoS it granted each
+        /// filter, in order, or ``MQTTClient/refusedQoS`` for a filter it refused (an ACL, a
+        /// cluster that could not set up the subscription's storage).
+        case subscribed(messageId: Int32, grantedQoS: [Int32])
     }
+
+    /// The "QoS" a SUBACK gives a filter the broker refused (MQTT 3.1.1, 3.9.3).
+    public static let refusedQoS: Int32 = 0x80
 
     private let handle: OpaquePointer
     /// The handler, boxed in a class: a closure kept directly in the Mutex was wrapped in two more
@@ -140,8 +145,10 @@ public final class MQTTClient: @unchecked Sendable {
         mosquitto_publish_callback_set(handle) { _, context, messageId in
             Unmanaged<MQTTClient>.fromOpaque(context!).takeUnretainedValue().deliver(.published(messageId: messageId))
         }
-        mosquitto_subscribe_callback_set(handle) { _, context, messageId, _, _ in
-            Unmanaged<MQTTClient>.fromOpaque(context!).takeUnretainedValue().deliver(.subscribed(messageId: messageId))
+        mosquitto_subscribe_callback_set(handle) { _, context, messageId, count, granted in
+            let qos = granted.map { Array(UnsafeBufferPointer(start: $0, count: Int(max(count, 0)))) } ?? []
+            Unmanaged<MQTTClient>.fromOpaque(context!).takeUnretainedValue().deliver(
+                .subscribed(messageId: messageId, grantedQoS: qos))
         }
         mosquitto_message_callback_set(handle) { _, context, message in
             guard let context, let message else { return }

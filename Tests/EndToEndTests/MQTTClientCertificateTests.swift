@@ -118,3 +118,75 @@ import Testing
         daemon.stop()
     }
 }
+
+/// A broker that refuses a subscription (its ACL, or a cluster that could not set up the
+/// subscription's storage in time) answers SUBACK 0x80 and keeps the connection: the device must
+/// notice, say so, and ask again, or it stays deaf to pings while everything looks connected.
+/// mosquitto's dynamic-security plugin refuses subscriptions so, and takes new rules live.
+@Suite struct MQTTRefusedSubscriptionTests {
+    @Test func aRefusedSubscriptionIsRetriedUntilTheBrokerTakesIt() throws {
+        let sandbox = try Sandbox()
+        let server = try ConfigServer(in: sandbox)
+        try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
+        let security = sandbox.root.appendingPathComponent("dynamic-security.json").path
+        let initialized = try runProcess("/usr/bin/mosquitto_ctrl", ["dynsec", "init", security, "admin", "adminpw"])
+        try #require(initialized.status == 0, "\(initialized.stderr)")
+        let brokerLog = sandbox.root.appendingPathComponent("broker.log").path
+        let broker = try Mosquitto(
+            in: sandbox.root.appendingPathComponent("dynsec-broker"),
+            settings: """
+                plugin /usr/lib/x86_64-linux-gnu/mosquitto_dynamic_security.so
+                plugin_opt_config_file \(security)
+                log_dest file \(brokerLog)
+                log_type all
+
+                """)
+        /// The SUBSCRIBE requests for PUSH_RC and the connections the broker saw, from its log.
+        func seen() -> (subscribes: Int, connections: Int) {
+            let lines = ((try? String(contentsOfFile: brokerLog, encoding: .utf8)) ?? "").split(separator: "\n")
+            return (
+                lines.filter { $0.hasSuffix("\tPUSH_RC (QoS 1)") }.count,
+                lines.filter { $0.contains("New client connected") && !$0.contains(" as auto-") }.count
+            )
+        }
+        func control(_ arguments: String...) throws {
+            let result = try runProcess(
+                "/usr/bin/mosquitto_ctrl",
+                ["-h", "127.0.0.1", "-p", String(broker.port), "-u", "admin", "-P", "adminpw", "dynsec"] + arguments)
+            try #require(result.status == 0, "mosquitto_ctrl \(arguments): \(result.stdout)\(result.stderr)")
+        }
+        // Devices connect without a user, and may subscribe to nothing yet.
+        try control("createGroup", "devices")
+        try control("setAnonymousGroup", "devices")
+        try control("createRole", "pinged")
+        try control("addGroupRole", "devices", "pinged")
+        try sandbox.writeConfig(
+            extra: "[Source]\nType=http\nURL=\(server.url)\n[Push]\nMQTT=mqtt://127.0.0.1:\(broker.port)\nJitter=0\n")
+        let daemon = try sandbox.startDaemon()
+        #expect(
+            eventually { daemon.log.contains("refused the subscription to PUSH_RC; pings there are not heard") },
+            "\(daemon.log)")
+        #expect(
+            try eventually { try sandbox.cli("status").stdout.contains("subscription to PUSH_RC refused") },
+            "status shows it")
+
+        // It asks again on the same connection (a reconnect would cost every device a fetch).
+        #expect(eventually(20) { seen().subscribes >= 3 }, "\(seen())")
+        #expect(seen().connections == 1)
+
+        // The operator fixes the rules; mosquitto's plugin then drops the group's clients, and the
+        // device's next connection is granted its subscriptions.
+        for topic in ["PUSH_RC", "PUSH_RC/+"] {
+            try control("addRoleACL", "pinged", "subscribePattern", topic, "allow")
+            try control("addRoleACL", "pinged", "publishClientReceive", topic, "allow")
+        }
+        try control("addRoleACL", "pinged", "publishClientSend", "PUSH_RC", "allow")  // for the test's own ping
+        #expect(
+            try eventually { try sandbox.cli("status").stdout.contains("connected, topics PUSH_RC") }, "status shows it"
+        )
+        try server.serve(Sandbox.document(version: 2), etag: "\"v2\"")
+        try broker.publish(MQTTTests.ping)
+        #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v2\n" }, "\(daemon.log)")
+        daemon.stop()
+    }
+}

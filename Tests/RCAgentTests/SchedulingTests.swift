@@ -63,7 +63,24 @@ import Testing
 
     func at(_ seconds: Int) -> ContinuousClock.Instant { zero + .seconds(seconds) }
 
-    @Test func aJobReplacesOneOfItsKindButDelayedFetchesAllHappen() {
+    @Test func aWaitingDelayedFetchCoversAnotherOfItsTrigger() {
+        var scheduler = FetchScheduler()
+        // A reconnect, then another before the first one's fetch: one fetch, at the first deadline
+        // (it comes after the second reconnect too).
+        scheduler.scheduleIfUnset(.delayed(.pushReconnect), at: at(20))
+        scheduler.scheduleIfUnset(.delayed(.pushReconnect), at: at(3))
+        scheduler.scheduleIfUnset(.delayed(.push), at: at(9))
+        scheduler.scheduleIfUnset(.delayed(.realtime(attempt: 1)), at: at(4))
+        scheduler.scheduleIfUnset(.delayed(.realtime(attempt: 2)), at: at(5))
+        let due = scheduler.takeDue(now: at(30))
+        #expect(due.count == 4, "\(due)")
+        if case .delayed(.pushReconnect) = due.last {} else { Issue.record("the first deadline kept: \(due)") }
+        // Once it has fired, the next reconnect schedules a fetch again.
+        scheduler.scheduleIfUnset(.delayed(.pushReconnect), at: at(40))
+        #expect(scheduler.earliest == at(40))
+    }
+
+    @Test func aJobReplacesOneOfItsKindAndDelayedFetchesOneOfTheirTrigger() {
         var scheduler = FetchScheduler()
         scheduler.schedule(.timer, at: at(60))
         scheduler.schedule(.timer, at: at(30))

@@ -219,7 +219,12 @@ final class ReportCollector: Sendable {
             throw .failure("the MQTT broker at \(broker) refused the connection: \(TextEscaping.terminal(reason))")
         case let .disconnected(reason):
             session.lost = session.lost ?? TextEscaping.terminal(reason)
-        case let .subscribed(messageId):
+        case let .subscribed(messageId, grantedQoS):
+            if grantedQoS.contains(MQTTClient.refusedQoS) {
+                throw .failure(
+                    "the MQTT broker at \(broker) refused the subscription to \(TextEscaping.terminal(settings.topic))/+ "
+                        + "(does this user have read access to it?)")
+            }
             session.pending.remove(messageId)
             guard session.pending.isEmpty, !session.subscribed else { return }
             session.subscribed = true

@@ -39,7 +39,7 @@ extension Agent {
             scheduler.request(trigger, reply: reply)
         case let .fetchAfter(trigger, jitter):
             let delay = Duration.milliseconds(Int64.random(in: 0...max(jitter.milliseconds, 0)))
-            scheduler.schedule(.delayed(trigger), at: .now + delay)
+            scheduler.scheduleIfUnset(.delayed(trigger), at: .now + delay)
         case let .systemChanged(change):
             scheduler.schedule(.systemChange([change]), at: .now + Self.systemChangeDebounce)
         case .rescheduled:

@@ -81,6 +81,11 @@ actor Agent {
     }
 
     /// Asks for a fetch after a random wait in 0...`jitter`.
+    ///
+    /// A delayed fetch of the same trigger that is still waiting covers the new request: it comes
+    /// after it, so it sees whatever the new one would. A broker that drops its clients twice while
+    /// coming back (a cluster recovering) so costs one fetch per device, not one per reconnect, and
+    /// a burst of pings one fetch.
     nonisolated func requestAfterJitter(_ trigger: FetchTrigger, jitter: Duration) {
         inbox.send(.fetchAfter(trigger, jitter: jitter))
     }

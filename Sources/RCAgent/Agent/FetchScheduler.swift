@@ -23,14 +23,14 @@ struct FetchScheduler {
         /// An ended Live Activity reached its dismissal date: remove it (and any others due).
         case dismissal
 
-        /// Jobs of one kind replace each other, except delayed fetches, which all happen.
+        /// Jobs of one kind replace each other; delayed fetches only one with the same trigger.
         fileprivate var replaces: (Job) -> Bool {
             switch self {
             case .timer: { if case .timer = $0 { true } else { false } }
             case .storeRetry: { if case .storeRetry = $0 { true } else { false } }
             case .settle: { if case .settle = $0 { true } else { false } }
             case .systemChange: { if case .systemChange = $0 { true } else { false } }
-            case .delayed: { _ in false }
+            case let .delayed(trigger): { if case .delayed(trigger) = $0 { true } else { false } }
             case .dismissal: { if case .dismissal = $0 { true } else { false } }
             }
         }
@@ -61,7 +61,9 @@ struct FetchScheduler {
         deadlines.append((at, job))
     }
 
-    /// Sets `job` unless one of its kind is already set (the store retry keeps its first deadline).
+    /// Sets `job` unless one of its kind is already set (the store retry keeps its first deadline;
+    /// a delayed fetch waiting for its turn covers another of the same trigger, see
+    /// ``Agent/requestAfterJitter(_:jitter:)``).
     mutating func scheduleIfUnset(_ job: Job, at: Instant) {
         guard !isScheduled(job) else { return }
         deadlines.append((at, job))

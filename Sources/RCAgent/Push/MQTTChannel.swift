@@ -1,3 +1,4 @@
+@preconcurrency import Dispatch
 import RCCore
 import RCMQTT
 import RCService
@@ -16,6 +17,14 @@ final class MQTTChannel: Sendable {
     private let topics: [String]
     private let jitter: Duration
     private let everConnected = Mutex(false)
+    /// The subscriptions in flight (message id → topic) and how often in a row the broker refused
+    /// each topic, for the retries; the broker the connection is on, `nil` while it is not.
+    private struct Subscriptions {
+        var inFlight: [Int32: String] = [:]
+        var refusals: [String: Int] = [:]
+        var broker: MQTTConnection.Broker?
+    }
+    private let subscriptions = Mutex(Subscriptions())
     /// What the connection did, in the order the network thread saw it: the channel's own task
     /// (``run()``) hands it to the agent, so `status` never shows an older state after a newer one ("connecting" after
     /// "connected" when a task per callback raced), and messages are handled in arrival order.
@@ -106,26 +115,73 @@ final class MQTTChannel: Sendable {
         switch event {
         case let .connected(broker): didConnect(broker)
         case let .disconnected(broker):
+            subscriptions.withLock { $0 = Subscriptions() }
             eventInput.yield(.state("mqtt \(broker.name) disconnected, reconnecting"))
         case let .message(topic, payload): didReceive(payload, topic: topic)
         case .published: break  // the report's acknowledgements, when it shares the connection
+        case let .subscribed(messageId, refused): didSubscribe(messageId, refused: refused)
         }
     }
 
-    private func didConnect(_ broker: MQTTConnection.Broker) {
-        for topic in topics {
-            do { try connection.subscribe(topic) } catch {
-                log.warning("Failed to subscribe to \(topic) on \(broker.name): \(error.reason)")
-            }
+    private func subscribe(_ topic: String, on broker: MQTTConnection.Broker) {
+        do {
+            let messageId = try connection.subscribe(topic)
+            subscriptions.withLock { $0.inFlight[messageId] = topic }
+        } catch {
+            log.warning("Failed to subscribe to \(topic) on \(broker.name): \(error.reason)")
         }
+    }
+
+    /// A refused subscription leaves the device deaf on that topic while the connection looks
+    /// healthy (a broker's ACL, a cluster that could not create the subscription's storage in
+    /// time): it is logged, shown in status, and asked for again, 1 s doubling to 5 min, ±50%, on
+    /// the same connection (a reconnect would cost every device a fetch).
+    private func didSubscribe(_ messageId: Int32, refused: Bool) {
+        let (topic, refusals, broker) = subscriptions.withLock { state in
+            let topic = state.inFlight.removeValue(forKey: messageId)
+            guard let topic else { return (String?.none, 0, state.broker) }
+            let before = state.refusals[topic] ?? 0
+            state.refusals[topic] = refused ? before + 1 : 0
+            return (topic, refused ? before + 1 : before, state.broker)
+        }
+        guard let topic, let broker else { return }
+        guard refused else {
+            if refusals > 0 {
+                log.info("MQTT broker \(broker.name) took the subscription to \(topic) after \(refusals) refusals")
+                eventInput.yield(.state(connectedState(broker)))
+            }
+            return
+        }
+        let step = Backoff.step(failures: refusals, base: .seconds(1), cap: .seconds(300))
+        let delay = Duration.milliseconds(Int64(Double(step.milliseconds) * Double.random(in: 0.5...1.5)))
+        if refusals == 1 || refusals.isMultiple(of: 10) {
+            log.warning(
+                "MQTT broker \(broker.name) refused the subscription to \(topic); pings there are not heard; "
+                    + "retrying in \(DurationText.format(delay))")
+        }
+        eventInput.yield(.state("mqtt \(broker.name) connected, subscription to \(topic) refused, retrying"))
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(delay.milliseconds))) {
+            [weak self] in
+            guard let self else { return }
+            // On the connection it was refused on only: a new connection subscribes everything anyway.
+            guard let current = subscriptions.withLock({ $0.broker }), current == broker else { return }
+            subscribe(topic, on: current)
+        }
+    }
+
+    private func connectedState(_ broker: MQTTConnection.Broker) -> String {
+        "mqtt \(broker.name) connected, topics \(topics.joined(separator: ", "))"
+    }
+
+    private func didConnect(_ broker: MQTTConnection.Broker) {
+        subscriptions.withLock { $0 = Subscriptions(broker: broker) }
+        for topic in topics { subscribe(topic, on: broker) }
         let first = everConnected.withLock { ever in
             defer { ever = true }
             return !ever
         }
         log.info("MQTT connected to \(broker.name), subscribed to \(topics.joined(separator: ", "))")
-        eventInput.yield(
-            .connected(
-                state: "mqtt \(broker.name) connected, topics \(topics.joined(separator: ", "))", first: first))
+        eventInput.yield(.connected(state: connectedState(broker), first: first))
     }
 
     private func didReceive(_ payload: [UInt8], topic: String) {

@@ -27,6 +27,8 @@ final class MQTTConnection: Sendable {
         case message(topic: String, payload: [UInt8])
         /// The broker acknowledged the publish with this id (PUBACK).
         case published(messageId: Int32)
+        /// The broker answered the subscription with this id (SUBACK), granting or refusing it.
+        case subscribed(messageId: Int32, refused: Bool)
     }
 
     struct SetupError: Error, CustomStringConvertible {
@@ -135,7 +137,8 @@ final class MQTTConnection: Sendable {
 
     // MARK: - Calls from any thread (libmosquitto locks its own state)
 
-    func subscribe(_ topic: String) throws(MQTTError) { try client.subscribe(topic, qos: 1) }
+    /// Asks for `topic` at QoS 1 and returns the request's message id (``Event/subscribed(messageId:refused:)`` follows).
+    func subscribe(_ topic: String) throws(MQTTError) -> Int32 { try client.subscribe(topic, qos: 1) }
 
     func unsubscribe(_ topic: String) throws(MQTTError) { try client.unsubscribe(topic) }
 
@@ -206,8 +209,10 @@ final class MQTTConnection: Sendable {
             deliver(.connected(broker))
         case let .refused(reason):
             log.warning("MQTT broker \(currentBroker.name) refused the connection: \(reason)")
-        case .disconnected, .subscribed:
+        case .disconnected:
             break  // the end of the loop says it, with the reason
+        case let .subscribed(messageId, granted):
+            deliver(.subscribed(messageId: messageId, refused: granted.contains(MQTTClient.refusedQoS)))
         case let .message(topic, payload): deliver(.message(topic: topic, payload: payload))
         case let .published(messageId): deliver(.published(messageId: messageId))
         }
