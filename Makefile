@@ -42,12 +42,15 @@ deps-bench: ; $(call ensure_packages,$(BENCH_DEPS))
 deps-deb:   ; $(call ensure_packages,$(DEB_DEPS))
 deps-reliability: ; $(call ensure_packages,$(RELIABILITY_DEPS))
 
+# rcagentd is rcagent called by another name (one executable, Package.swift): the link beside it.
 build: deps-build
 	$(SWIFT) build $(SWIFTPM_FLAGS)
+	ln -sf rcagent "$$($(SWIFT) build $(SWIFTPM_FLAGS) --show-bin-path)/rcagentd"
 
 release: deps-build
 	@mkdir -p $(STATIC_CXX) && ln -sf "$$(g++ -print-file-name=libstdc++.a)" $(STATIC_CXX)/libstdc++.a
 	$(RELEASE)
+	ln -sf rcagent "$(RELEASE_BIN)/rcagentd"
 
 # The reliability suites (Tests/EndToEndTests/Reliability, suites named Reliability*) run on their
 # own: `make test-reliability`, which CI runs after `make test`.
