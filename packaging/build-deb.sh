@@ -1,6 +1,7 @@
 #!/bin/sh
 # Assembles the two packages from release binaries (static Swift stdlib) with dpkg-deb:
-#   rcagent_VERSION_ARCH.deb   the device: rcagentd, rcagent, their units and default config;
+#   rcagent_VERSION_ARCH.deb   the device: rcagent (one executable, the daemon when called as rcagentd,
+#                              a link to it), the units and default config;
 #   rcadmin_VERSION_ARCH.deb   the operator host or CI runner: rcadmin and the relay's unit.
 # A device never needs the operator tool (nor its service-account code), and an operator host
 # never needs the daemon. Prints the two paths, device package first.
@@ -44,7 +45,9 @@ install_manpages() {
 }
 
 # finish_package NAME: copyright, changelog and lintian overrides, then control (Depends from
-# what the binaries really link), md5sums, timestamps and the .deb; prints its path.
+# what the binaries really link, before the libraries the control template names, which the
+# binaries load on first use: dpkg-shlibdeps cannot see those), md5sums, timestamps and the .deb
+# (xz at its highest level: the device package is downloaded by every device); prints its path.
 finish_package() {
     name=$1
     dir=$stage/$name
@@ -57,7 +60,7 @@ finish_package() {
 
     mkdir -p "$stage/debian"
     printf 'Source: rcagent\n\nPackage: %s\nArchitecture: any\n' "$name" > "$stage/debian/control"
-    executables=$(for program in "$dir"/usr/bin/*; do printf ' -e%s' "$program"; done)
+    executables=$(for program in "$dir"/usr/bin/*; do [ -L "$program" ] || printf ' -e%s' "$program"; done)
     # shellcheck disable=SC2086 # one -e option per program
     depends=$(cd "$stage" && dpkg-shlibdeps -O $executables 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
     [ -n "$depends" ] || { echo "build-deb: dpkg-shlibdeps found no dependencies for $name" >&2; exit 1; }
@@ -72,13 +75,14 @@ finish_package() {
     [ ! -f "$dir/DEBIAN/conffiles" ] || chmod 0644 "$dir/DEBIAN/conffiles"
     find "$dir" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
     deb="$out/${name}_${version}_${arch}.deb"
-    dpkg-deb --root-owner-group -Zxz --build "$dir" "$deb" >/dev/null
+    dpkg-deb --root-owner-group -Zxz -z9 --build "$dir" "$deb" >/dev/null
     echo "$deb"
 }
 
-# The device package.
+# The device package: rcagentd is rcagent called by that name (Package.swift), a relative link.
 pkg=$stage/rcagent
-install_programs "$pkg" rcagent rcagentd
+install_programs "$pkg" rcagent
+ln -s rcagent "$pkg/usr/bin/rcagentd"
 install -d "$pkg/usr/libexec/rcagent" "$pkg/lib/systemd/system" "$pkg/usr/lib/sysusers.d" "$pkg/usr/lib/tmpfiles.d" \
     "$pkg/etc/rcagent/hooks.d" "$pkg/etc/rcagent/agent.conf.d" "$pkg/usr/share/doc/rcagent"
 install -m 0755 "$root/packaging/rcagent-update-check" "$pkg/usr/libexec/rcagent/"
