@@ -47,7 +47,8 @@ install_manpages() {
 # finish_package NAME: copyright, changelog and lintian overrides, then control (Depends from
 # what the binaries really link, before the libraries the control template names, which the
 # binaries load on first use: dpkg-shlibdeps cannot see those), md5sums, timestamps and the .deb
-# (xz at its highest level: the device package is downloaded by every device); prints its path.
+# (xz at dpkg-deb's default level: -z9 saved 180 bytes of 2.8 MB, -Sextreme lost 2.5 KB; its 8 MiB
+# dictionary already spans the one executable); prints its path.
 finish_package() {
     name=$1
     dir=$stage/$name
@@ -75,7 +76,7 @@ finish_package() {
     [ ! -f "$dir/DEBIAN/conffiles" ] || chmod 0644 "$dir/DEBIAN/conffiles"
     find "$dir" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
     deb="$out/${name}_${version}_${arch}.deb"
-    dpkg-deb --root-owner-group -Zxz -z9 --build "$dir" "$deb" >/dev/null
+    dpkg-deb --root-owner-group -Zxz --build "$dir" "$deb" >/dev/null
     echo "$deb"
 }
 
