@@ -8,7 +8,7 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BUILD_DEPS := libsqlite3-dev libsystemd-dev libcurl4-openssl-dev libssl-dev libmosquitto-dev libpcre2-dev pkg-config g++
 TEST_DEPS  := $(BUILD_DEPS) sqlite3 python3 openssl mosquitto mosquitto-clients iproute2 dash libsystemd-shared strace
 BENCH_DEPS := $(BUILD_DEPS) sqlite3 hyperfine jq python3 mosquitto mosquitto-clients redis-server redis-tools linux-perf strace dpkg-dev binutils go-md2man
-DEB_DEPS   := $(BUILD_DEPS) dpkg-dev lintian systemd binutils go-md2man python3 mosquitto mosquitto-clients
+DEB_DEPS   := $(BUILD_DEPS) dpkg-dev lintian systemd binutils go-md2man python3 mosquitto mosquitto-clients procps
 RELIABILITY_DEPS := $(TEST_DEPS) faketime
 # Release builds link the Swift runtime and libstdc++ statically: a directory holding only
 # libstdc++.a makes the toolchain's `-lstdc++` pick the archive. That removes libstdc++.so's
