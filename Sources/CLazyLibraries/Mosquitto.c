@@ -22,6 +22,7 @@ typedef int (*rc_mosquitto_password_callback)(char *, int, int, void *);
       (struct mosquitto * m, const char *topic, int length, const void *payload, int qos, bool retain),           \
       (m, topic, length, payload, qos, retain))                                                                   \
     F(int, mosquitto_will_clear, (struct mosquitto * m), (m))                                                     \
+    F(int, mosquitto_threaded_set, (struct mosquitto * m, bool threaded), (m, threaded))                           \
     F(int, mosquitto_connect, (struct mosquitto * m, const char *host, int port, int keepalive),                  \
       (m, host, port, keepalive))                                                                                 \
     F(int, mosquitto_reconnect, (struct mosquitto * m), (m))                                                      \
