@@ -60,7 +60,7 @@ final class MQTTChannel: Sendable {
         options.tls = tls
         options.caFile = config.mqttCAFile
         do { client = try MQTTClient(options) } catch {
-            throw SetupError(description: "cannot set up MQTT: \(error)")
+            throw SetupError(description: "cannot set up MQTT (MQTTCAFile=, TLS): \(error)")
         }
         self.agent = agent
         self.log = log
