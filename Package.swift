@@ -56,7 +56,7 @@ let package = Package(
 
         // rcagent and, called as rcagentd, the daemon (main.swift chooses by the name it is called by).
         .executableTarget(
-            name: "rcagent", dependencies: ["RCClient", "RCAgent"],
+            name: "rcagent", dependencies: ["RCClient", "RCAgent", "CLinux"],
             // Startup dominates `rcagent get` (BENCHMARKS.md): a position-dependent executable skips
             // ~35,000 load-time relocations, about 0.4 ms of a 3 ms run. The daemon, the same file, is
             // position-dependent too (BENCHMARKS.md, issue 20, measures the alternative).
