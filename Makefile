@@ -8,7 +8,7 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BUILD_DEPS := libsqlite3-dev libsystemd-dev libcurl4-openssl-dev libssl-dev libmosquitto-dev libpcre2-dev pkg-config g++
 TEST_DEPS  := $(BUILD_DEPS) sqlite3 python3 openssl mosquitto mosquitto-clients iproute2 dash libsystemd-shared strace
 BENCH_DEPS := $(BUILD_DEPS) sqlite3 hyperfine jq python3 mosquitto mosquitto-clients redis-server redis-tools linux-perf strace dpkg-dev binutils go-md2man
-DEB_DEPS   := $(BUILD_DEPS) dpkg-dev lintian systemd binutils go-md2man python3 mosquitto mosquitto-clients
+DEB_DEPS   := $(BUILD_DEPS) dpkg-dev lintian systemd binutils go-md2man python3 mosquitto mosquitto-clients procps
 RELIABILITY_DEPS := $(TEST_DEPS) faketime
 # Release builds link the Swift runtime and libstdc++ statically: a directory holding only
 # libstdc++.a makes the toolchain's `-lstdc++` pick the archive. That removes libstdc++.so's
@@ -42,12 +42,15 @@ deps-bench: ; $(call ensure_packages,$(BENCH_DEPS))
 deps-deb:   ; $(call ensure_packages,$(DEB_DEPS))
 deps-reliability: ; $(call ensure_packages,$(RELIABILITY_DEPS))
 
+# rcagentd is rcagent called by another name (one executable, Package.swift): the link beside it.
 build: deps-build
 	$(SWIFT) build $(SWIFTPM_FLAGS)
+	ln -sf rcagent "$$($(SWIFT) build $(SWIFTPM_FLAGS) --show-bin-path)/rcagentd"
 
 release: deps-build
 	@mkdir -p $(STATIC_CXX) && ln -sf "$$(g++ -print-file-name=libstdc++.a)" $(STATIC_CXX)/libstdc++.a
 	$(RELEASE)
+	ln -sf rcagent "$(RELEASE_BIN)/rcagentd"
 
 # The reliability suites (Tests/EndToEndTests/Reliability, suites named Reliability*) run on their
 # own: `make test-reliability`, which CI runs after `make test`.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Performance target: `rcagent get KEY` on a 3,000-key cache, wall time against `sqlite3 state.db "select ..."`
 # doing the same lookup, in the same invocation. Prints both means and the ratio (target ≤ 1.5).
-# Usage: bench/get.sh BIN_DIR   (a release build with --static-swift-stdlib)
+# With RCBENCH_BASELINE=DIR (another release build, e.g. the last release's binaries), its `rcagent get`
+# runs in the same hyperfine invocation on the same database, and the ratio new/baseline is printed too.
+# Usage: [RCBENCH_BASELINE=DIR] bench/get.sh BIN_DIR   (a release build with --static-swift-stdlib)
 set -euo pipefail
 bin=${1:?usage: bench/get.sh BIN_DIR}
 work=$(mktemp -d)
@@ -45,6 +47,11 @@ if command -v redis-server >/dev/null; then
   peers+=(-n "redis-cli GET" "redis-cli -p $port GET $key")
 fi
 
+if [ -n "${RCBENCH_BASELINE:-}" ]; then
+  [ "$("$RCBENCH_BASELINE/rcagent" get $key)" = "value of key 1500" ] || { echo "the baseline's rcagent get returned the wrong value" >&2; exit 1; }
+  peers+=(-n "baseline get" "$RCBENCH_BASELINE/rcagent get $key")
+fi
+
 hyperfine --warmup 20 --runs 300 -N --export-json "$work/get.json" \
   -n "rcagent get" "$bin/rcagent get $key" \
   -n "sqlite3 select" "sqlite3 $work/state/state.db \"select value from active_values where key='$key'\"" \
@@ -53,7 +60,8 @@ hyperfine --warmup 20 --runs 300 -N --export-json "$work/get.json" \
 jq -r '
   (.results[0].mean) as $a | (.results[1].mean) as $b |
   (.results[] | "\(.command | . + "                " | .[0:16]) \(.mean * 1000 * 1000 | round / 1000) ms"),
-  "ratio rcagent/sqlite3: \($a / $b * 1000 | round / 1000) (target <= 1.5)"
+  "ratio rcagent/sqlite3: \($a / $b * 1000 | round / 1000) (target <= 1.5)",
+  (.results[] | select(.command == "baseline get") | "ratio rcagent/baseline: \($a / .mean * 1000 | round / 1000) (target <= 1.0)")
 ' "$work/get.json"
 
 # For bench/run.py: the ratio against sqlite3 (the figure with a target), and every command's mean with
@@ -67,6 +75,9 @@ jq -r '
   [{id: "get.ratio_sqlite3", figure: "rcagent get / sqlite3 select (3,000 keys, one hyperfine run)",
     value: ($a / .results[1].mean * 1000 | round / 1000), unit: "x", target: {op: "<=", value: 1.5}, peers: $peers,
     note: "hyperfine -N, 20 warm-up and 300 measured runs; the database checkpointed first"}]
+  + [.results[] | select(.command == "baseline get") | {id: "get.ratio_baseline",
+    figure: "rcagent get / the baseline build'"'"'s (same run)", value: ($a / .mean * 1000 | round / 1000), unit: "x",
+    target: {op: "<=", value: 1.0}, note: "RCBENCH_BASELINE='"${RCBENCH_BASELINE:-}"'"}]
   + [.results[] | {id: ("get.mean." + (.command | gsub("[^a-z0-9]+"; "_"))), figure: ("  " + .command + ", mean"),
     value: (.mean | ms), unit: "ms", target: null, peers: {rcagent_ratio: ($a / .mean * 1000 | round / 1000)}}]
 ' "$work/get.json" > "$RCBENCH_OUT/get.json"

@@ -63,4 +63,9 @@ struct rcagent_sockaddr_nl {
     unsigned int nl_groups;   // multicast groups mask
 };
 _Static_assert(sizeof(struct rcagent_sockaddr_nl) == 12, "struct sockaddr_nl is 12 bytes");
+// The name this process was called by (argv[0] without its directory), as glibc keeps it from the
+// start (errno.h, _GNU_SOURCE): the one executable runs rcagent or rcagentd by it, also where Swift's
+// CommandLine.arguments comes out empty (under libfaketime's LD_PRELOAD).
+extern char *program_invocation_short_name;
+static inline const char *rcagent_program_name(void) { return program_invocation_short_name; }
 #endif

@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// A place in a config file, for error messages (`/etc/rcagent/agent.conf:12`).
 public struct SourceLocation: Sendable, Equatable, CustomStringConvertible {
     public let file: String

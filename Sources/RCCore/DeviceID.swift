@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// Device ids are shaped like Firebase installation ids (FIDs): 17 random bytes whose first four
 /// bits are 0111, base64url-encoded and cut to 22 characters, so they always match `^[cdef][\w-]{21}$`.
 public enum DeviceID {
@@ -7,10 +5,7 @@ public enum DeviceID {
         var generator = SystemRandomNumberGenerator()
         var bytes = (0..<17).map { _ in UInt8.random(in: 0...255, using: &generator) }
         bytes[0] = 0b0111_0000 | (bytes[0] & 0b0000_1111)
-        let base64 = Data(bytes).base64EncodedString()
-            .replacing("+", with: "-")
-            .replacing("/", with: "_")
-        return String(base64.prefix(22))
+        return String(Base64URL.encode(bytes).prefix(22))
     }
 
     public static func isValid(_ id: String) -> Bool {

@@ -1,4 +1,5 @@
 internal import CCrypto
+internal import CLazyLibraries
 
 /// An RSA private key read by libcrypto from PEM text, owned: read in `init`, freed in `deinit`
 /// (libcrypto clears the private numbers as it frees them). It signs RS256: RSASSA-PKCS1-v1_5 over
@@ -9,6 +10,9 @@ final class RSASigningKey {
     /// `pem`: a PKCS#8 (`BEGIN PRIVATE KEY`) or PKCS#1 (`BEGIN RSA PRIVATE KEY`) key. Errors say what
     /// is wrong without quoting the key: `call` names where it came from.
     init(pem: String, call: String) throws(GoogleError) {
+        if let problem = rc_lazy_require(RC_LAZY_CRYPTO) {
+            throw GoogleError(call, "signing a service-account token needs \(String(cString: problem))")
+        }
         // The PEM goes to libcrypto through a buffer of our own, wiped and freed as soon as the key is
         // read: a Swift string cannot be cleared, but this copy at least does not outlive the parse.
         let bytes = Array(pem.utf8)

@@ -11,7 +11,10 @@ final class CurlTransfer {
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
     init() throws(HTTPError) {
-        HTTPClient.initializeOnce()
+        do { try HTTPClient.initializeOnce() } catch {
+            errorBuffer.deallocate()
+            throw error
+        }
         guard let handle = curl_easy_init() else {
             errorBuffer.deallocate()
             throw HTTPError(kind: .transport, message: "cannot create a curl handle")

@@ -1,4 +1,5 @@
 internal import CCurl
+internal import CLazyLibraries
 import Glibc
 import RCCore
 
@@ -10,8 +11,12 @@ public enum HTTPClient {
         curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
     }()
 
-    /// curl_global_init is not thread-safe: it runs once, before the first handle exists.
-    static func initializeOnce() {
+    /// curl_global_init is not thread-safe: it runs once, before the first handle exists. libcurl is
+    /// loaded on first use (CLazyLibraries): a device with only a file source need not have it.
+    static func initializeOnce() throws(HTTPError) {
+        if let problem = rc_lazy_require(RC_LAZY_CURL) {
+            throw HTTPError(kind: .transport, message: "HTTP needs \(String(cString: problem))")
+        }
         _ = initialized
     }
 
@@ -32,7 +37,7 @@ public enum HTTPClient {
     /// blocks for up to the request's timeout, which must never hold a cooperative-pool thread.
     private static func perform(_ request: HTTPRequest, stream: StreamReceiver?) async throws(HTTPError) -> HTTPResponse
     {
-        initializeOnce()
+        try initializeOnce()
         let result: Result<HTTPResponse, HTTPError> = await withCheckedContinuation { continuation in
             let started = DetachedThread.start {
                 do throws(HTTPError) {

@@ -1,3 +1,4 @@
+internal import CLazyLibraries
 internal import CMosquitto
 import Glibc
 import RCCore
@@ -91,6 +92,10 @@ public final class MQTTClient: @unchecked Sendable {
     private static let initialized: Bool = { mosquitto_lib_init() == MOSQ_ERR_SUCCESS.rawValue }()
 
     public init(_ options: Options) throws(MQTTError) {
+        // libmosquitto is loaded on first use (CLazyLibraries): a device without MQTT need not have it.
+        if let problem = rc_lazy_require(RC_LAZY_MOSQUITTO) {
+            throw MQTTError(.setup, "MQTT needs \(String(cString: problem))")
+        }
         _ = Self.initialized
         guard let handle = mosquitto_new(options.clientId, options.cleanSession, nil) else {
             throw MQTTError(.setup, "cannot create an MQTT client: \(String(cString: strerror(errno)))")

@@ -1,3 +1,4 @@
+internal import CLazyLibraries
 internal import CPCRE2
 
 /// A regular expression from a template (`STRING_CONTAINS_REGEX`), matched with a bounded cost.
@@ -24,7 +25,9 @@ final class BoundedRegex {
     private let matchData: OpaquePointer
 
     /// `nil` when the pattern does not compile (the condition is then false, as documented).
+    /// Also `nil` without libpcre2-8 (loaded on first use; the package depends on it).
     init?(_ pattern: String) {
+        guard rc_lazy_require(RC_LAZY_PCRE2) == nil else { return nil }
         var errorCode: Int32 = 0
         var errorOffset = 0
         let compiled =

@@ -1,4 +1,5 @@
 internal import CCrypto
+internal import CLazyLibraries
 
 /// Evaluates condition trees for one device with the Firebase Admin SDK's semantics
 /// (firebase-admin-node `src/remote-config/condition-evaluator-internal.ts`, the SHA-256 version).
@@ -64,7 +65,9 @@ struct ConditionEvaluator {
         return remainder
     }
 
+    /// `nil` also without libcrypto (loaded on first use; the package depends on it).
     private static func sha256(_ bytes: [UInt8]) -> [UInt8]? {
+        guard rc_lazy_require(RC_LAZY_CRYPTO) == nil else { return nil }
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         let status = bytes.withUnsafeBytes { input in

@@ -9,7 +9,22 @@ enum Binaries {
         return exe.deletingLastPathComponent()
     }()
 
-    static func url(_ name: String) -> URL { directory.appendingPathComponent(name) }
+    /// `rcagentd` is `rcagent` called by that name (one executable, as packaged): the link beside it,
+    /// made on first use, so the daemon's tests run it the way the package installs it.
+    static func url(_ name: String) -> URL {
+        if name == "rcagentd" { _ = daemonLink }
+        return directory.appendingPathComponent(name)
+    }
+
+    /// Made under a name of its own and renamed into place: parallel test processes, and a stale
+    /// `rcagentd` executable from a build before the programs were one, never see a half-made link.
+    private static let daemonLink: Void = {
+        let temporary = directory.appendingPathComponent(".rcagentd-\(getpid())").path
+        unlink(temporary)
+        if symlink("rcagent", temporary) == 0 {
+            rename(temporary, directory.appendingPathComponent("rcagentd").path)
+        }
+    }()
 }
 
 /// A private directory with an agent config, defaults and a file source, torn down at deinit.

@@ -1,0 +1,83 @@
+// Loading on first use: one pthread_once per library opens it and resolves every function in its
+// list, so a library that is missing, or too old to have one of them, is found at the first call,
+// not half-way through a feature.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "LazyLibrary.h"
+
+static const rc_lazy_definition *const definitions[] = {
+    [RC_LAZY_CURL] = &rc_lazy_curl,
+    [RC_LAZY_MOSQUITTO] = &rc_lazy_mosquitto,
+    [RC_LAZY_CRYPTO] = &rc_lazy_crypto,
+    [RC_LAZY_PCRE2] = &rc_lazy_pcre2,
+};
+#define LIBRARIES (sizeof definitions / sizeof definitions[0])
+
+static pthread_once_t once[LIBRARIES] = {PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT};
+static int ready[LIBRARIES];
+static char errors[LIBRARIES][512];
+
+static void load(rc_lazy_library library) {
+    const rc_lazy_definition *definition = definitions[library];
+    // RTLD_LOCAL: the library's symbols stay out of the global scope, where they would meet the
+    // wrappers of the same names in this executable. RTLD_NOW: its own dependencies fail here, too.
+    void *handle = dlopen(definition->soname, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        const char *reason = dlerror();
+        snprintf(errors[library], sizeof errors[library], "%s, which cannot be loaded (apt install %s): %s",
+                 definition->soname, definition->package, reason ? reason : "unknown error");
+        return;
+    }
+    for (size_t index = 0; index < definition->count; index++) {
+        // dlsym on the library's own handle finds its definition, never this executable's wrapper.
+        void *function = dlsym(handle, definition->names[index]);
+        if (function == NULL) {
+            snprintf(errors[library], sizeof errors[library],
+                     "%s, which has no %s (too old? apt install %s for this release's version)", definition->soname,
+                     definition->names[index], definition->package);
+            dlclose(handle);
+            return;
+        }
+        definition->slots[index] = function;
+    }
+    ready[library] = 1;  // the handle stays open for the life of the process
+}
+
+static void load_curl(void) { load(RC_LAZY_CURL); }
+static void load_mosquitto(void) { load(RC_LAZY_MOSQUITTO); }
+static void load_crypto(void) { load(RC_LAZY_CRYPTO); }
+static void load_pcre2(void) { load(RC_LAZY_PCRE2); }
+static void (*const loaders[LIBRARIES])(void) = {
+    [RC_LAZY_CURL] = load_curl,
+    [RC_LAZY_MOSQUITTO] = load_mosquitto,
+    [RC_LAZY_CRYPTO] = load_crypto,
+    [RC_LAZY_PCRE2] = load_pcre2,
+};
+
+const char *rc_lazy_require(rc_lazy_library library) {
+    if ((size_t)library >= LIBRARIES) return "an unknown library";
+    pthread_once(&once[library], loaders[library]);
+    return ready[library] ? NULL : errors[library];
+}
+
+const char *rc_lazy_soname(rc_lazy_library library) {
+    return (size_t)library < LIBRARIES ? definitions[library]->soname : "?";
+}
+
+const char *rc_lazy_package(rc_lazy_library library) {
+    return (size_t)library < LIBRARIES ? definitions[library]->package : "?";
+}
+
+void *rc_lazy_function(rc_lazy_library library, size_t index) {
+    const char *problem = rc_lazy_require(library);
+    if (problem != NULL) {
+        // Priority 2 (critical) for journald, as the Swift logger's lines carry theirs.
+        dprintf(STDERR_FILENO, "<2>%s need %s\n", definitions[library]->features, problem);
+        abort();
+    }
+    return definitions[library]->slots[index];
+}

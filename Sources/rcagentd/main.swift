@@ -1,4 +1,0 @@
-import Glibc
-import RCAgent
-
-exit(await Daemon.main(arguments: Array(CommandLine.arguments.dropFirst())))
