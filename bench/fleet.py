@@ -511,6 +511,7 @@ def converge(broker, processes, version, jitter_seconds, label):
               "subscriber": [reports.process.pid] if reports_on else []}
     cpu_before = {name: cpu_of(pids) for name, pids in groups.items()}
     offset = nginx.offset()
+    profile = start_perf(label) if jitter_seconds == 0 else None
     wall0, t0 = time.time(), time.monotonic()
     ping(broker, version)
     limit = jitter_seconds + 60
@@ -534,6 +535,7 @@ def converge(broker, processes, version, jitter_seconds, label):
     time.sleep(1)  # requests still on their way are counted too
     requests = nginx.requests(offset)
     cpu_after = {name: cpu_of(pids) for name, pids in groups.items()}
+    profiled = stop_perf(profile, groups) if profile else {}
     per_agent = {}
     for _, _, i in requests:
         per_agent[i] = per_agent.get(i, 0) + 1
@@ -559,12 +561,53 @@ def converge(broker, processes, version, jitter_seconds, label):
            f"p50 {p50:.2f} s, p99 {p99:.2f} s, from {source}"
            + (f"; {missing} agents never got it within {limit} s" if missing else ""),
            {"missing": missing, "max_of_those_that_did_s": round(worst, 2), "p50_s": round(p50, 2), "p99_s": round(p99, 2), "first_fetch_s": round(min(fetch_times), 2),
-            "last_fetch_s": round(max(fetch_times), 2), "cpu_s": {k: v / 1000 for k, v in cpu.items()}})
+            "last_fetch_s": round(max(fetch_times), 2), "cpu_s": {k: v / 1000 for k, v in cpu.items()},
+            "perf": profiled})
     figure(f"fleet.{key}.requests_per_agent", f"{label}: nginx requests per agent for the ping",
            round(len(requests) / agents, 3), "", {"op": "<=", "value": 1.05}, None,
            {"requests": len(requests), "max_by_one_agent": max(per_agent.values()),
             "agents_without_request": agents - len(per_agent)})
     return delays
+
+
+def start_perf(label):
+    """`perf record` of the whole machine (cpu-clock: this VM has no hardware counters) over a
+    Jitter=0 round, to say where its time goes; None without perf or with RCBENCH_FLEET_PERF=0."""
+    if os.environ.get("RCBENCH_FLEET_PERF") == "0" or not shutil.which("perf"):
+        return None
+    path = os.path.join(work, f"perf-{len(figures)}.data")
+    process = spawn(["perf", "record", "-e", "cpu-clock", "-F", "499", "-a", "-o", path],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)  # perf opens its per-CPU buffers before the ping goes out
+    return process, path
+
+
+def stop_perf(profile, groups):
+    """Stops perf and prints the share of all samples each process group had, the libraries the
+    agents' samples fell in, and the busiest processes on the machine (other builders included)."""
+    process, path = profile
+    stop(process, signal.SIGINT)
+
+    def top(args, lines, limit="0.5"):
+        out = subprocess.run(["perf", "report", "-i", path, "--stdio", "--percent-limit", limit] + args,
+                             capture_output=True, text=True).stdout
+        rows = [line.strip() for line in out.splitlines() if line.strip() and not line.startswith("#")]
+        return [re.sub(r"\s+", " ", row) for row in rows[:lines]]
+
+    shares = {}
+    for name, pids in groups.items():
+        if pids:
+            rows = top(["--pid", ",".join(map(str, pids)), "--sort", "pid"], 100000, "0")
+            shares[name] = round(sum(float(r.split("%")[0]) for r in rows if "%" in r), 1)
+    result = {"share_of_samples_percent": shares,
+              "agents_by_library": top(["--pid", ",".join(map(str, groups["agents"])), "--sort", "dso"], 10),
+              "agents_by_symbol": top(["--pid", ",".join(map(str, groups["agents"])), "--sort", "dso,sym"], 12),
+              "machine_by_command": top(["--sort", "comm"], 8)}
+    print("  perf, share of all samples: " + ", ".join(f"{k} {v}%" for k, v in shares.items()))
+    print("  agents' samples by library: " + "; ".join(result["agents_by_library"]))
+    print("  agents' samples by symbol: " + "; ".join(result["agents_by_symbol"]))
+    print("  the machine by command: " + "; ".join(result["machine_by_command"]), flush=True)
+    return result
 
 
 def memory(processes, label):
