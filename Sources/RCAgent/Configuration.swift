@@ -70,8 +70,11 @@ struct Configuration {
         case .unconfigured, .http, .firebase:
             break
         }
-        if config.mqtt != nil {
-            services.append(try MQTTService(config: config, deviceId: deviceId, agent: agent, log: log))
+        if !config.mqttBrokers.isEmpty {
+            services.append(try MQTTService.push(config: config, deviceId: deviceId, agent: agent, log: log))
+        }
+        if config.reportTopic != nil && !config.reportSharesPushConnection {
+            services.append(try MQTTService.report(config: config, deviceId: deviceId, agent: agent, log: log))
         }
         if kind.usesNetwork {
             do {
@@ -103,9 +106,9 @@ struct Configuration {
             || ["App.Version", "App.Package", "Agent.FetchTimeout"].contains(setting)
     }
 
-    /// Whether a changed setting feeds the services around the source (the push channels).
+    /// Whether a changed setting feeds the services around the source (the push channels, the report).
     static func feedsServices(_ setting: String) -> Bool {
-        feedsSource(setting) || setting.hasPrefix("Push.")
+        feedsSource(setting) || setting.hasPrefix("Push.") || setting.hasPrefix("Report.")
     }
 
     /// `new` as a running daemon can apply it: the restart-only settings keep their running values.
@@ -119,20 +122,73 @@ struct Configuration {
     }
 }
 
-/// The MQTT push channel as a service: a reload that replaces it takes its topics out of the
-/// broker's persistent session first, or pings on the old topics would still be delivered.
+/// One MQTT connection as a service, with what rides on it: the push channel, the device report,
+/// or both (one connection per device when they go to the same brokers). It owns the connection's
+/// lifetime: the report's last word (offline, acknowledged) goes out before the disconnect. A
+/// reload that replaces it takes the channel's topics out of the broker's persistent session
+/// first, or pings on the old topics would still be delivered.
 struct MQTTService: Service {
     let name: String
-    private let channel: MQTTChannel
+    private let connection: MQTTConnection
+    private let channel: MQTTChannel?
+    private let reporter: Reporter?
+    private let log: Logger
 
-    init(config: AgentConfig, deviceId: String, agent: Agent, log: Logger) throws {
-        channel = try MQTTChannel(config: config, deviceId: deviceId, agent: agent, log: log)
-        name = "MQTT channel \(config.mqtt ?? "")"
+    /// The push channel's connection (client id = device id, persistent session), carrying the
+    /// report too when it goes to the same brokers.
+    static func push(config: AgentConfig, deviceId: String, agent: Agent, log: Logger) throws(MQTTConnection.SetupError)
+        -> MQTTService
+    {
+        let connection = try MQTTConnection(
+            urls: config.mqttBrokers, clientId: deviceId, cleanSession: false, credentials: .push(config), log: log)
+        let channel = MQTTChannel(config: config, deviceId: deviceId, connection: connection, agent: agent, log: log)
+        let reporter =
+            config.reportSharesPushConnection
+            ? config.reportTopic.map {
+                Reporter(prefix: $0, deviceId: deviceId, agent: agent, connection: connection, log: log)
+            } : nil
+        let what = reporter == nil ? "MQTT channel" : "MQTT channel and report"
+        return MQTTService(
+            name: "\(what) \(config.mqttBrokers.joined(separator: " "))", connection: connection, channel: channel,
+            reporter: reporter, log: log)
     }
 
-    func run() async throws { await channel.run() }
+    /// A connection of the report's own (`[Report] MQTT=` names other brokers than the push
+    /// channel's): a clean session that subscribes to nothing, under its own client id.
+    static func report(config: AgentConfig, deviceId: String, agent: Agent, log: Logger) throws(MQTTConnection
+        .SetupError) -> MQTTService
+    {
+        let connection = try MQTTConnection(
+            urls: config.reportBrokers, clientId: deviceId + "-report", cleanSession: true,
+            credentials: .report(config), log: log)
+        let reporter = Reporter(
+            prefix: config.reportTopic ?? "", deviceId: deviceId, agent: agent, connection: connection, log: log)
+        return MQTTService(
+            name: "MQTT report \(config.reportBrokers.joined(separator: " "))", connection: connection, channel: nil,
+            reporter: reporter, log: log)
+    }
 
-    func retire() async { channel.unsubscribe() }
+    func run() async throws {
+        connection.onEvent { [channel, reporter] event in
+            channel?.handle(event)
+            reporter?.handle(event)
+        }
+        await reporter?.prepare()
+        if !connection.start() {
+            // Without its thread the connection is dead: say so in the log and in status, not nothing.
+            log.error("Failed to start the MQTT network thread; MQTT is off until a restart")
+            channel?.noNetworkThread()
+        }
+        // Both end when the task is cancelled (the daemon stops, a reload replaces the service).
+        await withDiscardingTaskGroup { group in
+            if let channel { group.addTask { await channel.run() } }
+            if let reporter { group.addTask { await reporter.run() } }
+        }
+        await reporter?.goodbye()
+        connection.stop()
+    }
+
+    func retire() async { channel?.unsubscribe() }
 }
 
 /// A service whose work is one async function that may end by itself and has no failure to

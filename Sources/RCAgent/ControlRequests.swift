@@ -19,7 +19,7 @@ struct ControlRequests: Sendable {
                 return StatusResponse(
                     pid: Int64(getpid()), state: await agent.fetching ? "fetching" : "idle",
                     nextFetchAt: await agent.nextFetch?.iso8601, push: await agent.pushState,
-                    config: await agent.configDigest
+                    config: await agent.configDigest, report: await agent.reportState
                 ).json
             case let .fetch(force, ignoreThrottle, wait):
                 let outcome = await agent.fetch(.manual(force: force, ignoreThrottle: ignoreThrottle), wait: wait)

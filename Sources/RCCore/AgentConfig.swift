@@ -52,12 +52,23 @@ public struct AgentConfig: Sendable {
     public var maxResponseSize = 4 << 20
     // [Push]
     public var realtime = RealtimeMode.auto
-    public var mqtt: String?
+    /// `[Push] MQTT=`: one broker, or several of one cluster (failover, tried in turn).
+    public var mqttBrokers: [String] = []
+    /// The first push broker (`rcadmin relay` publishes there), `nil` without one.
+    public var mqtt: String? { mqttBrokers.first }
     public var mqttTopic = "PUSH_RC"
     public var mqttUsername: String?
     public var mqttPasswordFile: String?
     public var mqttCAFile: String?
     public var jitter: Duration = .seconds(3)
+    // [Report]
+    /// `<topic>/<deviceId>` carries the agent's report; `nil`: no reports.
+    public var reportTopic: String?
+    /// `nil`: the push brokers (and then the push channel's connection).
+    public var reportBrokerList: [String]?
+    public var reportUsername: String?
+    public var reportPasswordFile: String?
+    public var reportCAFile: String?
     // [Relay] (rcadmin relay)
     public var relayFCMTopic: String?
     // [Signals]
@@ -108,6 +119,7 @@ public struct AgentConfig: Sendable {
             }
         }
         collect { () throws(ConfigError) in try config.validateSignals() }
+        collect { () throws(ConfigError) in try config.validateReport() }
         // Every problem at once; the unknown keys too, which may be what caused the others.
         if let error = ConfigError.combining(problems + (problems.isEmpty ? [] : config.warnings)) { throw error }
         return config
@@ -188,6 +200,24 @@ public struct AgentConfig: Sendable {
             "[Signals] sets \(signals.count) custom signals; Firebase allows at most \(Self.maximumSignalCount)")
     }
 
+    // MARK: - Report
+
+    /// The brokers the report goes to: `[Report] MQTT=`, else the push brokers.
+    public var reportBrokers: [String] { reportBrokerList ?? mqttBrokers }
+
+    /// Whether the report rides on the push channel's connection (one connection per device): it
+    /// goes to the very brokers the push channel uses, whatever `[Report]`'s credentials say.
+    public var reportSharesPushConnection: Bool { reportTopic != nil && reportBrokers == mqttBrokers }
+
+    /// A report topic needs a broker to go to: checked once every file has been applied (a drop-in
+    /// may set either).
+    public func validateReport() throws(ConfigError) {
+        guard reportTopic != nil, reportBrokers.isEmpty else { return }
+        throw ConfigError(
+            locations["Report.MQTTStatusTopic"] ?? SourceLocation(file: files.last ?? "config", line: 0),
+            "[Report] MQTTStatusTopic= needs a broker: set [Report] MQTT= or [Push] MQTT=")
+    }
+
     /// Keys that add a value each time they are set (an empty value clears them).
     static let repeatable: Set<String> = ["Source.Header"]
 
@@ -218,7 +248,7 @@ public struct AgentConfig: Sendable {
     }
 
     /// The sections agent.conf knows.
-    static let sections = ["Agent", "App", "Source", "Push", "Signals", "Relay"]
+    static let sections = ["Agent", "App", "Source", "Push", "Report", "Signals", "Relay"]
 
     /// " (did you mean 'URL'?)" for a name that differs from a known one only in case, or by up to
     /// two edits (a typo); else nothing.

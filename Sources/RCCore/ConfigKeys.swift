@@ -60,18 +60,27 @@ enum ConfigKeys {
 
         choice("Push", "Realtime", \.realtime),
         ConfigKey(section: "Push", key: "MQTT") { config, value, location throws(ConfigError) in
-            guard !value.isEmpty else { return config.mqtt = nil }
-            guard MQTTAddress.parse(value) != nil else {
-                throw ConfigError(
-                    location, "MQTT= must be an mqtt://host[:port] or mqtts://host[:port] URL, got '\(value)'")
-            }
-            config.mqtt = value
+            config.mqttBrokers = try brokers(value, key: "MQTT", location)
         },
         text("Push", "MQTTTopic", \.mqttTopic),
         optionalText("Push", "MQTTUsername", \.mqttUsername),
         optionalPath("Push", "MQTTPasswordFile", \.mqttPasswordFile),
         optionalPath("Push", "MQTTCAFile", \.mqttCAFile),
         duration("Push", "Jitter", \.jitter),
+
+        ConfigKey(section: "Report", key: "MQTTStatusTopic") { config, value, location throws(ConfigError) in
+            guard !value.isEmpty else { return config.reportTopic = nil }
+            if let problem = ReportTopic.problem(value) {
+                throw ConfigError(location, "MQTTStatusTopic= \(problem), got '\(value)'")
+            }
+            config.reportTopic = value
+        },
+        ConfigKey(section: "Report", key: "MQTT") { config, value, location throws(ConfigError) in
+            config.reportBrokerList = value.isEmpty ? nil : try brokers(value, key: "MQTT", location)
+        },
+        optionalText("Report", "MQTTUsername", \.reportUsername),
+        optionalPath("Report", "MQTTPasswordFile", \.reportPasswordFile),
+        optionalPath("Report", "MQTTCAFile", \.reportCAFile),
 
         // `rcadmin relay` only: the daemon does not read it.
         ConfigKey(section: "Relay", key: "FCMTopic") { config, value, location throws(ConfigError) in
@@ -84,6 +93,25 @@ enum ConfigKeys {
     ]
 
     private static let builtIn = AgentConfig()
+
+    /// A broker list: space-separated `mqtt://` or `mqtts://` URLs (a cluster's nodes), each
+    /// checked; empty for an empty value.
+    private static func brokers(_ value: String, key: String, _ location: SourceLocation) throws(ConfigError)
+        -> [String]
+    {
+        let urls = value.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+        guard urls.count <= maximumBrokers else {
+            throw ConfigError(location, "\(key)= lists \(urls.count) brokers; at most \(maximumBrokers) are taken")
+        }
+        for url in urls where MQTTAddress.parse(url) == nil {
+            throw ConfigError(
+                location, "\(key)= must be an mqtt://host[:port] or mqtts://host[:port] URL, got '\(url)'")
+        }
+        return urls
+    }
+
+    /// More brokers than any cluster has is a mistake, and the list is walked on every reconnect.
+    static let maximumBrokers = 32
 
     private static func text(
         _ section: String, _ key: String, _ property: WritableKeyPath<AgentConfig, String> & Sendable

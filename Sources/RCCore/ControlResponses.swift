@@ -167,19 +167,24 @@ public struct StatusResponse: ControlResponse {
     public var push: String?
     /// ``AgentConfig/digest`` of the config the daemon runs with (`nil` from an older daemon).
     public var config: String?
+    /// What the device report is doing (`[Report] MQTTStatusTopic=`), `nil` without one.
+    public var report: String?
 
-    public init(pid: Int64, state: String, nextFetchAt: String?, push: String?, config: String?) {
+    public init(
+        pid: Int64, state: String, nextFetchAt: String?, push: String?, config: String?, report: String? = nil
+    ) {
         self.pid = pid
         self.state = state
         self.nextFetchAt = nextFetchAt
         self.push = push
         self.config = config
+        self.report = report
     }
 
     public var members: [(key: String, value: JSONValue)] {
         [
             ("pid", .integer(pid)), ("state", .string(state)), ("nextFetchAt", .optional(nextFetchAt)),
-            ("push", .optional(push)), ("config", .optional(config)),
+            ("push", .optional(push)), ("config", .optional(config)), ("report", .optional(report)),
         ]
     }
 
@@ -189,6 +194,7 @@ public struct StatusResponse: ControlResponse {
         nextFetchAt = try response.optionalString("nextFetchAt")
         push = try response.optionalString("push")
         config = try response.optionalString("config")
+        report = try response.optionalString("report")
     }
 }
 

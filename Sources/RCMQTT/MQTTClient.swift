@@ -21,10 +21,33 @@ public final class MQTTClient: @unchecked Sendable {
         /// TLS on; then `caFile` is the only CA trusted, or the system's in /etc/ssl/certs without one.
         public var tls = false
         public var caFile: String?
+        /// What the broker publishes for this client when its connection dies without a DISCONNECT.
+        public var will: Will?
+        /// One thread of the caller's runs ``loop(timeout:)`` while others publish, subscribe or
+        /// disconnect: their packets are queued and the loop is woken to write them
+        /// (`mosquitto_threaded_set`). Without it a call writes on its own thread, racing the
+        /// loop: a DISCONNECT sent so could be lost, and the broker then published the will.
+        public var threaded = false
 
         public init(clientId: String? = nil, cleanSession: Bool = true) {
             self.clientId = clientId
             self.cleanSession = cleanSession
+        }
+    }
+
+    /// A last will: the message the broker publishes on the client's behalf when the connection ends
+    /// without a DISCONNECT (a crash, a lost network, a keepalive that ran out).
+    public struct Will: Sendable, Equatable {
+        public var topic: String
+        public var payload: [UInt8]
+        public var qos: Int32
+        public var retain: Bool
+
+        public init(topic: String, payload: [UInt8], qos: Int32 = 1, retain: Bool = true) {
+            self.topic = topic
+            self.payload = payload
+            self.qos = qos
+            self.retain = retain
         }
     }
 
@@ -69,6 +92,14 @@ public final class MQTTClient: @unchecked Sendable {
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {
                 mosquitto_destroy(handle)
                 throw MQTTError(.tls, "cannot set up TLS: \(String(cString: mosquitto_strerror(rc)))")
+            }
+        }
+        if options.threaded { mosquitto_threaded_set(handle, true) }
+        if let will = options.will {
+            let rc = Self.setWill(handle, will)
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                mosquitto_destroy(handle)
+                throw MQTTError(.setup, "cannot set the last will: \(String(cString: mosquitto_strerror(rc)))")
             }
         }
         // Assigned only now: a throw after every stored property is set would run `deinit`, which
@@ -121,6 +152,20 @@ public final class MQTTClient: @unchecked Sendable {
     /// How ``loopForever(timeout:)`` reconnects after a lost connection: `initial` growing to `maximum`.
     public func setReconnectDelay(initial: Int, maximum: Int, exponential: Bool) {
         mosquitto_reconnect_delay_set(handle, UInt32(initial), UInt32(maximum), exponential)
+    }
+
+    /// Sets (or, with `nil`, clears) the last will the next connect hands the broker; the one of a
+    /// connection already open does not change.
+    public func setWill(_ will: Will?) throws(MQTTError) {
+        guard let will else { return try check(mosquitto_will_clear(handle), "cannot clear the last will") }
+        try check(Self.setWill(handle, will), "cannot set the last will on \(will.topic)")
+    }
+
+    private static func setWill(_ handle: OpaquePointer, _ will: Will) -> Int32 {
+        // libmosquitto copies topic and payload.
+        will.payload.withUnsafeBytes {
+            mosquitto_will_set(handle, will.topic, Int32($0.count), $0.baseAddress, will.qos, will.retain)
+        }
     }
 
     /// Opens the connection (blocking: DNS and TCP connect); the CONNACK arrives in the loop.

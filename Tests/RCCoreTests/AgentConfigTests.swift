@@ -339,11 +339,74 @@ import Testing
         ValueErrorCase(
             section: "Push", assignment: "MQTT=mqtt://",
             message: "MQTT= must be an mqtt://host[:port] or mqtts://host[:port] URL, got 'mqtt://'"),
+        ValueErrorCase(
+            section: "Push", assignment: "MQTT=mqtt://a:1883 ftp://b",
+            message: "MQTT= must be an mqtt://host[:port] or mqtts://host[:port] URL, got 'ftp://b'"),
+        ValueErrorCase(
+            section: "Report", assignment: "MQTT=mqtt://a mqtt://b:0",
+            message: "MQTT= must be an mqtt://host[:port] or mqtts://host[:port] URL, got 'mqtt://b:0'"),
+        ValueErrorCase(
+            section: "Report", assignment: "MQTTStatusTopic=rcagent/+",
+            message: "MQTTStatusTopic= must not hold the wildcards + or #, got 'rcagent/+'"),
+        ValueErrorCase(
+            section: "Report", assignment: "MQTTStatusTopic=rcagent/#",
+            message: "MQTTStatusTopic= must not hold the wildcards + or #, got 'rcagent/#'"),
+        ValueErrorCase(
+            section: "Report", assignment: "MQTTStatusTopic=$SYS/status",
+            message: "MQTTStatusTopic= must not start with $ (the broker's own topics), got '$SYS/status'"),
+        ValueErrorCase(
+            section: "Report", assignment: "MQTTStatusTopic=rcagent/status/",
+            message: "MQTTStatusTopic= must not end with /, got 'rcagent/status/'"),
+        ValueErrorCase(
+            section: "Report", assignment: "MQTTStatusTopic=" + String(repeating: "t", count: 513),
+            message: "MQTTStatusTopic= is longer than 512 bytes, got '\(String(repeating: "t", count: 513))'"),
+        ValueErrorCase(
+            section: "Report", assignment: "MQTTCAFile=ca.pem",
+            message: "MQTTCAFile= must be an absolute path, got 'ca.pem'"),
     ])
     func badValueIsAnErrorAtItsLine(_ example: ValueErrorCase) {
         let text = "# agent config\n[\(example.section)]\n\n\(example.assignment)   # why\n"
         #expect(throws: ConfigError(SourceLocation(file: "/etc/rcagent/agent.conf", line: 4), example.message)) {
             try config(text)
+        }
+    }
+
+    @Test func brokerListsAndTheReport() throws {
+        let text = """
+            [Push]
+            MQTT=mqtt://n1:1883  mqtt://n2:1884\tmqtts://n3
+            [Report]
+            MQTTStatusTopic=rcagent/status
+            """
+        let shared = try config(text)
+        #expect(shared.mqttBrokers == ["mqtt://n1:1883", "mqtt://n2:1884", "mqtts://n3"])
+        #expect(shared.mqtt == "mqtt://n1:1883")
+        #expect(shared.reportTopic == "rcagent/status")
+        #expect(shared.reportBrokers == shared.mqttBrokers)
+        #expect(shared.reportSharesPushConnection)
+        let own = try config(text + "\nMQTT=mqtt://reports:1883\nMQTTUsername=dev\n")
+        #expect(own.reportBrokers == ["mqtt://reports:1883"])
+        #expect(!own.reportSharesPushConnection)
+        #expect(own.reportUsername == "dev")
+        // Set back to empty: the push brokers again.
+        let reset = try config(text + "\nMQTT=mqtt://reports:1883\nMQTT=\n")
+        #expect(reset.reportSharesPushConnection)
+        #expect(!AgentConfig().reportSharesPushConnection)
+    }
+
+    @Test func aReportTopicWithoutABrokerIsAnErrorAtItsLine() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let main = try dir.write("agent.conf", "[Report]\n\nMQTTStatusTopic=rcagent/status\n")
+            #expect(
+                throws: ConfigError(
+                    SourceLocation(file: main, line: 3),
+                    "[Report] MQTTStatusTopic= needs a broker: set [Report] MQTT= or [Push] MQTT=")
+            ) {
+                try AgentConfig.load(explicitPath: main, environment: [:])
+            }
+            // A drop-in may bring the broker.
+            try dir.write("agent.conf.d/b.conf", "[Push]\nMQTT=mqtt://b\n")
+            #expect(try AgentConfig.load(explicitPath: main, environment: [:]).reportSharesPushConnection)
         }
     }
 

@@ -12,7 +12,13 @@ import Testing
         (
             StatusResponse(
                 pid: 2442, state: "idle", nextFetchAt: "2026-11-29T14:00:00Z", push: nil, config: "9c1f0e4b2d7a6c35"),
-            #"{"ok":true,"pid":2442,"state":"idle","nextFetchAt":"2026-11-29T14:00:00Z","push":null,"config":"9c1f0e4b2d7a6c35"}"#
+            #"{"ok":true,"pid":2442,"state":"idle","nextFetchAt":"2026-11-29T14:00:00Z","push":null,"config":"9c1f0e4b2d7a6c35","report":null}"#
+        ),
+        (
+            StatusResponse(
+                pid: 7, state: "fetching", nextFetchAt: nil, push: "mqtt b:1883 connected", config: nil,
+                report: "published 12:00:01 UTC to rcagent/status/d on b:1883"),
+            #"{"ok":true,"pid":7,"state":"fetching","nextFetchAt":null,"push":"mqtt b:1883 connected","config":null,"report":"published 12:00:01 UTC to rcagent/status/d on b:1883"}"#
         ),
         (
             ReloadResponse(changed: ["Source.Path"], restartNeeded: [], warnings: ["x.conf:3: unknown key"]),

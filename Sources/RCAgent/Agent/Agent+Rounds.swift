@@ -74,6 +74,9 @@ extension Agent {
         scheduleTimer(status, now: now)
         scheduler.schedule(.settle, at: .now + settleDelay)
         updateStatusLine(status, now: now)
+        // A dpkg upgrade of the app, and the fetch's own outcome, reach the report.
+        refreshInstalledApp()
+        events.stateMayHaveChanged()
     }
 
     /// Decides whether the round fetches at all (the interval, the server's throttle, the backoff, in

@@ -50,6 +50,12 @@ actor Agent {
     /// A stale flag the store refused, written by the store retry unless a fetch is stored first.
     var unstoredStale: (reason: String, at: Timestamp)?
 
+    /// The installed app version the report carries, or why there is none: read at start, on a
+    /// reload and after every fetch round (a dpkg upgrade shows up with the next round).
+    var installedApp: Result<InstalledVersion, UpdateCheckError>?
+    /// What the device report is doing, for status (`nil` without one).
+    var reportState: String?
+
     init(
         config: AgentConfig, store: StateStore, source: any ConfigSource, log: Logger, notifier: SystemdNotifier,
         settleDelay: Duration = .seconds(10)
@@ -114,11 +120,14 @@ actor Agent {
             inbox.send(.rescheduled)
         }
         updateStatusLine()
+        refreshInstalledApp()
+        events.stateMayHaveChanged()
     }
 
     /// Re-reads the defaults file (a reload).
     func reloadDefaults() {
         StateRecovery.loadDefaults(into: store, config: config, log: log)
+        events.stateMayHaveChanged()  // the update keys may have new defaults
     }
 
     // MARK: - Commands

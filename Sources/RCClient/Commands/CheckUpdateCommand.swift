@@ -97,12 +97,12 @@ enum CheckUpdateCommand {
     /// `--app-version`, else `[App] Version=`, else the dpkg version of `[App] Package=`.
     static func installedVersion(_ invocation: Invocation, config: AgentConfig) throws -> (String, String) {
         if let version = invocation.arguments.value("app-version") { return (version, "--app-version") }
-        if let version = config.appVersion { return (version, "[App] Version=") }
-        if let package = config.appPackage {
-            let statusFile = invocation.environment["RCAGENT_DPKG_STATUS"] ?? DpkgStatus.defaultPath
-            return (try DpkgStatus.installedVersion(of: package, statusFile: statusFile), "dpkg version of \(package)")
+        guard config.appVersion != nil || config.appPackage != nil else {
+            throw UpdateCheckError("no installed version: set [App] Version= or Package=, or pass --app-version")
         }
-        throw UpdateCheckError("no installed version: set [App] Version= or Package=, or pass --app-version")
+        let found = try InstalledApp.version(
+            config: config, dpkgStatusFile: InstalledApp.dpkgStatusFile(environment: invocation.environment))
+        return (found.version, found.origin)
     }
 
     /// Asks the daemon for a forced fetch and waits; on failure or timeout the cache is used and the note says so.

@@ -126,6 +126,7 @@ enum StatusCommand {
                     ("pid", daemon?.status.map { .integer($0.pid) } ?? .null),
                     ("state", string(daemon?.status?.state)), ("note", string(daemon?.note)),
                     ("push", string(daemon?.status?.push)),
+                    ("report", string(daemon?.status?.report)),
                 ])
             ),
             ("source", .object([("type", .string(config.sourceType.rawValue))])),
@@ -187,6 +188,7 @@ enum StatusCommand {
         var lines: [TerminalText] = ["daemon:       \(running ?? "not running (\(config.socket))")"]
         lines.append("source:       \(describeSource(config))")
         if let push = daemon?.status?.push { lines.append("push:         \(push)") }
+        if let report = daemon?.status?.report { lines.append("report:       \(report)") }
         guard let status else {
             let state = storeProblem.map { "unreadable: \($0)" } ?? "none yet"
             lines.append("database:     \(state) (\(config.databasePath)); values come from \(config.defaults)")
