@@ -62,14 +62,26 @@ import Testing
         let victim = 1
         cluster.kill(victim)
         let moved = ids.indices.filter { $0 % nodes == victim }
-        // The next node of their list takes them.
+        // The next node of their list takes them, and each fetches once on reconnecting (a ping
+        // may have been missed while it was away), which nginx answers "not modified".
         let next = (victim + 1) % nodes
         #expect(
             eventually(30) { Set(moved.map { ids[$0] }).isSubset(of: cluster.mqttClients(on: next)) },
             "\(fleet.logs)")
+        #expect(
+            eventually(30) {
+                let counts = fleet.perAgent(Array(fleet.nginx.requests.dropFirst(before)))
+                return moved.allSatisfy { counts[$0] >= 1 }
+            }, "\(fleet.logs)")
+        requests = Array(fleet.nginx.requests.dropFirst(before))
+        #expect(requests.allSatisfy { $0.status == 304 }, "\(requests)")
+        let counts = fleet.perAgent(requests)
+        #expect(counts.indices.allSatisfy { moved.contains($0) || counts[$0] == 0 }, "\(requests)")
+
         try cluster.waitUntilFormed()
+        before = fleet.nginx.requests.count
         try fleet.nginx.serve(Fleet.document(version: 3))
-        // Until the streams the dead node led have new leaders, the survivors refuse MQTT
+        // Until the streams the dead node led have new leaders, the survivors may refuse MQTT
         // connections: the publisher tries again, as an operator would.
         #expect(
             eventually(30) {
@@ -77,11 +89,14 @@ import Testing
             })
         #expect(reports.waitUntil { fleet.allReport(version: "3", in: $0) }, "\(reports.summary)\n\(fleet.logs)")
         requests = Array(fleet.nginx.requests.dropFirst(before))
-        // The ping's one fetch each; the moved agents also fetched once on reconnecting (a ping may
-        // have been missed while they were away), which nginx answered "not modified".
-        let expected = (0..<Self.size).map { moved.contains($0) ? 2 : 1 }
-        #expect(fleet.perAgent(requests) == expected, "\(requests)\n\(fleet.logs)")
-        #expect(requests.filter { $0.status == 304 }.count == moved.count, "\(requests)")
+        // One fetch of the new version each. The cluster may still drop a moved agent's new
+        // connection while it elects leaders for what the dead node led: each such reconnect costs
+        // that agent one more conditional fetch, never more.
+        let fetched = fleet.perAgent(requests.filter { $0.status == 200 })
+        #expect(fetched == Array(repeating: 1, count: Self.size), "\(requests)\n\(fleet.logs)")
+        let extra = requests.filter { $0.status != 200 }
+        #expect(extra.allSatisfy { $0.status == 304 }, "\(requests)")
+        #expect(extra.count <= moved.count, "\(requests)\n\(fleet.logs)")
     }
 }
 
