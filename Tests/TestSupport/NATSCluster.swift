@@ -68,9 +68,25 @@ public final class NATSCluster {
             try config.write(toFile: path + "/nats.conf", atomically: true, encoding: .utf8)
         }
         for index in nodes.indices { try start(index) }
-        do { try waitUntilFormed() } catch {
+        do {
+            try waitUntilFormed()
+            try warmUp()
+        } catch {
             for index in nodes.indices { kill(index) }
             throw error
+        }
+    }
+
+    /// The first MQTT client of the cluster makes it create its MQTT streams (sessions, messages,
+    /// retained messages), replicated over the three nodes; until they have leaders, each node
+    /// accepts MQTT connections and drops them again. One QoS 1 publish per node, tried until it
+    /// is acknowledged, gets that done before a test's clients connect, so they stay where they
+    /// connect first.
+    private func warmUp() throws {
+        for index in nodes.indices {
+            guard eventually(30, { (try? publish("{}", topic: "rcfleet-ready", on: index)) != nil }) else {
+                throw TestFailure("node \(nodes[index].name) took no MQTT publish: \(log(index).suffix(2000))")
+            }
         }
     }
 
