@@ -28,8 +28,11 @@ import Testing
         try broker.publish(#"{"data":{"CONFIG_STATE":"STALE","templateVersion":"2"}}"#)
         #expect(reports.waitUntil { fleet.allReport(version: "2", in: $0) }, "\(reports.summary)\n\(fleet.logs)")
         let requests = Array(fleet.nginx.requests.dropFirst(before))
-        #expect(fleet.perAgent(requests) == Array(repeating: 1, count: Self.size), "\(requests)")
-        #expect(requests.allSatisfy { $0.status == 200 && !$0.ifNoneMatch.isEmpty }, "\(requests)")
+        #expect(fleet.fetchedOnce(requests), "\(requests)")
+        #expect(requests.filter { $0.status == 200 }.allSatisfy { !$0.ifNoneMatch.isEmpty }, "\(requests)")
+        // Over the whole run: the start's fetch, at most one conditional fetch for the connect,
+        // and the ping's.
+        #expect(fleet.perAgent(fleet.nginx.requests).allSatisfy { $0 == 2 || $0 == 3 }, "\(fleet.nginx.requests)")
     }
 
     /// The same on a NATS cluster, agents spread over its nodes (each agent's broker list starts
@@ -56,7 +59,7 @@ import Testing
         try cluster.publish(#"{"data":{"CONFIG_STATE":"STALE","templateVersion":"2"}}"#, on: 0)
         #expect(reports.waitUntil { fleet.allReport(version: "2", in: $0) }, "\(reports.summary)\n\(fleet.logs)")
         var requests = Array(fleet.nginx.requests.dropFirst(before))
-        #expect(fleet.perAgent(requests) == Array(repeating: 1, count: Self.size), "\(requests)")
+        #expect(fleet.fetchedOnce(requests), "\(requests)")
 
         before = fleet.nginx.requests.count
         let victim = 1
@@ -187,6 +190,15 @@ final class Fleet {
     /// Whether `size` distinct devices report `version`, online.
     func allReport(version: String, in reports: [String: DeviceReport]) -> Bool {
         reports.values.filter { $0.online && $0.templateVersion == version }.count == size
+    }
+
+    /// Whether `requests`, those of one ping, fetched the new version exactly once per agent (one
+    /// 200 each) and nothing else but conditional fetches answered 304: an agent also fetches once
+    /// when its MQTT connection comes up (a ping may have been missed), and at start that fetch can
+    /// reach nginx after the agent's first report, so inside the ping's window.
+    func fetchedOnce(_ requests: [Nginx.Request]) -> Bool {
+        perAgent(requests.filter { $0.status == 200 }) == Array(repeating: 1, count: size)
+            && requests.allSatisfy { $0.status == 200 || $0.status == 304 }
     }
 
     /// How many of `requests` each agent made, by agent index.
