@@ -24,17 +24,12 @@ enum MQTTPublisher {
     }
 
     static func publish(
-        url: String, topic: String, payload: String, caFile: String?, username: String?, password: String?,
-        timeout: Duration = .seconds(30)
+        url: String, topic: String, payload: String, login: MQTTLogin, timeout: Duration = .seconds(30)
     ) throws(Failure) {
         guard let (tls, host, port) = MQTTAddress.parse(url) else {
             throw Failure(description: "not an mqtt:// or mqtts:// URL: \(TextEscaping.terminal(url))")
         }
-        var options = MQTTClient.Options()
-        options.username = username
-        options.password = password
-        options.tls = tls
-        options.caFile = caFile
+        let options = try login.clientOptions(tls: tls)
         let client: MQTTClient
         do { client = try MQTTClient(options) } catch { throw Failure(description: error.description) }
         // What the broker said, from the event handler (which runs inside `loop`, on this thread).

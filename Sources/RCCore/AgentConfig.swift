@@ -60,6 +60,9 @@ public struct AgentConfig: Sendable {
     public var mqttUsername: String?
     public var mqttPasswordFile: String?
     public var mqttCAFile: String?
+    /// `mqtts://` only: the device's own certificate and key, for brokers that identify devices so.
+    public var mqttClientCertificate: String?
+    public var mqttClientKey: String?
     public var jitter: Duration = .seconds(3)
     // [Report]
     /// `<topic>/<deviceId>` carries the agent's report; `nil`: no reports.
@@ -69,6 +72,8 @@ public struct AgentConfig: Sendable {
     public var reportUsername: String?
     public var reportPasswordFile: String?
     public var reportCAFile: String?
+    public var reportClientCertificate: String?
+    public var reportClientKey: String?
     // [Relay] (rcadmin relay)
     public var relayFCMTopic: String?
     // [Signals]
@@ -120,6 +125,7 @@ public struct AgentConfig: Sendable {
         }
         collect { () throws(ConfigError) in try config.validateSignals() }
         collect { () throws(ConfigError) in try config.validateReport() }
+        collect { () throws(ConfigError) in try config.validateClientCertificates() }
         // Every problem at once; the unknown keys too, which may be what caused the others.
         if let error = ConfigError.combining(problems + (problems.isEmpty ? [] : config.warnings)) { throw error }
         return config
@@ -216,6 +222,30 @@ public struct AgentConfig: Sendable {
         throw ConfigError(
             locations["Report.MQTTStatusTopic"] ?? SourceLocation(file: files.last ?? "config", line: 0),
             "[Report] MQTTStatusTopic= needs a broker: set [Report] MQTT= or [Push] MQTT=")
+    }
+
+    /// A client certificate goes with its key, and only over TLS: either alone, or with `mqtt://`
+    /// brokers, would be silently unused, and the broker would refuse the device for a reason
+    /// nobody sees in the config.
+    public func validateClientCertificates() throws(ConfigError) {
+        for section in ["Push", "Report"] {
+            let certificate = section == "Push" ? mqttClientCertificate : reportClientCertificate
+            let key = section == "Push" ? mqttClientKey : reportClientKey
+            let brokers = section == "Push" ? mqttBrokers : reportBrokers
+            func location(_ name: String) -> SourceLocation {
+                locations["\(section).\(name)"] ?? SourceLocation(file: files.last ?? "config", line: 0)
+            }
+            if (certificate == nil) != (key == nil) {
+                let given = certificate == nil ? "MQTTClientKey" : "MQTTClientCertificate"
+                let missing = certificate == nil ? "MQTTClientCertificate" : "MQTTClientKey"
+                throw ConfigError(location(given), "[\(section)] \(given)= needs \(missing)= too")
+            }
+            if certificate != nil, let plain = brokers.first(where: { MQTTAddress.parse($0)?.tls == false }) {
+                throw ConfigError(
+                    location("MQTTClientCertificate"),
+                    "[\(section)] MQTTClientCertificate= needs mqtts:// brokers, got '\(plain)'")
+            }
+        }
     }
 
     /// Keys that add a value each time they are set (an empty value clears them).

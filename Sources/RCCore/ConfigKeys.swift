@@ -66,6 +66,8 @@ enum ConfigKeys {
         optionalText("Push", "MQTTUsername", \.mqttUsername),
         optionalPath("Push", "MQTTPasswordFile", \.mqttPasswordFile),
         optionalPath("Push", "MQTTCAFile", \.mqttCAFile),
+        optionalPath("Push", "MQTTClientCertificate", \.mqttClientCertificate),
+        optionalPath("Push", "MQTTClientKey", \.mqttClientKey),
         duration("Push", "Jitter", \.jitter),
 
         ConfigKey(section: "Report", key: "MQTTStatusTopic") { config, value, location throws(ConfigError) in
@@ -81,6 +83,8 @@ enum ConfigKeys {
         optionalText("Report", "MQTTUsername", \.reportUsername),
         optionalPath("Report", "MQTTPasswordFile", \.reportPasswordFile),
         optionalPath("Report", "MQTTCAFile", \.reportCAFile),
+        optionalPath("Report", "MQTTClientCertificate", \.reportClientCertificate),
+        optionalPath("Report", "MQTTClientKey", \.reportClientKey),
 
         // `rcadmin relay` only: the daemon does not read it.
         ConfigKey(section: "Relay", key: "FCMTopic") { config, value, location throws(ConfigError) in
@@ -103,9 +107,17 @@ enum ConfigKeys {
         guard urls.count <= maximumBrokers else {
             throw ConfigError(location, "\(key)= lists \(urls.count) brokers; at most \(maximumBrokers) are taken")
         }
-        for url in urls where MQTTAddress.parse(url) == nil {
-            throw ConfigError(
-                location, "\(key)= must be an mqtt://host[:port] or mqtts://host[:port] URL, got '\(url)'")
+        var schemes: Set<Bool> = []
+        for url in urls {
+            guard let address = MQTTAddress.parse(url) else {
+                throw ConfigError(
+                    location, "\(key)= must be an mqtt://host[:port] or mqtts://host[:port] URL, got '\(url)'")
+            }
+            schemes.insert(address.tls)
+        }
+        // One client makes every connection of a list, and TLS is set up per client.
+        guard schemes.count <= 1 else {
+            throw ConfigError(location, "\(key)= mixes mqtt:// and mqtts:// URLs; a list is all one or all the other")
         }
         return urls
     }

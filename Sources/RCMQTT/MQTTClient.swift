@@ -21,6 +21,10 @@ public final class MQTTClient: @unchecked Sendable {
         /// TLS on; then `caFile` is the only CA trusted, or the system's in /etc/ssl/certs without one.
         public var tls = false
         public var caFile: String?
+        /// TLS only: the client's own certificate (PEM, chain allowed) and its unencrypted key, for
+        /// brokers that tell devices apart by certificate. Both or neither.
+        public var certificateFile: String?
+        public var keyFile: String?
         /// What the broker publishes for this client when its connection dies without a DISCONNECT.
         public var will: Will?
         /// One thread of the caller's runs ``loop(timeout:)`` while others publish, subscribe or
@@ -68,7 +72,15 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     private let handle: OpaquePointer
-    private let handler = Mutex<(@Sendable (Event) -> Void)?>(nil)
+    /// The handler, boxed in a class: a closure kept directly in the Mutex was wrapped in two more
+    /// reabstraction thunks by every `withLock` (Swift 6.3), so each event made the next call
+    /// deeper: 20,000 messages overflowed a 512 KiB thread stack in a debug build, and in a
+    /// release build the cost of an event grew with the number before it.
+    private final class Handler: Sendable {
+        let call: @Sendable (Event) -> Void
+        init(_ call: @escaping @Sendable (Event) -> Void) { self.call = call }
+    }
+    private let handler = Mutex<Handler?>(nil)
 
     /// mosquitto_lib_init is not thread-safe: it runs once, before the first handle exists.
     private static let initialized: Bool = { mosquitto_lib_init() == MOSQ_ERR_SUCCESS.rawValue }()
@@ -80,15 +92,24 @@ public final class MQTTClient: @unchecked Sendable {
         }
         if let username = options.username { mosquitto_username_pw_set(handle, username, options.password) }
         if options.tls {
-            // libmosquitto fopen()s the CA file itself: a FIFO there would block the caller for good.
-            if let caFile = options.caFile {
-                do { try FileBytes.checkRegularFile(caFile) } catch {
+            // libmosquitto fopen()s these files itself: a FIFO there would block the caller for good.
+            for (what, file) in [
+                ("CA file", options.caFile), ("client certificate", options.certificateFile),
+                ("client key", options.keyFile),
+            ] {
+                guard let file else { continue }
+                do { try FileBytes.checkRegularFile(file) } catch {
                     mosquitto_destroy(handle)
-                    throw MQTTError(.tls, "cannot use the CA file \(caFile): \(error)")
+                    throw MQTTError(.tls, "cannot use the \(what) \(file): \(error)")
                 }
             }
+            // An encrypted key would make OpenSSL ask for its passphrase on the terminal (rcadmin)
+            // or fail obscurely (the daemon): the callback answers "no passphrase", so it fails
+            // at connect with libmosquitto's TLS error instead.
             let rc = mosquitto_tls_set(
-                handle, options.caFile, options.caFile == nil ? "/etc/ssl/certs" : nil, nil, nil, nil)
+                handle, options.caFile, options.caFile == nil ? "/etc/ssl/certs" : nil, options.certificateFile,
+                options.keyFile
+            ) { _, _, _, _ in 0 }
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {
                 mosquitto_destroy(handle)
                 throw MQTTError(.tls, "cannot set up TLS: \(String(cString: mosquitto_strerror(rc)))")
@@ -141,12 +162,13 @@ public final class MQTTClient: @unchecked Sendable {
 
     /// Where events go; set it before connecting (a later one replaces it).
     public func onEvent(_ handler: @escaping @Sendable (Event) -> Void) {
-        self.handler.withLock { $0 = handler }
+        let boxed = Handler(handler)
+        self.handler.withLock { $0 = boxed }
     }
 
     private func deliver(_ event: Event) {
         let handler = handler.withLock { $0 }
-        handler?(event)
+        handler?.call(event)
     }
 
     /// How ``loopForever(timeout:)`` reconnects after a lost connection: `initial` growing to `maximum`.

@@ -56,6 +56,7 @@ final class ConfigServer {
 
 /// A throwaway certificate authority and certificates for TLS tests (openssl CLI).
 struct TestPKI {
+    let directory: URL
     let caCertificate: String
     let serverCertificate: String
     let serverKey: String
@@ -63,17 +64,9 @@ struct TestPKI {
     let rogueKey: String
 
     init(in directory: URL) throws {
+        self.directory = directory
         func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
-        func openssl(_ args: [String]) throws {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            p.arguments = args
-            p.standardOutput = FileHandle.nullDevice
-            p.standardError = FileHandle.nullDevice
-            try p.run()
-            p.waitUntilExit()
-            guard p.terminationStatus == 0 else { throw DaemonError("openssl \(args.first ?? "") failed") }
-        }
+        let openssl = Self.openssl
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         caCertificate = path("ca.pem")
         try openssl(
@@ -96,6 +89,34 @@ struct TestPKI {
                 "-keyout", rogueKey, "-out", rogueCertificate, "-days", "2",
                 "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
             ])
+    }
+
+    /// A client certificate with `commonName`, signed by the test CA (an MQTT broker that takes the
+    /// certificate's name as the user name then applies that user's ACL): certificate and key paths.
+    func clientCertificate(commonName: String) throws -> (certificate: String, key: String) {
+        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+        let name = "client-" + commonName.filter { $0.isLetter || $0.isNumber }
+        let (certificate, key) = (path(name + ".pem"), path(name + ".key"))
+        try Self.openssl([
+            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out",
+            path(name + ".csr"), "-subj", "/CN=\(commonName)",
+        ])
+        try Self.openssl([
+            "x509", "-req", "-in", path(name + ".csr"), "-CA", caCertificate, "-CAkey", path("ca.key"),
+            "-CAcreateserial", "-out", certificate, "-days", "2",
+        ])
+        return (certificate, key)
+    }
+
+    private static func openssl(_ args: [String]) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        p.arguments = args
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw DaemonError("openssl \(args.first ?? "") failed") }
     }
 }
 

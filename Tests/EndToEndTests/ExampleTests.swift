@@ -73,6 +73,10 @@ import Testing
             ("HooksDirectory", config.hooksDirectory), ("Path", config.sourcePath), ("CAFile", config.caFile),
             ("ClientCertificate", config.clientCertificate), ("ClientKey", config.clientKey),
             ("MQTTPasswordFile", config.mqttPasswordFile), ("MQTTCAFile", config.mqttCAFile),
+            ("MQTTClientCertificate", config.mqttClientCertificate), ("MQTTClientKey", config.mqttClientKey),
+            ("[Report] MQTTPasswordFile", config.reportPasswordFile), ("[Report] MQTTCAFile", config.reportCAFile),
+            ("[Report] MQTTClientCertificate", config.reportClientCertificate),
+            ("[Report] MQTTClientKey", config.reportClientKey),
         ]
         for case let (key, path?) in paths {
             #expect(path.hasPrefix(run + "/"), "\(key)=\(path) is outside \(run)")

@@ -20,14 +20,16 @@ final class ReportSubscriber {
     private let port: Int
     static let sentinel = "test/sentinel"
 
-    init(_ sandbox: Sandbox, port: Int, topic: String = "rcagent/status/#") throws {
+    /// `options`: more mosquitto_sub options (TLS files).
+    init(_ sandbox: Sandbox, port: Int, topic: String = "rcagent/status/#", options: [String] = []) throws {
         self.port = port
         path = sandbox.root.appendingPathComponent("sub-\(UUID().uuidString.prefix(6)).txt").path
         _ = FileManager.default.createFile(atPath: path, contents: nil)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
-        process.arguments = [
-            "-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-t", Self.sentinel, "-F", "%r %t %p",
-        ]
+        process.arguments =
+            [
+                "-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-t", Self.sentinel, "-F", "%r %t %p",
+            ] + options
         process.standardOutput = FileHandle(forWritingAtPath: path)
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -136,8 +138,10 @@ final class ReportSubscriber {
         // Retained: a subscriber that comes later gets it at once.
         let late = try ReportSubscriber(sandbox, port: broker.port)
         #expect(try late.waitUntilLive())
-        let retained = late.messages.filter { $0.topic == topic }
-        #expect(retained.count == 1 && retained.first?.retained == true, "\(retained.map(\.payload))")
+        // (A report published meanwhile may follow it, not retained.)
+        let retained = late.messages.filter { $0.topic == topic && $0.retained }
+        #expect(retained.count == 1, "\(late.messages.map(\.payload))")
+        #expect(late.messages.first { $0.topic == topic }?.retained == true)
         #expect(retained.first?.json?["templateVersion"] as? String == "1")
         #expect(
             try eventually { try sandbox.cli("status").stdout.contains("report:       published ") },
@@ -206,6 +210,41 @@ final class ReportSubscriber {
         #expect(daemon.stop() == 0)
     }
 
+    @Test func theReportCarriesTheInstalledAppAndTheUpdateVerdict() throws {
+        let (sandbox, server, broker) = try setUp(report: "[App]\nPackage=kiosk-app\nVersionScheme=debian")
+        let dpkg = sandbox.root.appendingPathComponent("dpkg-status").path
+        func install(_ version: String) throws {
+            try sandbox.write("Package: kiosk-app\nStatus: install ok installed\nVersion: \(version)\n\n", to: dpkg)
+        }
+        try install("1.4-1")
+        let offer = #"{"version":"1.5-1","download":"https://updates.example/kiosk-app_1.5-1.deb"}"#
+        try server.serve(
+            Sandbox.document(version: 1, extra: ["linux_recommended_update": offer]), etag: "\"v1\"")
+        let subscriber = try ReportSubscriber(sandbox, port: broker.port)
+        #expect(try subscriber.waitUntilLive())
+        let daemon = try DaemonProcess(sandbox, environment: ["RCAGENT_DPKG_STATUS": dpkg])
+        try daemon.waitUntilReady()
+        let topic = "rcagent/status/\(try FirebaseSourceTests().deviceId(sandbox))"
+        func app() -> [String: Any]? { subscriber.reports(on: topic).last?["app"] as? [String: Any] }
+        #expect(
+            eventually { app()?["installed"] as? String == "1.4-1" && app()?["update"] as? String == "recommended" },
+            "\(subscriber.messages.map(\.payload))\n\(daemon.log)")
+        // dpkg upgraded the app: the next fetch round sees it (even one the interval skips).
+        try install("1.5-1")
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        #expect(
+            eventually { app()?["installed"] as? String == "1.5-1" && app()?["update"] as? String == "none" },
+            "\(subscriber.messages.map(\.payload))\n\(daemon.log)")
+        // A value the checker cannot read: it cannot tell.
+        try server.serve(
+            Sandbox.document(version: 2, extra: ["linux_required_update": "{not json"]), etag: "\"v2\"")
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        #expect(
+            eventually { app()?["update"] as? String == "unknown" },
+            "\(subscriber.messages.map(\.payload))\n\(daemon.log)")
+        #expect(daemon.stop() == 0)
+    }
+
     @Test func killNineLeavesTheWillAndSIGTERMSaysOffline() throws {
         let (sandbox, server, broker) = try setUp()
         let subscriber = try ReportSubscriber(sandbox, port: broker.port)
@@ -226,11 +265,14 @@ final class ReportSubscriber {
 
         daemon = try sandbox.startDaemon()
         #expect(eventually { subscriber.reports(on: topic).last?["online"] as? Bool == true })
-        let count = subscriber.reports(on: topic).count
+        let mark = subscriber.reports(on: topic).count
         #expect(daemon.stop() == 0)
-        // A clean DISCONNECT: the broker sends no will, so this one is the agent's own.
-        #expect(subscriber.reports(on: topic).count == count + 1, "\(subscriber.messages.map(\.payload))")
-        #expect(subscriber.reports(on: topic).last?["online"] as? Bool == false)
+        // The sentinel comes back after anything the broker published before it: a will too.
+        #expect(try subscriber.waitUntilLive())
+        let after = subscriber.reports(on: topic).dropFirst(mark)
+        // A clean DISCONNECT: the broker sends no will, so the one offline report is the agent's own.
+        #expect(after.filter { $0["online"] as? Bool == false }.count == 1, "\(subscriber.messages.map(\.payload))")
+        #expect(after.last?["online"] as? Bool == false)
         #expect(!daemon.log.contains("did not acknowledge"), "\(daemon.log)")
     }
 
@@ -347,7 +389,40 @@ final class ReportSubscriber {
         try push.publish(Self.ping)
         #expect(eventually { subscriber.reports(on: topic).last?["templateVersion"] as? String == "2" })
         #expect(daemon.stop() == 0)
+        #expect(try subscriber.waitUntilLive())
         #expect(subscriber.reports(on: topic).last?["online"] as? Bool == false)
+    }
+
+    @Test func aReportBrokerThatIsNotUpYetIsWaitedFor() throws {
+        let sandbox = try Sandbox()
+        let server = try ConfigServer(in: sandbox)
+        let push = try Mosquitto(in: sandbox.root.appendingPathComponent("push-broker"))
+        let reports = try Mosquitto(in: sandbox.root.appendingPathComponent("report-broker"))
+        reports.stop()
+        try configure(
+            sandbox, server, push: "mqtt://127.0.0.1:\(push.port)", report: "MQTT=mqtt://127.0.0.1:\(reports.port)")
+        try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
+        let daemon = try sandbox.startDaemon()
+        func reportLine() throws -> String {
+            try sandbox.cli("status").stdout.split(separator: "\n").first { $0.hasPrefix("report:") }.map(String.init)
+                ?? ""
+        }
+        #expect(
+            try eventually { try reportLine() == "report:       waiting for the broker (127.0.0.1:\(reports.port))" },
+            "\((try? reportLine()) ?? "")")
+        // The push channel does not wait for the report's broker.
+        #expect(eventually { daemon.log.contains("MQTT connected to 127.0.0.1:\(push.port)") }, "\(daemon.log)")
+
+        try reports.start()
+        let subscriber = try ReportSubscriber(sandbox, port: reports.port)
+        #expect(try subscriber.waitUntilLive())
+        let topic = "rcagent/status/\(try FirebaseSourceTests().deviceId(sandbox))"
+        #expect(
+            eventually(30) { subscriber.reports(on: topic).last?["templateVersion"] as? String == "1" },
+            "\(subscriber.messages.map(\.payload))\n\(daemon.log)")
+        #expect(
+            try eventually { try reportLine().hasPrefix("report:       published ") }, "\((try? reportLine()) ?? "")")
+        #expect(daemon.stop() == 0)
     }
 
     @Test func aReloadToAnotherTopicClearsTheOldReport() throws {

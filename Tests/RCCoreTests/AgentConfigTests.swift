@@ -346,6 +346,9 @@ import Testing
             section: "Report", assignment: "MQTT=mqtt://a mqtt://b:0",
             message: "MQTT= must be an mqtt://host[:port] or mqtts://host[:port] URL, got 'mqtt://b:0'"),
         ValueErrorCase(
+            section: "Push", assignment: "MQTT=mqtt://a mqtts://b",
+            message: "MQTT= mixes mqtt:// and mqtts:// URLs; a list is all one or all the other"),
+        ValueErrorCase(
             section: "Report", assignment: "MQTTStatusTopic=rcagent/+",
             message: "MQTTStatusTopic= must not hold the wildcards + or #, got 'rcagent/+'"),
         ValueErrorCase(
@@ -374,12 +377,12 @@ import Testing
     @Test func brokerListsAndTheReport() throws {
         let text = """
             [Push]
-            MQTT=mqtt://n1:1883  mqtt://n2:1884\tmqtts://n3
+            MQTT=mqtt://n1:1883  mqtt://n2:1884\tmqtt://n3
             [Report]
             MQTTStatusTopic=rcagent/status
             """
         let shared = try config(text)
-        #expect(shared.mqttBrokers == ["mqtt://n1:1883", "mqtt://n2:1884", "mqtts://n3"])
+        #expect(shared.mqttBrokers == ["mqtt://n1:1883", "mqtt://n2:1884", "mqtt://n3"])
         #expect(shared.mqtt == "mqtt://n1:1883")
         #expect(shared.reportTopic == "rcagent/status")
         #expect(shared.reportBrokers == shared.mqttBrokers)
@@ -407,6 +410,38 @@ import Testing
             // A drop-in may bring the broker.
             try dir.write("agent.conf.d/b.conf", "[Push]\nMQTT=mqtt://b\n")
             #expect(try AgentConfig.load(explicitPath: main, environment: [:]).reportSharesPushConnection)
+        }
+    }
+
+    @Test func anMQTTClientCertificateComesWithItsKeyAndOnlyOverTLS() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            func load(_ text: String) throws -> AgentConfig {
+                try AgentConfig.load(explicitPath: try dir.write("agent.conf", text), environment: [:])
+            }
+            let pair = "MQTTClientCertificate=/etc/rcagent/device.pem\nMQTTClientKey=/etc/rcagent/device.key\n"
+            let good = try load("[Push]\nMQTT=mqtts://a mqtts://b\n" + pair)
+            #expect(good.mqttClientCertificate == "/etc/rcagent/device.pem")
+            #expect(good.mqttClientKey == "/etc/rcagent/device.key")
+            let path = dir.file("agent.conf")
+            #expect(
+                throws: ConfigError(
+                    SourceLocation(file: path, line: 3), "[Push] MQTTClientCertificate= needs MQTTClientKey= too")
+            ) { try load("[Push]\nMQTT=mqtts://a\nMQTTClientCertificate=/c.pem\n") }
+            #expect(
+                throws: ConfigError(
+                    SourceLocation(file: path, line: 3), "[Report] MQTTClientKey= needs MQTTClientCertificate= too")
+            ) { try load("[Report]\nMQTTStatusTopic=s\nMQTTClientKey=/k.pem\nMQTT=mqtts://r\n") }
+            #expect(
+                throws: ConfigError(
+                    SourceLocation(file: path, line: 3),
+                    "[Push] MQTTClientCertificate= needs mqtts:// brokers, got 'mqtt://a'")
+            ) { try load("[Push]\nMQTT=mqtt://a\n" + pair) }
+            // The report's own broker is checked against its own pair.
+            #expect(
+                throws: ConfigError(
+                    SourceLocation(file: path, line: 4),
+                    "[Report] MQTTClientCertificate= needs mqtts:// brokers, got 'mqtt://r'")
+            ) { try load("[Report]\nMQTTStatusTopic=s\nMQTT=mqtt://r\n" + pair) }
         }
     }
 

@@ -39,8 +39,8 @@ enum ActivityCommand {
                 \(synopsis)
                 [--alert-title TEXT --alert-body TEXT] [--timestamp SECS] [--stale-date SECS]
                 [--priority 5|10] [--dry-run] [--fcm --fcm-token TOKEN]
-                [--mqtt URL [--topic TOPIC] [--device ID] [--ca-file FILE]
-                 [--username USER --password-file FILE]]
+                [--mqtt URL [--topic TOPIC] [--device ID]
+                 \(MQTTLogin.synopsis)]
                 [--service-account FILE] [--endpoint URL]
                 """,
             help: """

@@ -6,19 +6,17 @@ import RCGoogle
 /// sending, for `notify-stale`, `set-update --notify` and `activity`, so all of them reach the
 /// fleet the same way.
 struct PushDestinations: Sendable {
-    static let options: [OptionSpec] = [
-        .value("mqtt", "URL"), .flag("fcm"), .value("topic", "TOPIC"), .value("device", "ID"),
-        .value("ca-file", "FILE"), .value("username", "USER"), .value("password-file", "FILE"),
-    ]
+    static let options: [OptionSpec] =
+        [
+            .value("mqtt", "URL"), .flag("fcm"), .value("topic", "TOPIC"), .value("device", "ID"),
+        ] + MQTTLogin.options
 
     let mqtt: String?
     let fcm: Bool
     /// The FCM topic of the stale ping, and the MQTT topic before `/device`.
     let topic: String
     let device: String?
-    let caFile: String?
-    let username: String?
-    let passwordFile: String?
+    let login: MQTTLogin
 
     var isRequested: Bool { mqtt != nil || fcm }
 
@@ -30,9 +28,7 @@ struct PushDestinations: Sendable {
         fcm = options.flag("fcm")
         topic = options.value("topic") ?? "PUSH_RC"
         device = options.value("device")
-        caFile = options.value("ca-file")
-        username = options.value("username")
-        passwordFile = options.value("password-file")
+        login = try MQTTLogin(options)
         guard !topic.isEmpty else { throw .usage("--topic must not be empty") }
         // A publish may not carry MQTT's wildcards; nor may an FCM topic name.
         if topic.contains("+") || topic.contains("#") {
@@ -43,8 +39,9 @@ struct PushDestinations: Sendable {
             throw .usage("--device must be one MQTT topic level, got '\(TextEscaping.terminal(device))'")
         }
         // Options that would be silently ignored are refused: the operator meant something by them.
-        if mqtt == nil, device != nil || caFile != nil || username != nil || passwordFile != nil {
-            throw .usage("--device, --ca-file, --username and --password-file go with --mqtt URL")
+        if mqtt == nil, device != nil || !login.isEmpty {
+            throw .usage(
+                "--device, --ca-file, --cert-file, --key-file, --username and --password-file go with --mqtt URL")
         }
     }
 
@@ -113,14 +110,10 @@ struct PushDestinations: Sendable {
     /// has only two threads. `what` names the payload in the error.
     func publish(_ payload: String, url: String, what: String) async throws(AdminFailure) {
         let fullTopic = mqttTopic
-        let options = self
         let result: Result<Void, MQTTPublisher.Failure> = await withCheckedContinuation { continuation in
             let started = DetachedThread.start {
                 do throws(MQTTPublisher.Failure) {
-                    try MQTTPublisher.publish(
-                        url: url, topic: fullTopic, payload: payload, caFile: options.caFile,
-                        username: options.username, password: try MQTTPublisher.password(fromFile: options.passwordFile)
-                    )
+                    try MQTTPublisher.publish(url: url, topic: fullTopic, payload: payload, login: login)
                     continuation.resume(returning: .success(()))
                 } catch {
                     continuation.resume(returning: .failure(error))
@@ -142,7 +135,7 @@ enum NotifyCommand {
         words: ["notify-stale"],
         synopsis: """
             [--mqtt URL] [--fcm] [--topic TOPIC] [--template-version N] [--device ID]
-                                    [--ca-file FILE] [--username USER --password-file FILE]
+                                    \(MQTTLogin.synopsis)
                                     [--service-account FILE] [--endpoint URL]
             """,
         help: """

@@ -13,9 +13,7 @@ import Synchronization
 struct MQTTPingTarget: PingTarget {
     let url: String
     let topic: String
-    let caFile: String?
-    let username: String?
-    let passwordFile: String?
+    let login: MQTTLogin
 
     var name: String { "mqtt \(url) \(topic)" }
 
@@ -23,10 +21,8 @@ struct MQTTPingTarget: PingTarget {
         let payload = StalePing.mqttPayload(templateVersion: String(version))
         let result: Result<Void, RelayError> = await onThread { [self] in
             do throws(MQTTPublisher.Failure) {
-                // Read for every ping: a rotated password is used without a restart.
-                try MQTTPublisher.publish(
-                    url: url, topic: topic, payload: payload, caFile: caFile, username: username,
-                    password: try MQTTPublisher.password(fromFile: passwordFile))
+                // The password file is read for every ping: a rotated password needs no restart.
+                try MQTTPublisher.publish(url: url, topic: topic, payload: payload, login: login)
                 return .success(())
             } catch {
                 return .failure(RelayError(error.description))
@@ -107,9 +103,7 @@ extension AdminTool {
         var targets: [any PingTarget] = []
         if let url = config.mqtt {
             targets.append(
-                MQTTPingTarget(
-                    url: url, topic: config.mqttTopic, caFile: config.mqttCAFile, username: config.mqttUsername,
-                    passwordFile: config.mqttPasswordFile))
+                MQTTPingTarget(url: url, topic: config.mqttTopic, login: MQTTLogin(pushOf: config)))
         }
         if let topic = config.relayFCMTopic {
             // The service account of the command line's convention; the project is the one followed.

@@ -95,7 +95,7 @@ final class MQTTChannel: Sendable {
     static let topicsNote = "mqtt.topics"
 
     /// Takes this channel's topics out of its persistent session (a reload moves to others). Sent
-    /// before the disconnect that ``stop()`` sends; without a connection there is nothing to undo
+    /// before the disconnect that ``MQTTConnection/stop()`` sends; without a connection there is nothing to undo
     /// now, and the next connect of a channel with other topics does not subscribe these again.
     func unsubscribe() {
         for topic in topics { try? connection.unsubscribe(topic) }  // best effort, as said above

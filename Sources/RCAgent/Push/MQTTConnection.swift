@@ -80,8 +80,10 @@ final class MQTTConnection: Sendable {
         }
         options.tls = tls ?? false
         options.caFile = credentials.caFile
+        options.certificateFile = credentials.certificateFile
+        options.keyFile = credentials.keyFile
         do { client = try MQTTClient(options) } catch {
-            throw SetupError(description: "cannot set up MQTT (MQTTCAFile=, TLS): \(error)")
+            throw SetupError(description: "cannot set up MQTT (MQTTCAFile=, MQTTClientCertificate=, TLS): \(error)")
         }
         self.brokers = brokers
         self.log = log
@@ -217,21 +219,29 @@ final class MQTTConnection: Sendable {
     }
 }
 
-/// Who the daemon is to a broker: `[Push]`'s MQTTUsername=/MQTTPasswordFile=/MQTTCAFile=, or
-/// `[Report]`'s for a report connection of its own (each defaulting to `[Push]`'s).
+/// Who the daemon is to a broker: `[Push]`'s MQTTUsername=/MQTTPasswordFile=/MQTTCAFile=/
+/// MQTTClientCertificate=/MQTTClientKey=, or `[Report]`'s for a report connection of its own (each
+/// defaulting to `[Push]`'s; the certificate and its key as a pair).
 struct MQTTCredentials: Sendable {
     var username: String?
     var passwordFile: String?
     var caFile: String?
+    var certificateFile: String?
+    var keyFile: String?
 
     static func push(_ config: AgentConfig) -> MQTTCredentials {
-        MQTTCredentials(username: config.mqttUsername, passwordFile: config.mqttPasswordFile, caFile: config.mqttCAFile)
+        MQTTCredentials(
+            username: config.mqttUsername, passwordFile: config.mqttPasswordFile, caFile: config.mqttCAFile,
+            certificateFile: config.mqttClientCertificate, keyFile: config.mqttClientKey)
     }
 
     static func report(_ config: AgentConfig) -> MQTTCredentials {
-        MQTTCredentials(
+        let ownCertificate = config.reportClientCertificate != nil
+        return MQTTCredentials(
             username: config.reportUsername ?? config.mqttUsername,
             passwordFile: config.reportPasswordFile ?? config.mqttPasswordFile,
-            caFile: config.reportCAFile ?? config.mqttCAFile)
+            caFile: config.reportCAFile ?? config.mqttCAFile,
+            certificateFile: ownCertificate ? config.reportClientCertificate : config.mqttClientCertificate,
+            keyFile: ownCertificate ? config.reportClientKey : config.mqttClientKey)
     }
 }

@@ -148,6 +148,12 @@ final class Reporter: Sendable {
     /// broker's acknowledgement, so the disconnect that follows does not lose it. Runs after the
     /// service's task was cancelled, so the wait runs in a task of its own, which is not.
     func goodbye() async {
+        await sayOffline()
+        // Gone from status, whether a reload removed the report or another one replaces it.
+        await agent.setReportState(nil)
+    }
+
+    private func sayOffline() async {
         guard broker.withLock({ $0 }) != nil else { return }
         let report = await agent.deviceReport(deviceId: deviceId, online: false)
         let messageId: Int32
@@ -167,6 +173,5 @@ final class Reporter: Sendable {
         if !acknowledged {
             log.warning("The broker did not acknowledge the offline device report within 2 s; stopping anyway")
         }
-        await agent.setReportState(nil)
     }
 }

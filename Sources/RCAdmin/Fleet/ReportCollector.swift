@@ -1,0 +1,279 @@
+import Dispatch
+import RCCore
+import RCMQTT
+import Synchronization
+
+/// Reads the fleet's retained reports from the broker with RCMQTT's client: subscribes to
+/// `<topic>/+` (the reports) and `<topic>/+/+/#` (topics with extra levels, which are no device's
+/// report and are listed as unreadable), clean session, a random client id, and feeds every
+/// message to a ``FleetInbox``. ``RetainedSetProgress`` decides when the retained set is in.
+///
+/// The subscriptions are QoS 0, on purpose. A broker sends the retained messages of a QoS 1
+/// subscription through the client's queue of unacknowledged messages, and mosquitto drops what
+/// does not fit (`max_inflight_messages` 20 plus `max_queued_messages` 1000 by default), silently:
+/// measured on mosquitto 2.0.11 with 5,000 retained reports, a QoS 1 subscriber got 1,021 and a
+/// QoS 0 one all 5,000. Over one TCP connection QoS 0 loses nothing while the connection lasts,
+/// and a lost connection rebuilds the picture from the retained set anyway.
+///
+/// Every call blocks (connect, the network loop): run it on a thread of its own, never on the
+/// cooperative pool. The client's events are queued by its callback and handled on that same
+/// thread after each round of the loop, so the inbox has one owner and needs no lock.
+final class ReportCollector: Sendable {
+    /// Where the broker is and how to log in, from the command line.
+    struct Settings: Sendable {
+        var url: String
+        var topic: String
+        var login: MQTTLogin
+        /// The bound on connecting and on the retained set; in a watch, also how long a lost
+        /// connection may take to come back.
+        var timeout: Duration
+        var capacity: Int
+    }
+
+    /// What a one-shot collection got.
+    struct Collection: Sendable {
+        let inbox: FleetInbox
+        /// Whether the retained set was delivered (marker or quiet) before the timeout.
+        let complete: Bool
+    }
+
+    private let settings: Settings
+    private let host: String
+    private let port: Int32
+    private let client: MQTTClient
+    private let events = EventQueue()
+    /// This run's marker topic: unique, so another operator's run does not end ours.
+    private let markerTopic: String
+    private let subscriptions: [String]
+
+    init(_ settings: Settings) throws(AdminFailure) {
+        guard let (tls, host, port) = MQTTAddress.parse(settings.url) else {
+            throw .usage("--mqtt must be an mqtt:// or mqtts:// URL, got '\(TextEscaping.terminal(settings.url))'")
+        }
+        let options: MQTTClient.Options
+        do { options = try settings.login.clientOptions(tls: tls) } catch { throw .failure(error.description) }
+        do { client = try MQTTClient(options) } catch { throw .failure(TextEscaping.terminal(error.description)) }
+        self.settings = settings
+        self.host = host
+        self.port = port
+        let random = UInt64.random(in: 0...UInt64.max)
+        markerTopic = settings.topic + "/" + FleetInbox.markerPrefix + String(random, radix: 16)
+        // The reports last: a broker sends a subscription's retained messages right after its
+        // SUBACK, and mosquitto, its queue for this client overrun by a large retained set, never
+        // sent the SUBACK of a subscription made after that (measured with 20,000 reports).
+        subscriptions = [settings.topic + "/+/+/#", settings.topic + "/+"]
+        client.onEvent { [events] event in events.append(event) }
+    }
+
+    private var broker: String { "\(TextEscaping.terminal(host)):\(port)" }
+
+    /// One connection's progress: the SUBACKs still awaited and the retained set's.
+    private struct Session {
+        var connected = false
+        var pending: Set<Int32> = []
+        var subscribed = false
+        var progress = RetainedSetProgress()
+        var inbox: FleetInbox
+        /// The retained set is in: changes from now on are shown as they come.
+        var live = false
+        /// The inbox changed since the loop last looked.
+        var changed = false
+        /// Why the connection ended, when it did.
+        var lost: String?
+    }
+
+    /// Connects, collects the retained reports and disconnects. Throws when the broker cannot be
+    /// reached, refuses the client or drops the connection; an incomplete set (still arriving at
+    /// the timeout) is returned as such.
+    func collect() throws(AdminFailure) -> Collection {
+        let deadline = ContinuousClock.now + settings.timeout
+        try connect()
+        defer { client.disconnect() }
+        var session = Session(inbox: FleetInbox(base: settings.topic, capacity: settings.capacity))
+        while ContinuousClock.now < deadline {
+            if let reason = try round(&session) {
+                throw .failure("lost the connection to the MQTT broker at \(broker): \(reason)")
+            }
+            if session.progress.isComplete(at: .now) { return Collection(inbox: session.inbox, complete: true) }
+        }
+        guard session.subscribed else {
+            throw .failure(
+                "the MQTT broker at \(broker) did not "
+                    + (session.connected ? "confirm the subscription" : "accept the connection")
+                    + " within \(DurationText.format(settings.timeout))")
+        }
+        return Collection(inbox: session.inbox, complete: false)
+    }
+
+    /// Follows the reports until `stop` is set (then returns normally) or the connection is lost
+    /// for longer than the timeout (then throws). `changed` gets the inbox once the retained set is
+    /// in (or the timeout passed), then whenever it changed, at most once per `interval`; after a
+    /// reconnect the inbox is rebuilt from the retained set again before it replaces the old one,
+    /// so a report cleared meanwhile disappears.
+    func watch(
+        stop: StopSignal, interval: Duration = .seconds(1), changed: (FleetInbox) -> Void
+    ) throws(AdminFailure) {
+        try connect()
+        defer { client.disconnect() }
+        var session = Session(inbox: FleetInbox(base: settings.topic, capacity: settings.capacity))
+        var sessionStart = ContinuousClock.now
+        // Whether a picture was ever shown: before that, a lost connection is a plain failure.
+        var shownOnce = false
+        var dirty = false
+        var lastShown = ContinuousClock.now
+        var lostSince: ContinuousClock.Instant?
+        var lastError = ""
+        while !stop.isSet {
+            if let since = lostSince {
+                // Reconnecting: once a second, until the connection is back or the time is up.
+                if ContinuousClock.now - since >= settings.timeout {
+                    throw .failure(
+                        "lost the connection to the MQTT broker at \(broker) (\(lastError)) and it did not "
+                            + "come back within \(DurationText.format(settings.timeout))")
+                }
+                stop.wait(.seconds(1))
+                if stop.isSet { break }
+                do { try client.reconnect() } catch {
+                    lastError = TextEscaping.terminal(error.reason)
+                    continue
+                }
+                lostSince = nil
+                // The old picture stays on screen until the new retained set is in.
+                session = Session(inbox: FleetInbox(base: settings.topic, capacity: settings.capacity))
+                sessionStart = .now
+                Output.note("Reconnected to the MQTT broker at \(broker)")
+                continue
+            }
+            if let reason = try round(&session) {
+                guard shownOnce else {
+                    throw .failure("lost the connection to the MQTT broker at \(broker): \(reason)")
+                }
+                lastError = reason
+                lostSince = .now
+                Output.note("Lost the connection to the MQTT broker at \(broker) (\(reason)); reconnecting")
+                continue
+            }
+            let now = ContinuousClock.now
+            if !session.live {
+                // Collecting a retained set: shown once it is in, or as it is at the timeout.
+                let timedOut = now - sessionStart >= settings.timeout
+                if session.progress.isComplete(at: now) || (timedOut && session.subscribed) {
+                    session.live = true
+                    shownOnce = true
+                    dirty = true
+                    lastShown = now - interval
+                } else if timedOut {
+                    throw .failure(
+                        "the MQTT broker at \(broker) did not "
+                            + (session.connected ? "confirm the subscription" : "accept the connection")
+                            + " within \(DurationText.format(settings.timeout))")
+                }
+            } else if session.changed {
+                dirty = true
+            }
+            session.changed = false
+            if dirty, session.live, now - lastShown >= interval {
+                changed(session.inbox)
+                dirty = false
+                lastShown = now
+            }
+        }
+    }
+
+    /// Opens the connection (the CONNACK comes in the loop).
+    private func connect() throws(AdminFailure) {
+        do { try client.connect(host: host, port: port, keepAlive: 15) } catch {
+            throw .failure("cannot reach the MQTT broker at \(broker): \(TextEscaping.terminal(error.reason))")
+        }
+    }
+
+    /// One round of the network loop: waits at most 100 ms for traffic, then reads on while more
+    /// is there (libmosquitto reads one packet per call at QoS 0), then handles what came. Returns
+    /// why the connection ended if it did (escaped); throws what no reconnect can mend.
+    private func round(_ session: inout Session) throws(AdminFailure) -> String? {
+        var failure: MQTTError?
+        do {
+            try client.loop(timeout: .milliseconds(100))
+            for _ in 0..<1_000 where events.count > 0 {
+                let before = events.count
+                try client.loop(timeout: .zero)
+                if events.count == before { break }
+            }
+        } catch {
+            failure = error
+        }
+        for event in events.takeAll() { try handle(event, &session) }
+        return session.lost ?? failure.map { TextEscaping.terminal($0.reason) }
+    }
+
+    private func handle(_ event: MQTTClient.Event, _ session: inout Session) throws(AdminFailure) {
+        switch event {
+        case .connected:
+            session.connected = true
+            for topic in subscriptions {
+                do { session.pending.insert(try client.subscribe(topic, qos: 0)) } catch {
+                    throw .failure("cannot subscribe to \(TextEscaping.terminal(topic)): \(error.reason)")
+                }
+            }
+        case let .refused(reason):
+            throw .failure("the MQTT broker at \(broker) refused the connection: \(TextEscaping.terminal(reason))")
+        case let .disconnected(reason):
+            session.lost = session.lost ?? TextEscaping.terminal(reason)
+        case let .subscribed(messageId):
+            session.pending.remove(messageId)
+            guard session.pending.isEmpty, !session.subscribed else { return }
+            session.subscribed = true
+            session.progress.subscribed(at: .now)
+            // Non-retained: it reaches only current subscribers, after what the broker queued for
+            // this client so far. QoS 1 so that it is not dropped on the way in; it comes back at
+            // the subscription's QoS 0. A refused publish is not an error: the quiet period ends
+            // the collection instead.
+            _ = try? client.publish(Array("end of retained reports".utf8), topic: markerTopic, qos: 1)
+        case let .message(topic, payload):
+            if topic == markerTopic {
+                session.progress.marker(at: .now)
+            } else {
+                session.progress.message(at: .now)
+                if session.inbox.receive(topic: topic, payload: payload) { session.changed = true }
+            }
+        case .published:
+            break
+        }
+    }
+}
+
+/// The client's events, queued by its callback (inside the loop) and taken after each round of it.
+private final class EventQueue: Sendable {
+    private let queued = Mutex<[MQTTClient.Event]>([])
+
+    func append(_ event: MQTTClient.Event) { queued.withLock { $0.append(event) } }
+
+    var count: Int { queued.withLock { $0.count } }
+
+    func takeAll() -> [MQTTClient.Event] {
+        queued.withLock { queued in
+            defer { queued.removeAll(keepingCapacity: true) }
+            return queued
+        }
+    }
+}
+
+/// Set by SIGINT or SIGTERM, read by the watch loop on its thread; ``wait(_:)`` sleeps until it is
+/// set or the time passes, so a stop during a reconnect wait is not delayed.
+final class StopSignal: Sendable {
+    private let flag = Mutex(false)
+    private let wakeUp = DispatchSemaphore(value: 0)
+
+    var isSet: Bool { flag.withLock { $0 } }
+
+    func set() {
+        flag.withLock { $0 = true }
+        wakeUp.signal()
+    }
+
+    func wait(_ duration: Duration) {
+        guard !isSet else { return }
+        _ = wakeUp.wait(timeout: .now() + .milliseconds(Int(duration.milliseconds)))
+        if isSet { wakeUp.signal() }  // for the next wait
+    }
+}

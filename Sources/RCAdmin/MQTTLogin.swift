@@ -1,0 +1,72 @@
+import RCCore
+import RCMQTT
+
+/// How rcadmin proves who it is to a broker: a CA to verify it, a client certificate and key, a
+/// user name and password. One reading of these, from the command line (`notify-stale`,
+/// `activity`, `set-update --notify`, `fleet status`) or from the relay's config (`[Push]`), and
+/// one way into the MQTT client, so every command takes the same options the same way.
+struct MQTTLogin: Sendable {
+    var caFile: String?
+    var certificateFile: String?
+    var keyFile: String?
+    var username: String?
+    var passwordFile: String?
+
+    static let options: [OptionSpec] = [
+        .value("ca-file", "FILE"), .value("cert-file", "FILE"), .value("key-file", "FILE"),
+        .value("username", "USER"), .value("password-file", "FILE"),
+    ]
+
+    /// The synopsis of ``options``.
+    static let synopsis = "[--ca-file FILE] [--cert-file FILE --key-file FILE] [--username USER --password-file FILE]"
+
+    init(
+        caFile: String? = nil, certificateFile: String? = nil, keyFile: String? = nil, username: String? = nil,
+        passwordFile: String? = nil
+    ) {
+        self.caFile = caFile
+        self.certificateFile = certificateFile
+        self.keyFile = keyFile
+        self.username = username
+        self.passwordFile = passwordFile
+    }
+
+    /// The `[Push]` broker login of an agent.conf (the relay pings where the agents listen).
+    init(pushOf config: AgentConfig) {
+        self.init(
+            caFile: config.mqttCAFile, certificateFile: config.mqttClientCertificate, keyFile: config.mqttClientKey,
+            username: config.mqttUsername, passwordFile: config.mqttPasswordFile)
+    }
+
+    /// Reads the options; pairs that only work together are refused apart, as an operator who
+    /// gave one of them meant something by it.
+    init(_ options: ParsedOptions) throws(AdminFailure) {
+        self.init(
+            caFile: options.value("ca-file"), certificateFile: options.value("cert-file"),
+            keyFile: options.value("key-file"), username: options.value("username"),
+            passwordFile: options.value("password-file"))
+        if passwordFile != nil && username == nil { throw .usage("--password-file goes with --username USER") }
+        if (certificateFile == nil) != (keyFile == nil) { throw .usage("--cert-file and --key-file go together") }
+    }
+
+    /// Whether any option was given (they mean nothing without a broker).
+    var isEmpty: Bool {
+        caFile == nil && certificateFile == nil && keyFile == nil && username == nil && passwordFile == nil
+    }
+
+    /// The client options for a broker with (`tls`) or without TLS. The password file is read now,
+    /// at every call: a rotated password is used without a restart of the relay.
+    func clientOptions(tls: Bool) throws(MQTTPublisher.Failure) -> MQTTClient.Options {
+        if !tls, certificateFile != nil {
+            throw MQTTPublisher.Failure(description: "a client certificate needs an mqtts:// broker")
+        }
+        var options = MQTTClient.Options()  // no client id: a random one, with a clean session
+        options.username = username
+        options.password = try MQTTPublisher.password(fromFile: passwordFile)
+        options.tls = tls
+        options.caFile = caFile
+        options.certificateFile = certificateFile
+        options.keyFile = keyFile
+        return options
+    }
+}
