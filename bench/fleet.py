@@ -240,8 +240,11 @@ class Mosquitto:
         wait_port(self.port, "mosquitto")
 
     def restart(self):
+        """Stops (SIGTERM: it saves its sessions) and starts the broker; returns when it accepts
+        connections again."""
         stop(self.process, signal.SIGTERM)
         self.start()
+        return time.monotonic()
 
     def close(self):
         stop(self.process, signal.SIGTERM)
@@ -326,11 +329,15 @@ mqtt {{
         wait_for(self.formed, limit, "the NATS cluster to form")
 
     def restart(self):
+        """Stops every node (SIGTERM) and starts them again; returns when they accept MQTT
+        connections again (agents connect from then on, while the cluster is still forming)."""
         for i in range(len(self.nodes)):
             self.kill_node(i, signal.SIGTERM)
         for i in range(len(self.nodes)):
             self.start_node(i)
-        self.wait_formed()
+        up = time.monotonic()
+        self.wait_formed(120)
+        return up
 
     def close(self):
         for i in self.running():
@@ -644,10 +651,10 @@ def restart_case(broker, processes, version):
     reconnect, answered 304) and the time until every agent reports online again."""
     offset = nginx.offset()
     t0 = time.monotonic()
-    broker.restart()
-    up = time.monotonic()
+    up = broker.restart()
     if reports_on:
-        wait_for(lambda: all(reports.latest.get(d, (0, {}))[0] >= up and reports.latest[d][1].get("online")
+        # Nothing is published while the broker is down: a report newer than t0 came after it.
+        wait_for(lambda: all(reports.latest.get(d, (0, {}))[0] >= t0 and reports.latest[d][1].get("online")
                              for d in device_ids.values()), 300, "every agent reporting online after the restart")
     back = time.monotonic() - up
     # Each agent re-fetches once when it has reconnected (libmosquitto's reconnect delay grows while
