@@ -372,32 +372,50 @@ mqtt {{
 
 
 class Reports:
-    """One mosquitto_sub on `<topic>/+`: every report, in arrival order, with a monotonic time."""
+    """One mosquitto_sub on `<topic>/+`: every report, in arrival order, with a monotonic time.
+    mosquitto_sub gives up when a reconnect fails (a whole NATS cluster restarting), so it is
+    started again when it ends; the broker then sends the retained reports again, which is why
+    "reported after X" is judged by the report's own `at`."""
 
     def __init__(self, port):
+        self.port = port
         self.lock = threading.Lock()
         self.latest = {}  # deviceId -> (time, report)
         self.events = []  # (time, deviceId, report)
         self.bad = 0
-        self.process = spawn(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(port), "-q", "1", "-v",
-                              "-t", f"{topic}/+"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                             bufsize=1)
+        self.closing = False
+        self.subscribe()
         self.thread = threading.Thread(target=self.read, daemon=True)
         self.thread.start()
 
+    def subscribe(self):
+        self.process = spawn(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(self.port), "-q", "1", "-v",
+                              "-t", f"{topic}/+"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                             bufsize=1)
+
+    def close(self):
+        self.closing = True
+        stop(self.process)
+
     def read(self):
-        for line in self.process.stdout:
-            now = time.monotonic()
-            name, _, payload = line.rstrip("\n").partition(" ")
-            try:
-                body = json.loads(payload)
-                device = body["deviceId"]
-            except (ValueError, KeyError, TypeError):
-                self.bad += 1
-                continue
-            with self.lock:
-                self.latest[device] = (now, body)
-                self.events.append((now, device, body))
+        while True:
+            for line in self.process.stdout:
+                now = time.monotonic()
+                name, _, payload = line.rstrip("\n").partition(" ")
+                try:
+                    body = json.loads(payload)
+                    device = body["deviceId"]
+                except (ValueError, KeyError, TypeError):
+                    self.bad += 1
+                    continue
+                with self.lock:
+                    self.latest[device] = (now, body)
+                    self.events.append((now, device, body))
+            if self.closing:
+                return
+            stop(self.process)
+            time.sleep(0.2)
+            self.subscribe()
 
     def count(self, predicate):
         with self.lock:
@@ -651,11 +669,21 @@ def restart_case(broker, processes, version):
     reconnect, answered 304) and the time until every agent reports online again."""
     offset = nginx.offset()
     t0 = time.monotonic()
+    wall = datetime.datetime.now(datetime.timezone.utc)
     up = broker.restart()
+
+    def made_after_restart(d):
+        entry = reports.latest.get(d)
+        if not entry or not entry[1].get("online"):
+            return False
+        try:
+            return datetime.datetime.fromisoformat(entry[1]["at"].replace("Z", "+00:00")) >= wall
+        except (KeyError, ValueError, AttributeError):
+            return False
+
     if reports_on:
-        # Nothing is published while the broker is down: a report newer than t0 came after it.
-        wait_for(lambda: all(reports.latest.get(d, (0, {}))[0] >= t0 and reports.latest[d][1].get("online")
-                             for d in device_ids.values()), 300, "every agent reporting online after the restart")
+        wait_for(lambda: all(made_after_restart(d) for d in list(device_ids.values())), 300,
+                 "every agent reporting online after the restart")
     back = time.monotonic() - up
     # Each agent re-fetches once when it has reconnected (libmosquitto's reconnect delay grows while
     # the broker is down, and the fetch waits out Jitter): wait for one per agent, then until they
@@ -746,7 +774,7 @@ try:
                     node_kill_case(broker, processes, version)
             stop_fleet(processes)
         if reports:
-            stop(reports.process)
+            reports.close()
         broker.close()
     report("fleet", figures)
 finally:
