@@ -38,16 +38,8 @@ import Testing
         let aclFile = sandbox.root.appendingPathComponent("acl").path
         try Self.acl.write(toFile: aclFile, atomically: true, encoding: .utf8)
         let broker = try Mosquitto(
-            in: sandbox.root.appendingPathComponent("cert-broker"),
-            settings: """
-                cafile \(pki.caCertificate)
-                certfile \(pki.serverCertificate)
-                keyfile \(pki.serverKey)
-                require_certificate true
-                use_identity_as_username true
-                acl_file \(aclFile)
-
-                """)
+            in: sandbox, tls: pki,
+            extra: "require_certificate true\nuse_identity_as_username true\nacl_file \(aclFile)\n")
         let tls = [
             "--cafile", pki.caCertificate, "--cert", operatorIdentity.certificate, "--key", operatorIdentity.key,
         ]
@@ -100,15 +92,7 @@ import Testing
     @Test func withoutItsCertificateTheDeviceIsRefusedAndKeepsServing() throws {
         let sandbox = try Sandbox()
         let pki = try TestPKI(in: sandbox.root)
-        let broker = try Mosquitto(
-            in: sandbox.root.appendingPathComponent("cert-broker"),
-            settings: """
-                cafile \(pki.caCertificate)
-                certfile \(pki.serverCertificate)
-                keyfile \(pki.serverKey)
-                require_certificate true
-
-                """)
+        let broker = try Mosquitto(in: sandbox, tls: pki, extra: "require_certificate true\n")
         try sandbox.writeConfig(
             extra: "[Push]\nMQTT=mqtts://127.0.0.1:\(broker.port)\nMQTTCAFile=\(pki.caCertificate)\n")
         try sandbox.write(Sandbox.document(version: 1), to: sandbox.remotePath)

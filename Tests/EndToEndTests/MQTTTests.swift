@@ -10,7 +10,8 @@ extension Mosquitto {
     /// `tls`: the listener takes TLS with the test PKI's server certificate. `persistent`: the broker
     /// keeps its sessions across a restart, as production brokers do (saved every second: started
     /// from the test runner it inherits a blocked SIGTERM, so it cannot save on the way out).
-    convenience init(in sandbox: Sandbox, tls: TestPKI? = nil, persistent: Bool = false) throws {
+    /// `extra`: more `mosquitto.conf` lines (client certificates, an ACL).
+    convenience init(in sandbox: Sandbox, tls: TestPKI? = nil, persistent: Bool = false, extra: String = "") throws {
         let directory = sandbox.root.appendingPathComponent(persistent ? "persistent-broker" : "broker")
         var settings = ""
         if let tls {
@@ -19,7 +20,7 @@ extension Mosquitto {
         if persistent {
             settings += "persistence true\npersistence_location \(directory.path)/\nautosave_interval 1\n"
         }
-        try self.init(in: directory, settings: settings)
+        try self.init(in: directory, settings: settings + extra)
     }
 
     /// Whether a persistent broker saved its sessions after `date` (and so holds what was subscribed then).
