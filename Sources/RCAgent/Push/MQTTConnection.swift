@@ -22,7 +22,9 @@ final class MQTTConnection: Sendable {
 
     /// What the connection did, on its thread, in order.
     enum Event: Sendable {
-        case connected(Broker)
+        /// Connected; `sessionPresent`: the broker kept the session from before (see
+        /// ``MQTTClient/Event/connected(sessionPresent:)``).
+        case connected(Broker, sessionPresent: Bool)
         case disconnected(Broker)
         case message(topic: String, payload: [UInt8])
         /// The broker acknowledged the publish with this id (PUBACK).
@@ -199,14 +201,14 @@ final class MQTTConnection: Sendable {
     /// What the client reports, on the network thread.
     private func handle(_ event: MQTTClient.Event) {
         switch event {
-        case .connected:
+        case let .connected(sessionPresent):
             let broker = state.withLock { state in
                 state.rotation.connected()
                 let broker = brokers[state.rotation.index]
                 state.connected = broker
                 return broker
             }
-            deliver(.connected(broker))
+            deliver(.connected(broker, sessionPresent: sessionPresent))
         case let .refused(reason):
             log.warning("MQTT broker \(currentBroker.name) refused the connection: \(reason)")
         case .disconnected:

@@ -50,7 +50,7 @@ final class Reporter: Sendable {
     /// What the connection reports, on its network thread.
     func handle(_ event: MQTTConnection.Event) {
         switch event {
-        case let .connected(broker):
+        case let .connected(broker, _):
             self.broker.withLock { $0 = broker }
             inbox.send(.connected)
         case .disconnected:
