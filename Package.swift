@@ -68,7 +68,7 @@ let package = Package(
             name: "RCFuzzing", dependencies: ["RCCore", "RCTemplate", "RCAgent", "RCHTTP", "RCFirebase", "RCService"]),
         .executableTarget(name: "rcfuzz", dependencies: ["RCFuzzing"]),
 
-        .target(name: "TestSupport", dependencies: ["CLinux"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["CLinux", "RCCore"], path: "Tests/TestSupport"),
         .testTarget(name: "RCCoreTests", dependencies: ["RCCore", "TestSupport"]),
         .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "TestSupport"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),

@@ -43,13 +43,13 @@ agents = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
 jitters = os.environ.get("RCBENCH_FLEET_JITTERS", "0 5s 30s").split()
 brokers = os.environ.get("RCBENCH_FLEET_BROKERS", "mosquitto nats").split()
 batch = int(os.environ.get("RCBENCH_FLEET_BATCH", "50"))
-# More settings for the NATS nodes' mqtt block. By default each QoS 1 subscription's consumer is one
-# replica in memory (the streams holding sessions, messages and retained reports stay 3 replicas on
-# disk): with nats-server's defaults (3 replicas on disk) creating 2,000 consumers through the
-# JetStream meta leader on 2 cores timed out for 11-72% of the agents' subscriptions, and an agent
-# whose subscription was refused never hears a ping (BENCHMARKS.md). RCBENCH_FLEET_NATS_MQTT=""
-# runs with the defaults.
-nats_mqtt = os.environ.get("RCBENCH_FLEET_NATS_MQTT", "consumer_replicas: 1, consumer_memory_storage: true")
+# More settings for the NATS nodes' mqtt block; by default none: nats-server's own defaults, each
+# QoS 1 subscription's consumer 3 replicas on disk, which survive a node. Creating 2,000 of them on
+# 2 cores times out for some agents' subscriptions at start; the agent retries a refused
+# subscription (BENCHMARKS.md). RCBENCH_FLEET_NATS_MQTT="consumer_replicas: 1,
+# consumer_memory_storage: true" is the cheaper setting the first runs used, whose consumers die
+# with their node.
+nats_mqtt = os.environ.get("RCBENCH_FLEET_NATS_MQTT", "")
 topic = "rcfleet/status"
 work = tempfile.mkdtemp(prefix="rcfleet-")
 figures = []

@@ -14,14 +14,7 @@ import Testing
     /// A healthy device's report on `version`; `change` makes it otherwise.
     static func report(
         _ id: String, _ version: String?, _ change: (inout DeviceReport) -> Void = { _ in }
-    ) -> DeviceReport {
-        var report = DeviceReport(
-            deviceId: id, online: true, at: t0, agentVersion: "0.9.0", templateVersion: version,
-            stale: .init(set: false, since: nil), lastFetch: .init(status: "success", at: t0, error: nil),
-            appInstalled: "1.0.0", update: .none, activities: 0)
-        change(&report)
-        return report
-    }
+    ) -> DeviceReport { .sample(id, version, at: t0, change) }
 
     /// A sandbox and a broker; the reports go to `rcagent/status` unless a test says otherwise.
     final class Fleet {
