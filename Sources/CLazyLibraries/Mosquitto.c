@@ -5,7 +5,6 @@
 
 #define RC_LAZY_THIS RC_LAZY_MOSQUITTO
 typedef void (*rc_mosquitto_code_callback)(struct mosquitto *, void *, int);
-typedef void (*rc_mosquitto_connect_flags_callback)(struct mosquitto *, void *, int, int);
 typedef void (*rc_mosquitto_message_callback)(struct mosquitto *, void *, const struct mosquitto_message *);
 typedef void (*rc_mosquitto_subscribe_callback)(struct mosquitto *, void *, int, int, const int *);
 typedef int (*rc_mosquitto_password_callback)(char *, int, int, void *);
@@ -39,8 +38,7 @@ typedef int (*rc_mosquitto_password_callback)(char *, int, int, void *);
     F(int, mosquitto_loop, (struct mosquitto * m, int timeout, int packets), (m, timeout, packets))               \
     F(int, mosquitto_loop_forever, (struct mosquitto * m, int timeout, int packets), (m, timeout, packets))       \
     P(void, mosquitto_user_data_set, (struct mosquitto * m, void *object), (m, object))                           \
-    P(void, mosquitto_connect_with_flags_callback_set,                                                            \
-      (struct mosquitto * m, rc_mosquitto_connect_flags_callback callback), (m, callback))                        \
+    P(void, mosquitto_connect_callback_set, (struct mosquitto * m, rc_mosquitto_code_callback callback), (m, callback)) \
     P(void, mosquitto_disconnect_callback_set, (struct mosquitto * m, rc_mosquitto_code_callback callback),       \
       (m, callback))                                                                                              \
     P(void, mosquitto_publish_callback_set, (struct mosquitto * m, rc_mosquitto_code_callback callback), (m, callback)) \

@@ -58,10 +58,8 @@ public final class MQTTClient: @unchecked Sendable {
 
     /// What the broker did, delivered on the thread running the loop, in order.
     public enum Event: Sendable {
-        /// The broker accepted the connection (CONNACK 0); `sessionPresent`: it kept this client's
-        /// session from before (subscriptions, QoS 1 messages queued meanwhile), which only a
-        /// client without a clean session can have.
-        case connected(sessionPresent: Bool)
+        /// The broker accepted the connection (CONNACK 0).
+        case connected
         /// The broker refused the connection: its CONNACK reason.
         case refused(String)
         /// The connection ended; `reason` is libmosquitto's text ("No error" after ``disconnect()``).
@@ -141,12 +139,9 @@ public final class MQTTClient: @unchecked Sendable {
         // The callbacks find this object through the handle's user data. Unretained: the owner stops
         // the loop before it lets go of the client, and `deinit` destroys the handle.
         mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
-        mosquitto_connect_with_flags_callback_set(handle) { _, context, rc, flags in
+        mosquitto_connect_callback_set(handle) { _, context, rc in
             let client = Unmanaged<MQTTClient>.fromOpaque(context!).takeUnretainedValue()
-            client.deliver(
-                rc == 0
-                    ? .connected(sessionPresent: flags & 1 != 0)
-                    : .refused(String(cString: mosquitto_connack_string(rc))))
+            client.deliver(rc == 0 ? .connected : .refused(String(cString: mosquitto_connack_string(rc))))
         }
         mosquitto_disconnect_callback_set(handle) { _, context, rc in
             let client = Unmanaged<MQTTClient>.fromOpaque(context!).takeUnretainedValue()

@@ -126,27 +126,6 @@ extension Mosquitto {
         daemon.stop()
     }
 
-    /// A broker that keeps sessions (persistence) restarted under the device: the connect says the
-    /// session is there, the pings sent meanwhile come from it, and the device does not refetch
-    /// (a restart of a fleet's broker would otherwise cost a fetch per device).
-    @Test func aBrokerThatKeptTheSessionCostsNoRefetch() throws {
-        let (sandbox, server, broker) = try setUp(persistent: true)
-        let subscribedAt = Date()
-        let daemon = try startConnected(sandbox, server)
-        #expect(eventually { broker.saved(after: subscribedAt.addingTimeInterval(1)) }, "the session is on disk")
-        let before = server.requests.count
-        broker.stop()
-        #expect(eventually { daemon.log.contains("MQTT connection to 127.0.0.1:\(broker.port) lost") }, "\(daemon.log)")
-        try broker.start()
-        #expect(eventually(20) { daemon.log.contains("MQTT session kept by the broker") }, "\(daemon.log)")
-        // The next fetch is the ping's, and the only one since the restart.
-        try server.serve(Sandbox.document(version: 2), etag: "\"v2\"")
-        try broker.publish(Self.ping)
-        #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v2\n" }, "\(daemon.log)")
-        #expect(server.requests.count == before + 1, "\(server.requests)")
-        daemon.stop()
-    }
-
     @Test func rcadminPublishesTheStalePing() throws {
         let (sandbox, server, broker) = try setUp()
         let daemon = try startConnected(sandbox, server)

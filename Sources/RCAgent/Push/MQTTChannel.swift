@@ -33,9 +33,8 @@ final class MQTTChannel: Sendable {
 
     private enum ConnectionEvent: Sendable {
         case state(String)
-        /// Connected (`first`: for the first time since start; `sessionKept`: the broker kept the
-        /// session, and with it the pings sent while the channel was away).
-        case connected(state: String, first: Bool, sessionKept: Bool)
+        /// Connected (`first`: for the first time since start): a ping may have been missed.
+        case connected(state: String, first: Bool)
         case message(PushMessage, topic: String)
     }
 
@@ -70,17 +69,12 @@ final class MQTTChannel: Sendable {
     private func deliver(_ event: ConnectionEvent) async {
         switch event {
         case let .state(state): await agent.setPushState(state)
-        case let .connected(state, first, sessionKept):
+        case let .connected(state, first):
             await agent.setPushState(state)
             if first { await forgetEarlierTopics() }
-            // A ping may have been missed while disconnected (at start too: the daemon was not
-            // running, and the broker may hold no session). Not when the broker kept the session:
-            // it queued the pings sent meanwhile (QoS 1) and delivers them now, so a restart of a
-            // broker that keeps sessions costs the fleet no fetch at all.
+            // A ping may have been missed while disconnected (at start too: the broker may hold none).
             if first {
                 agent.request(.pushReconnect)
-            } else if sessionKept {
-                log.info("MQTT session kept by the broker: pings sent meanwhile come from it; not refetching")
             } else {
                 agent.requestAfterJitter(.pushReconnect, jitter: jitter)
             }
@@ -119,7 +113,7 @@ final class MQTTChannel: Sendable {
     /// What the connection reports, on its network thread.
     func handle(_ event: MQTTConnection.Event) {
         switch event {
-        case let .connected(broker, sessionPresent): didConnect(broker, sessionKept: sessionPresent)
+        case let .connected(broker): didConnect(broker)
         case let .disconnected(broker):
             subscriptions.withLock { $0 = Subscriptions() }
             eventInput.yield(.state("mqtt \(broker.name) disconnected, reconnecting"))
@@ -179,7 +173,7 @@ final class MQTTChannel: Sendable {
         "mqtt \(broker.name) connected, topics \(topics.joined(separator: ", "))"
     }
 
-    private func didConnect(_ broker: MQTTConnection.Broker, sessionKept: Bool) {
+    private func didConnect(_ broker: MQTTConnection.Broker) {
         subscriptions.withLock { $0 = Subscriptions(broker: broker) }
         for topic in topics { subscribe(topic, on: broker) }
         let first = everConnected.withLock { ever in
@@ -187,7 +181,7 @@ final class MQTTChannel: Sendable {
             return !ever
         }
         log.info("MQTT connected to \(broker.name), subscribed to \(topics.joined(separator: ", "))")
-        eventInput.yield(.connected(state: connectedState(broker), first: first, sessionKept: sessionKept))
+        eventInput.yield(.connected(state: connectedState(broker), first: first))
     }
 
     private func didReceive(_ payload: [UInt8], topic: String) {

@@ -22,9 +22,7 @@ final class MQTTConnection: Sendable {
 
     /// What the connection did, on its thread, in order.
     enum Event: Sendable {
-        /// Connected; `sessionPresent`: the broker kept the session from before (see
-        /// ``MQTTClient/Event/connected(sessionPresent:)``).
-        case connected(Broker, sessionPresent: Bool)
+        case connected(Broker)
         case disconnected(Broker)
         case message(topic: String, payload: [UInt8])
         /// The broker acknowledged the publish with this id (PUBACK).
@@ -201,14 +199,14 @@ final class MQTTConnection: Sendable {
     /// What the client reports, on the network thread.
     private func handle(_ event: MQTTClient.Event) {
         switch event {
-        case let .connected(sessionPresent):
+        case .connected:
             let broker = state.withLock { state in
                 state.rotation.connected()
                 let broker = brokers[state.rotation.index]
                 state.connected = broker
                 return broker
             }
-            deliver(.connected(broker, sessionPresent: sessionPresent))
+            deliver(.connected(broker))
         case let .refused(reason):
             log.warning("MQTT broker \(currentBroker.name) refused the connection: \(reason)")
         case .disconnected:

@@ -50,7 +50,7 @@ final class Reporter: Sendable {
     /// What the connection reports, on its network thread.
     func handle(_ event: MQTTConnection.Event) {
         switch event {
-        case let .connected(broker, _):
+        case let .connected(broker):
             self.broker.withLock { $0 = broker }
             inbox.send(.connected)
         case .disconnected:
