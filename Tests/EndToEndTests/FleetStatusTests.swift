@@ -317,7 +317,12 @@ import Testing
             try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
             daemons.append(try sandbox.startDaemon())
             ids.append(try FirebaseSourceTests().deviceId(sandbox))
-            if sandbox === first { try server.serve(Sandbox.document(version: 2), etag: "\"v2\"") }
+            // Version 2 for the ping below, once the first agent has version 1 (before, its first
+            // fetch could already get 2).
+            if sandbox === first {
+                #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v1\n" })
+                try server.serve(Sandbox.document(version: 2), etag: "\"v2\"")
+            }
         }
         defer {
             daemons.forEach { $0.killHard() }

@@ -54,6 +54,17 @@ import Testing
             #expect(eventually { home.isSubset(of: cluster.mqttClients(on: node)) }, "node \(node)")
         }
 
+        // NATS makes each subscription a JetStream consumer, and on a loaded machine a consumer
+        // may deliver only a while after its SUBACK: a ping published before then never reaches
+        // that agent. A ping announcing the current version changes nothing, and each agent logs
+        // that it ignores it: once every agent has logged one, every subscription delivers.
+        let current = #"{"data":{"CONFIG_STATE":"STALE","templateVersion":"1"}}"#
+        #expect(
+            eventually(60) {
+                try? cluster.publish(current, on: 0)
+                return fleet.everyLog(contains: "Ignoring a stale ping from mqtt PUSH_RC for template 1")
+            }, "\(fleet.logs)")
+
         var before = fleet.nginx.requests.count
         try fleet.nginx.serve(Fleet.document(version: 2))
         try cluster.publish(#"{"data":{"CONFIG_STATE":"STALE","templateVersion":"2"}}"#, on: 0)
@@ -206,12 +217,19 @@ final class Fleet {
         (0..<size).map { index in requests.filter { $0.uri.hasSuffix("?agent=\(index)") }.count }
     }
 
+    /// Agent `index`'s log so far.
+    func log(_ index: Int) -> String {
+        (try? String(contentsOfFile: directory(index).path + "/daemon.log", encoding: .utf8)) ?? ""
+    }
+
+    /// Whether every agent's log holds `text`.
+    func everyLog(contains text: String) -> Bool {
+        (0..<size).allSatisfy { log($0).contains(text) }
+    }
+
     /// Every agent's log, for a failure message.
     var logs: String {
-        (0..<size).map { index in
-            "--- agent \(index)\n"
-                + ((try? String(contentsOfFile: directory(index).path + "/daemon.log", encoding: .utf8)) ?? "")
-        }.joined()
+        (0..<size).map { "--- agent \($0)\n" + log($0) }.joined()
     }
 }
 
