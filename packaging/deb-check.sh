@@ -129,12 +129,16 @@ printf '{"kiosk_url": "https://example.com/jail"}' > "$jail/etc/rc/defaults.json
 printf '[Agent]\nStateDirectory=/tmp/state\nSocket=/tmp/agent.sock\nSocketGroup=\nDefaults=/etc/rc/defaults.json\n' > "$jail/etc/rc/file.conf"
 cp "$jail/etc/rc/file.conf" "$jail/etc/rc/mqtt.conf"
 printf '[Push]\nMQTT=mqtt://127.0.0.1:1\n' >> "$jail/etc/rc/mqtt.conf"
-# /proc mounted for it in a mount namespace that ends with the program.
-in_jail() { unshare --mount --fork --kill-child=SIGTERM sh -c 'mount -t proc proc "$0/proc" && exec chroot "$0" "$@"' "$jail" "$@"; }
+# /proc mounted for it in a mount namespace that ends with the program. `in_jail_exec` replaces the
+# calling shell with unshare, so that a background `(in_jail_exec ...) &` leaves $! the pid of unshare
+# itself: killing it ends the program (--kill-child). Killing a subshell around it would not, and the
+# jailed daemon would outlive deb-check.
+in_jail_exec() { exec unshare --mount --fork --kill-child=SIGTERM sh -c 'mount -t proc proc "$0/proc" && exec chroot "$0" "$@"' "$jail" "$@"; }
+in_jail() { (in_jail_exec "$@"); }
 if in_jail /usr/bin/rcagentd --config /etc/rc/mqtt.conf 2>"$work/jail-mqtt.log"; then fail "rcagentd started with MQTT and no libmosquitto"; fi
 cat "$work/jail-mqtt.log"
 grep -q 'MQTT needs libmosquitto.so.1.*apt install libmosquitto1' "$work/jail-mqtt.log" || fail "no clear error for the missing libmosquitto"
-in_jail /usr/bin/rcagentd --config /etc/rc/file.conf 2>"$work/jail-file.log" &
+(in_jail_exec /usr/bin/rcagentd --config /etc/rc/file.conf) 2>"$work/jail-file.log" &
 jailed=$!
 helpers="$helpers $jailed"
 i=0
@@ -142,7 +146,15 @@ until [ "$(in_jail /usr/bin/rcagent --config /etc/rc/file.conf get kiosk_url 2>/
     i=$((i + 1)); [ $i -lt 100 ] || { cat "$work/jail-file.log"; fail "the daemon without the recommended libraries does not serve"; }
     sleep 0.1
 done
+daemon_in_jail=$(ps -o pid= --ppid "$jailed" | tr -d ' ')
+[ -n "$daemon_in_jail" ] || fail "no daemon under unshare"
 kill "$jailed"; wait "$jailed" || true
+# The daemon goes with unshare (--kill-child): nothing of the jail runs on.
+i=0
+while ps -o stat= -p "$daemon_in_jail" | grep -q '^[^Z]'; do  # a zombie has ended; its reaper is not ours
+    i=$((i + 1)); [ $i -lt 100 ] || fail "the jailed daemon outlived its unshare"
+    sleep 0.1
+done
 
 step "upgrade keeps state and an edited conffile"
 printf '\n# edited by deb-check\n[Agent]\nMinimumFetchInterval=6h\n' >> /etc/rcagent/agent.conf
