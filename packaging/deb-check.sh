@@ -15,6 +15,17 @@ bin=$1
 work=$(mktemp -d)
 daemon=
 helpers=
+# stop_job JOB WHAT [PID]: SIGTERM to PID (default: the job itself), then waits, 10 s at most, for
+# the background job JOB of this script to end, and reaps it.
+stop_job() {
+    kill "${3:-$1}"
+    i=0
+    while ps -o stat= -p "$1" | grep -q '^[^Z]'; do
+        i=$((i + 1)); [ $i -lt 100 ] || fail "$2 did not stop on SIGTERM"
+        sleep 0.1
+    done
+    wait "$1" || true
+}
 cleanup() {
     [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
     for pid in $helpers; do kill -9 "$pid" 2>/dev/null || true; done
@@ -146,15 +157,11 @@ until [ "$(in_jail /usr/bin/rcagent --config /etc/rc/file.conf get kiosk_url 2>/
     i=$((i + 1)); [ $i -lt 100 ] || { cat "$work/jail-file.log"; fail "the daemon without the recommended libraries does not serve"; }
     sleep 0.1
 done
+# unshare --fork blocks SIGTERM while it waits for its child: the daemon itself is stopped, and
+# unshare ends with it (the cleanup's SIGKILL of unshare takes the daemon along: --kill-child).
 daemon_in_jail=$(ps -o pid= --ppid "$jailed" | tr -d ' ')
 [ -n "$daemon_in_jail" ] || fail "no daemon under unshare"
-kill "$jailed"; wait "$jailed" || true
-# The daemon goes with unshare (--kill-child): nothing of the jail runs on.
-i=0
-while ps -o stat= -p "$daemon_in_jail" | grep -q '^[^Z]'; do  # a zombie has ended; its reaper is not ours
-    i=$((i + 1)); [ $i -lt 100 ] || fail "the jailed daemon outlived its unshare"
-    sleep 0.1
-done
+stop_job "$jailed" "the daemon in the clean root" "$daemon_in_jail"
 
 step "upgrade keeps state and an edited conffile"
 printf '\n# edited by deb-check\n[Agent]\nMinimumFetchInterval=6h\n' >> /etc/rcagent/agent.conf
@@ -219,8 +226,11 @@ mosquitto_sub $session -E
 mosquitto_sub $session -C 1 -W 30 > "$work/ping" &
 subscriber=$!
 helpers="$helpers $subscriber"
-runuser -u nobody -- rcadmin relay --config "$work/relay.conf" 2>"$work/relay.log" &
-helpers="$helpers $!"
+# setpriv execs the relay as nobody (runuser would stay its parent, and a kill of runuser would
+# leave the relay running): $! is the relay.
+setpriv --reuid=nobody --regid=nogroup --clear-groups rcadmin relay --config "$work/relay.conf" 2>"$work/relay.log" &
+relay=$!
+helpers="$helpers $relay"
 wait "$subscriber" || { cat "$work/relay.log"; fail "no stale ping reached the broker"; }
 grep -qx '{"data":{"CONFIG_STATE":"STALE","templateVersion":"7"}}' "$work/ping" || fail "unexpected ping: $(cat "$work/ping")"
 # The relay records the version once the broker acknowledged the ping, which can be after the
@@ -230,6 +240,7 @@ until grep -q '"relayed":{"mqtt mqtt://127.0.0.1:'"$mqtt_port"' PUSH_RC":7}' "$w
     i=$((i + 1)); [ $i -lt 100 ] || { cat "$work/relay.log"; fail "the relay did not record version 7"; }
     sleep 0.1
 done
+stop_job "$relay" "the relay"
 dpkg --purge rcadmin
 [ ! -e /usr/bin/rcadmin ] || fail "purge left /usr/bin/rcadmin"
 echo "deb-check: passed"
