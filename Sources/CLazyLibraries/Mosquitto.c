@@ -26,6 +26,14 @@ typedef int (*rc_mosquitto_password_callback)(char *, int, int, void *);
     F(int, mosquitto_connect, (struct mosquitto * m, const char *host, int port, int keepalive),                  \
       (m, host, port, keepalive))                                                                                 \
     F(int, mosquitto_reconnect, (struct mosquitto * m), (m))                                                      \
+    F(int, mosquitto_int_option, (struct mosquitto * m, enum mosq_opt_t option, int value), (m, option, value))    \
+    F(int, mosquitto_connect_bind_v5,                                                                             \
+      (struct mosquitto * m, const char *host, int port, int keepalive, const char *bind,                         \
+       const mosquitto_property *properties),                                                                     \
+      (m, host, port, keepalive, bind, properties))                                                               \
+    F(int, mosquitto_property_add_int32, (mosquitto_property * *list, int identifier, uint32_t value),            \
+      (list, identifier, value))                                                                                  \
+    P(void, mosquitto_property_free_all, (mosquitto_property * *list), (list))                                    \
     F(int, mosquitto_reconnect_delay_set,                                                                         \
       (struct mosquitto * m, unsigned int delay, unsigned int maximum, bool exponential),                         \
       (m, delay, maximum, exponential))                                                                           \
@@ -47,7 +55,8 @@ typedef int (*rc_mosquitto_password_callback)(char *, int, int, void *);
     P(void, mosquitto_message_callback_set, (struct mosquitto * m, rc_mosquitto_message_callback callback),       \
       (m, callback))                                                                                              \
     F(const char *, mosquitto_strerror, (int code), (code))                                                       \
-    F(const char *, mosquitto_connack_string, (int code), (code))
+    F(const char *, mosquitto_connack_string, (int code), (code))                                                 \
+    F(const char *, mosquitto_reason_string, (int code), (code))
 
 RC_LAZY_DEFINE(rc_lazy_mosquitto, "libmosquitto.so.1", "libmosquitto1",
                "MQTT (push over [Push] MQTT=, rcadmin's MQTT pings and relay)", MOSQUITTO_FUNCTIONS)

@@ -39,7 +39,7 @@ enum MQTTPublisher {
             case .published:
                 outcome.set(.acknowledged)
                 client.disconnect()  // the loop below then ends
-            case let .refused(reason): outcome.set(.refused(reason))
+            case let .refused(reason, _): outcome.set(.refused(reason))
             default: break
             }
         }

@@ -169,9 +169,11 @@ struct MQTTService: Service {
     }
 
     func run() async throws {
-        connection.onEvent { [channel, reporter] event in
+        connection.onEvent { [channel, reporter, connection] event in
             channel?.handle(event)
             reporter?.handle(event)
+            // The channel gives a message's room back once handled; without one nothing holds it.
+            if channel == nil, case let .message(_, payload) = event { connection.consumed(payload.count) }
         }
         await reporter?.prepare()
         if !connection.start() {

@@ -145,8 +145,16 @@ public struct RealtimeStream: Sendable {
 
         /// Splits the stream into top-level JSON objects and handles each.
         private func receive(_ bytes: [UInt8]) {
-            let messages = state.withLock { $0.framer.append(bytes) }
+            let (messages, skipped) = state.withLock { state in
+                let before = state.framer.oversized
+                let messages = state.framer.append(bytes)
+                return (messages, state.framer.oversized - before)
+            }
             for message in messages { handle(message) }
+            // Skipped to its end without being held: said once, when it passes the limit.
+            for _ in 0..<skipped {
+                onEvent(.unreadable("a message over \(RealtimeStreamFramer.maximumBuffered) bytes, skipped unread"))
+            }
         }
 
         /// One message of the stream: `featureDisabled` (the stream ends, not to be reopened), a retry

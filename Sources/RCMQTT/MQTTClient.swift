@@ -33,6 +33,12 @@ public final class MQTTClient: @unchecked Sendable {
         /// (`mosquitto_threaded_set`). Without it a call writes on its own thread, racing the
         /// loop: a DISCONNECT sent so could be lost, and the broker then published the will.
         public var threaded = false
+        /// The largest message payload taken, in bytes: a larger one is refused in libmosquitto's
+        /// callback before any byte of it is copied (``Event/oversized(topic:size:)``), and an MQTT
+        /// v5 connection tells the broker (CONNECT Maximum Packet Size), which then does not send
+        /// it at all. On MQTT 3.1.1 there is no way to tell: libmosquitto reads the whole packet
+        /// before the callback, so the broker's own limit is what bounds it there.
+        public var maximumPayload = MQTTClient.defaultMaximumPayload
 
         public init(clientId: String? = nil, cleanSession: Bool = true) {
             self.clientId = clientId
@@ -56,16 +62,34 @@ public final class MQTTClient: @unchecked Sendable {
         }
     }
 
+    /// The MQTT version a connection speaks.
+    public enum ProtocolVersion: Sendable, Equatable, CustomStringConvertible {
+        /// MQTT 3.1.1: every broker speaks it (NATS only this one).
+        case v311
+        /// MQTT 5: the client can tell the broker the largest packet it takes.
+        case v5
+
+        public var description: String { self == .v5 ? "MQTT 5" : "MQTT 3.1.1" }
+    }
+
+    /// The default of ``Options/maximumPayload``: 64 KiB, far above any push message (a ping is
+    /// under 200 bytes, an APNs-style live activity payload at most 4 KiB).
+    public static let defaultMaximumPayload = 64 << 10
+
     /// What the broker did, delivered on the thread running the loop, in order.
     public enum Event: Sendable {
         /// The broker accepted the connection (CONNACK 0).
         case connected
-        /// The broker refused the connection: its CONNACK reason.
-        case refused(String)
+        /// The broker refused the connection: its CONNACK reason; `protocolVersion` when the reason
+        /// is the protocol version (a broker that does not speak MQTT 5: NATS).
+        case refused(String, protocolVersion: Bool = false)
         /// The connection ended; `reason` is libmosquitto's text ("No error" after ``disconnect()``).
         case disconnected(reason: String)
         /// A message arrived on `topic`.
         case message(topic: String, payload: [UInt8])
+        /// A message larger than ``Options/maximumPayload`` arrived on `topic` and was dropped
+        /// without being copied: `size` is its payload's length.
+        case oversized(topic: String, size: Int)
         /// The broker acknowledged the message with this id (PUBACK at QoS 1).
         case published(messageId: Int32)
         /// The broker answered the subscription with this id (SUBACK): the QoS it granted each
@@ -74,8 +98,20 @@ public final class MQTTClient: @unchecked Sendable {
         case subscribed(messageId: Int32, grantedQoS: [Int32])
     }
 
-    /// The "QoS" a SUBACK gives a filter the broker refused (MQTT 3.1.1, 3.9.3).
+    /// The "QoS" a SUBACK gives a filter the broker refused (MQTT 3.1.1, 3.9.3); MQTT 5 has more
+    /// reason codes for it, all at or above this one (see ``isRefusal(_:)``).
     public static let refusedQoS: Int32 = 0x80
+
+    /// Whether a SUBACK's code for one filter is a refusal, in either protocol version.
+    public static func isRefusal(_ granted: Int32) -> Bool { granted >= refusedQoS || granted < 0 }
+
+    /// CONNACK codes for "unsupported protocol version": MQTT 3.1.1's (1) and MQTT 5's (0x84),
+    /// which libmosquitto reports for a 3.1.1 CONNACK answering a v5 CONNECT.
+    private static let protocolRefusals: Set<Int32> = [1, 0x84]
+    private let maximumPayload: Int
+    private let persistentSession: Bool
+    /// The version of the next connect (``connect(host:port:keepAlive:protocolVersion:)`` sets it).
+    private let version = Mutex(ProtocolVersion.v311)
 
     private let handle: OpaquePointer
     /// The handler, boxed in a class: a closure kept directly in the Mutex was wrapped in two more
@@ -135,13 +171,18 @@ public final class MQTTClient: @unchecked Sendable {
         }
         // Assigned only now: a throw after every stored property is set would run `deinit`, which
         // destroys the handle a second time (the error paths above destroy it themselves).
+        maximumPayload = max(0, options.maximumPayload)
+        persistentSession = !options.cleanSession
         self.handle = handle
         // The callbacks find this object through the handle's user data. Unretained: the owner stops
         // the loop before it lets go of the client, and `deinit` destroys the handle.
         mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
         mosquitto_connect_callback_set(handle) { _, context, rc in
             let client = Unmanaged<MQTTClient>.fromOpaque(context!).takeUnretainedValue()
-            client.deliver(rc == 0 ? .connected : .refused(String(cString: mosquitto_connack_string(rc))))
+            guard rc != 0 else { return client.deliver(.connected) }
+            // MQTT 5 reason codes are 0x80 and above; 3.1.1's CONNACK codes 1 to 5.
+            let reason = String(cString: rc >= 0x80 ? mosquitto_reason_string(rc) : mosquitto_connack_string(rc))
+            client.deliver(.refused(reason, protocolVersion: MQTTClient.protocolRefusals.contains(rc)))
         }
         mosquitto_disconnect_callback_set(handle) { _, context, rc in
             let client = Unmanaged<MQTTClient>.fromOpaque(context!).takeUnretainedValue()
@@ -157,14 +198,18 @@ public final class MQTTClient: @unchecked Sendable {
         }
         mosquitto_message_callback_set(handle) { _, context, message in
             guard let context, let message else { return }
+            let client = Unmanaged<MQTTClient>.fromOpaque(context).takeUnretainedValue()
+            let topic = message.pointee.topic.map { String(cString: $0) } ?? "?"
+            // Checked before any copy: a message past the limit costs nothing more than what
+            // libmosquitto already holds (freed when this returns), whatever its size.
+            let size = Int(message.pointee.payloadlen)
+            guard size <= client.maximumPayload else { return client.deliver(.oversized(topic: topic, size: size)) }
             // Copied out: libmosquitto frees the message when the callback returns.
             let payload =
                 message.pointee.payload.map {
                     Array(UnsafeRawBufferPointer(start: $0, count: Int(message.pointee.payloadlen)))
                 } ?? []
-            let topic = message.pointee.topic.map { String(cString: $0) } ?? "?"
-            Unmanaged<MQTTClient>.fromOpaque(context).takeUnretainedValue().deliver(
-                .message(topic: topic, payload: payload))
+            client.deliver(.message(topic: topic, payload: payload))
         }
     }
 
@@ -202,12 +247,37 @@ public final class MQTTClient: @unchecked Sendable {
         }
     }
 
-    /// Opens the connection (blocking: DNS and TCP connect); the CONNACK arrives in the loop.
-    public func connect(host: String, port: Int32, keepAlive: Int32 = 60) throws(MQTTError) {
-        try check(mosquitto_connect(handle, host, port, keepAlive), "cannot connect to \(host):\(port)")
+    /// Opens the connection (blocking: DNS and TCP connect); the CONNACK arrives in the loop. With
+    /// MQTT 5 the CONNECT carries the largest packet the client takes (``Options/maximumPayload``
+    /// plus room for the topic and properties) and, for a persistent session, a session expiry
+    /// interval that never ends, as a 3.1.1 session lasts. A broker that does not speak MQTT 5
+    /// refuses with ``Event/refused(_:protocolVersion:)``: connect again with `.v311` then.
+    public func connect(
+        host: String, port: Int32, keepAlive: Int32 = 60, protocolVersion: ProtocolVersion = .v311
+    ) throws(MQTTError) {
+        version.withLock { $0 = protocolVersion }
+        let what = "cannot connect to \(host):\(port)"
+        guard protocolVersion == .v5 else {
+            try check(mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311), what)
+            return try check(mosquitto_connect_bind_v5(handle, host, port, keepAlive, nil, nil), what)
+        }
+        try check(mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5), what)
+        var properties: OpaquePointer?
+        defer { mosquitto_property_free_all(&properties) }
+        // Room for the rest of a PUBLISH: fixed header (5), topic (2 + at most 65,535), packet id
+        // (2), and properties, bounded here by 4 KiB.
+        let packet = UInt32(clamping: maximumPayload + 5 + 2 + 65_535 + 2 + 4_096)
+        try check(
+            mosquitto_property_add_int32(&properties, Int32(MQTT_PROP_MAXIMUM_PACKET_SIZE.rawValue), packet), what)
+        if persistentSession {
+            try check(
+                mosquitto_property_add_int32(
+                    &properties, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), UInt32.max), what)
+        }
+        try check(mosquitto_connect_bind_v5(handle, host, port, keepAlive, nil, properties), what)
     }
 
-    /// Opens the connection again, to the same broker.
+    /// Opens the connection again, to the same broker, with the same protocol version.
     public func reconnect() throws(MQTTError) {
         try check(mosquitto_reconnect(handle), "cannot reconnect")
     }

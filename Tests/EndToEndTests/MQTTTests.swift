@@ -221,12 +221,13 @@ extension Mosquitto {
         for garbage in ["not json", "[1,2]", #"{"data":"STALE"}"#, String(repeating: "{", count: 5000)] {
             try broker.publish(garbage)
         }
-        #expect(
-            eventually { daemon.log.components(separatedBy: "Ignoring an MQTT message").count - 1 == 4 },
-            "\(daemon.log)")
+        #expect(eventually { daemon.log.contains("Ignoring an MQTT message") }, "\(daemon.log)")
         try server.serve(Sandbox.document(version: 2), etag: "\"v2\"")
         try broker.publish(Self.ping)
         #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v2\n" }, "\(daemon.log)")
+        // Handled in order, so all four were refused by now: one line for them (the count of the
+        // other three follows a minute after the first; ``RefusalLog``'s unit tests show it).
+        #expect(daemon.log.components(separatedBy: "Ignoring an MQTT message").count - 1 == 1, "\(daemon.log)")
         #expect(daemon.process.isRunning)
         daemon.stop()
     }

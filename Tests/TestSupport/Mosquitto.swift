@@ -55,6 +55,22 @@ public final class Mosquitto {
         guard publisher.terminationStatus == 0 else { throw TestFailure("mosquitto_pub failed") }
     }
 
+    /// Publishes the contents of `file` (any size: not an argument) with mosquitto_pub at QoS 1.
+    public func publish(file: String, topic: String = "PUSH_RC", retain: Bool = false) throws {
+        try Self.publish(file: file, topic: topic, retain: retain, port: port)
+    }
+
+    /// The same to any MQTT broker on a loopback `port` (a NATS node's MQTT listener).
+    public static func publish(file: String, topic: String, retain: Bool, port: Int) throws {
+        let publisher = Process()
+        publisher.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
+        publisher.arguments =
+            ["-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-f", file] + (retain ? ["-r"] : [])
+        try publisher.run()
+        publisher.waitUntilExit()
+        guard publisher.terminationStatus == 0 else { throw TestFailure("mosquitto_pub -f \(file) failed") }
+    }
+
     /// A loopback TCP port nobody listens on (the kernel picks it).
     public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

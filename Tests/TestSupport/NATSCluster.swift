@@ -32,7 +32,8 @@ public final class NATSCluster {
     private var servers: [Subprocess?]
 
     /// Starts `size` nodes and returns once the cluster has formed (see ``waitUntilFormed(timeout:)``).
-    public init(in directory: URL, size: Int = 3) throws {
+    /// `settings`: more lines of every node's config (`max_payload`).
+    public init(in directory: URL, size: Int = 3, settings: String = "") throws {
         self.directory = directory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var nodes: [Node] = []
@@ -63,6 +64,7 @@ public final class NATSCluster {
                     routes: [\(routes)]
                 }
                 mqtt { listen: 127.0.0.1:\(node.mqttPort) }
+                \(settings)
 
                 """
             try config.write(toFile: path + "/nats.conf", atomically: true, encoding: .utf8)

@@ -16,8 +16,12 @@ import Synchronization
 /// and a lost connection rebuilds the picture from the retained set anyway.
 ///
 /// Every call blocks (connect, the network loop): run it on a thread of its own, never on the
-/// cooperative pool. The client's events are queued by its callback and handled on that same
-/// thread after each round of the loop, so the inbox has one owner and needs no lock.
+/// cooperative pool. The network loop runs on a thread of its own (``CollectorLoop``), so reading
+/// reports, however many and however costly, never holds up the keepalive; its events are queued
+/// and handled on the caller's thread, so the inbox has one owner and needs no lock. A message
+/// over ``DeviceReport/maximumSize`` is dropped before any copy of it, and counted
+/// (``Collection/oversized``); the broker is not told the limit (MQTT 3.1.1): see docs/fleet.md
+/// for the broker's own.
 final class ReportCollector: Sendable {
     /// Where the broker is and how to log in, from the command line.
     struct Settings: Sendable {
@@ -35,13 +39,21 @@ final class ReportCollector: Sendable {
         let inbox: FleetInbox
         /// Whether the retained set was delivered (marker or quiet) before the timeout.
         let complete: Bool
+        /// Messages dropped unread for their size, and the topic of the first.
+        var oversized = Oversized()
+    }
+
+    /// Messages over the size limit: how many, and the first one's topic and size (shown).
+    struct Oversized: Sendable {
+        var count = 0
+        var first: (topic: String, size: Int)?
     }
 
     private let settings: Settings
     private let host: String
     private let port: Int32
     private let client: MQTTClient
-    private let events = EventQueue()
+    private let loop: CollectorLoop
     /// This run's marker topic: unique, so another operator's run does not end ours.
     private let markerTopic: String
     private let subscriptions: [String]
@@ -50,9 +62,12 @@ final class ReportCollector: Sendable {
         guard let (tls, host, port) = MQTTAddress.parse(settings.url) else {
             throw .usage("--mqtt must be an mqtt:// or mqtts:// URL, got '\(TextEscaping.terminal(settings.url))'")
         }
-        let options: MQTTClient.Options
+        var options: MQTTClient.Options
         do { options = try settings.login.clientOptions(tls: tls) } catch { throw .failure(error.description) }
+        options.threaded = true  // the loop runs on its own thread; this one subscribes and publishes
+        options.maximumPayload = DeviceReport.maximumSize
         do { client = try MQTTClient(options) } catch { throw .failure(TextEscaping.terminal(error.description)) }
+        loop = CollectorLoop(client: client)
         self.settings = settings
         self.host = host
         self.port = port
@@ -62,7 +77,6 @@ final class ReportCollector: Sendable {
         // SUBACK, and mosquitto, its queue for this client overrun by a large retained set, never
         // sent the SUBACK of a subscription made after that (measured with 20,000 reports).
         subscriptions = [settings.topic + "/+/+/#", settings.topic + "/+"]
-        client.onEvent { [events] event in events.append(event) }
     }
 
     private var broker: String { "\(TextEscaping.terminal(host)):\(port)" }
@@ -80,6 +94,7 @@ final class ReportCollector: Sendable {
         var changed = false
         /// Why the connection ended, when it did.
         var lost: String?
+        var oversized = Oversized()
     }
 
     /// Connects, collects the retained reports and disconnects. Throws when the broker cannot be
@@ -88,13 +103,15 @@ final class ReportCollector: Sendable {
     func collect() throws(AdminFailure) -> Collection {
         let deadline = ContinuousClock.now + settings.timeout
         try connect()
-        defer { client.disconnect() }
+        defer { disconnect() }
         var session = Session(inbox: FleetInbox(base: settings.topic, capacity: settings.capacity))
         while ContinuousClock.now < deadline {
             if let reason = try round(&session) {
                 throw .failure("lost the connection to the MQTT broker at \(broker): \(reason)")
             }
-            if session.progress.isComplete(at: .now) { return Collection(inbox: session.inbox, complete: true) }
+            if session.progress.isComplete(at: .now) {
+                return Collection(inbox: session.inbox, complete: true, oversized: session.oversized)
+            }
         }
         guard session.subscribed else {
             throw .failure(
@@ -102,7 +119,7 @@ final class ReportCollector: Sendable {
                     + (session.connected ? "confirm the subscription" : "accept the connection")
                     + " within \(DurationText.format(settings.timeout))")
         }
-        return Collection(inbox: session.inbox, complete: false)
+        return Collection(inbox: session.inbox, complete: false, oversized: session.oversized)
     }
 
     /// Follows the reports until `stop` is set (then returns normally) or the connection is lost
@@ -114,7 +131,7 @@ final class ReportCollector: Sendable {
         stop: StopSignal, interval: Duration = .seconds(1), changed: (FleetInbox) -> Void
     ) throws(AdminFailure) {
         try connect()
-        defer { client.disconnect() }
+        defer { disconnect() }
         var session = Session(inbox: FleetInbox(base: settings.topic, capacity: settings.capacity))
         var sessionStart = ContinuousClock.now
         // Whether a picture was ever shown: before that, a lost connection is a plain failure.
@@ -138,6 +155,7 @@ final class ReportCollector: Sendable {
                     continue
                 }
                 lostSince = nil
+                loop.resume()
                 // The old picture stays on screen until the new retained set is in.
                 session = Session(inbox: FleetInbox(base: settings.topic, capacity: settings.capacity))
                 sessionStart = .now
@@ -180,29 +198,29 @@ final class ReportCollector: Sendable {
         }
     }
 
-    /// Opens the connection (the CONNACK comes in the loop).
+    /// Opens the connection (the CONNACK comes in the loop) and starts the loop's thread.
     private func connect() throws(AdminFailure) {
         do { try client.connect(host: host, port: port, keepAlive: 15) } catch {
             throw .failure("cannot reach the MQTT broker at \(broker): \(TextEscaping.terminal(error.reason))")
         }
+        guard loop.start() else { throw .failure("cannot start a thread for the MQTT connection") }
     }
 
-    /// One round of the network loop: waits at most 100 ms for traffic, then reads on while more
-    /// is there (libmosquitto reads one packet per call at QoS 0), then handles what came. Returns
-    /// why the connection ended if it did (escaped); throws what no reconnect can mend.
+    private func disconnect() {
+        client.disconnect()
+        loop.stop()
+    }
+
+    /// One round: waits at most 100 ms for what the network thread got, then handles all of it.
+    /// Returns why the connection ended if it did (escaped); throws what no reconnect can mend.
     private func round(_ session: inout Session) throws(AdminFailure) -> String? {
         var failure: MQTTError?
-        do {
-            try client.loop(timeout: .milliseconds(100))
-            for _ in 0..<1_000 where events.count > 0 {
-                let before = events.count
-                try client.loop(timeout: .zero)
-                if events.count == before { break }
+        for item in loop.take(waiting: .milliseconds(100)) {
+            switch item {
+            case let .event(event): try handle(event, &session)
+            case let .failed(error): failure = failure ?? error
             }
-        } catch {
-            failure = error
         }
-        for event in events.takeAll() { try handle(event, &session) }
         return session.lost ?? failure.map { TextEscaping.terminal($0.reason) }
     }
 
@@ -215,12 +233,12 @@ final class ReportCollector: Sendable {
                     throw .failure("cannot subscribe to \(TextEscaping.terminal(topic)): \(error.reason)")
                 }
             }
-        case let .refused(reason):
+        case let .refused(reason, _):
             throw .failure("the MQTT broker at \(broker) refused the connection: \(TextEscaping.terminal(reason))")
         case let .disconnected(reason):
             session.lost = session.lost ?? TextEscaping.terminal(reason)
         case let .subscribed(messageId, grantedQoS):
-            if grantedQoS.contains(MQTTClient.refusedQoS) {
+            if grantedQoS.contains(where: MQTTClient.isRefusal) {
                 throw .failure(
                     "the MQTT broker at \(broker) refused the subscription to \(TextEscaping.terminal(settings.topic))/+ "
                         + "(does this user have read access to it?)")
@@ -235,30 +253,20 @@ final class ReportCollector: Sendable {
             // the collection instead.
             _ = try? client.publish(Array("end of retained reports".utf8), topic: markerTopic, qos: 1)
         case let .message(topic, payload):
+            defer { loop.consumed(payload.count) }
             if topic == markerTopic {
                 session.progress.marker(at: .now)
             } else {
                 session.progress.message(at: .now)
                 if session.inbox.receive(topic: topic, payload: payload) { session.changed = true }
             }
+        case let .oversized(topic, size):
+            // Part of the retained set all the same: the quiet period waits for it.
+            session.progress.message(at: .now)
+            session.oversized.count += 1
+            if session.oversized.first == nil { session.oversized.first = (TextEscaping.terminal(topic), size) }
         case .published:
             break
-        }
-    }
-}
-
-/// The client's events, queued by its callback (inside the loop) and taken after each round of it.
-private final class EventQueue: Sendable {
-    private let queued = Mutex<[MQTTClient.Event]>([])
-
-    func append(_ event: MQTTClient.Event) { queued.withLock { $0.append(event) } }
-
-    var count: Int { queued.withLock { $0.count } }
-
-    func takeAll() -> [MQTTClient.Event] {
-        queued.withLock { queued in
-            defer { queued.removeAll(keepingCapacity: true) }
-            return queued
         }
     }
 }

@@ -10,12 +10,17 @@ import Synchronization
 /// arrive when it reconnects. Payloads are the FCM-style messages the socket takes and go through
 /// the same handler; the refetch waits a random `Jitter`. The connection (``MQTTConnection``, which
 /// the report may share) reconnects, moving along the broker list; every reconnect refetches once.
+///
+/// A payload is parsed on the channel's task, never on the network thread (which must keep the
+/// keepalive going); one over the size limit never gets here. A refused message, too large or
+/// unreadable, is logged, at most once a minute per reason with the count of those not logged.
 final class MQTTChannel: Sendable {
     private let connection: MQTTConnection
     private let agent: Agent
     private let log: Logger
     private let topics: [String]
     private let jitter: Duration
+    private let refusals: RefusalLog
     private let everConnected = Mutex(false)
     /// The subscriptions in flight (message id → topic) and how often in a row the broker refused
     /// each topic, for the retries; the broker the connection is on, `nil` while it is not.
@@ -35,13 +40,15 @@ final class MQTTChannel: Sendable {
         case state(String)
         /// Connected (`first`: for the first time since start): a ping may have been missed.
         case connected(state: String, first: Bool)
-        case message(PushMessage, topic: String)
+        /// A payload as it came, parsed on the channel's task.
+        case message([UInt8], topic: String)
     }
 
     init(config: AgentConfig, deviceId: String, connection: MQTTConnection, agent: Agent, log: Logger) {
         self.connection = connection
         self.agent = agent
         self.log = log
+        refusals = RefusalLog(log)
         (events, eventInput) = AsyncStream.makeStream()
         jitter = config.jitter
         topics = [config.mqttTopic, config.mqttTopic + "/" + deviceId]
@@ -78,7 +85,17 @@ final class MQTTChannel: Sendable {
             } else {
                 agent.requestAfterJitter(.pushReconnect, jitter: jitter)
             }
-        case let .message(message, topic):
+        case let .message(payload, topic):
+            defer { connection.consumed(payload.count) }
+            let message: PushMessage
+            do {
+                message = try PushMessage.parse(try JSONValue.parse(payload))
+            } catch {
+                let shown = String(decoding: payload.prefix(120), as: UTF8.self)
+                refusals.refused(
+                    "unreadable", "Ignoring an MQTT message on \(topic): \(error) (payload: \(shown))")
+                return
+            }
             do {
                 _ = try await agent.handle(message, from: "mqtt \(topic)", jitter: jitter)
             } catch {
@@ -117,7 +134,12 @@ final class MQTTChannel: Sendable {
         case let .disconnected(broker):
             subscriptions.withLock { $0 = Subscriptions() }
             eventInput.yield(.state("mqtt \(broker.name) disconnected, reconnecting"))
-        case let .message(topic, payload): didReceive(payload, topic: topic)
+        case let .message(topic, payload): eventInput.yield(.message(payload, topic: topic))
+        case let .oversized(topic, size):
+            refusals.refused(
+                "oversized",
+                "Ignoring an MQTT message on \(topic): \(size) bytes, over the limit of "
+                    + "\(MQTTClient.defaultMaximumPayload) (not read)")
         case .published: break  // the report's acknowledgements, when it shares the connection
         case let .subscribed(messageId, refused): didSubscribe(messageId, refused: refused)
         }
@@ -182,17 +204,5 @@ final class MQTTChannel: Sendable {
         }
         log.info("MQTT connected to \(broker.name), subscribed to \(topics.joined(separator: ", "))")
         eventInput.yield(.connected(state: connectedState(broker), first: first))
-    }
-
-    private func didReceive(_ payload: [UInt8], topic: String) {
-        let message: PushMessage
-        do {
-            message = try PushMessage.parse(try JSONValue.parse(payload))
-        } catch {
-            let shown = String(decoding: payload.prefix(120), as: UTF8.self)
-            log.warning("Ignoring an MQTT message on \(topic): \(error) (payload: \(shown))")
-            return
-        }
-        eventInput.yield(.message(message, topic: topic))
     }
 }

@@ -11,6 +11,14 @@ import Synchronization
 /// connection moves on to the next broker of the list (``BrokerRotation``), waiting only after a
 /// full round, jittered ±50% so a fleet whose broker died does not come back in step. Keepalive
 /// pings and their timeouts are the loop's (`mosquitto_loop` runs them on every pass).
+///
+/// Each connect tries MQTT 5 first, which tells the broker the largest message the daemon takes
+/// (``MQTTClient/Options/maximumPayload``); a broker that refuses the protocol version in its
+/// CONNACK (NATS, mosquitto 1.x) is asked again at once in MQTT 3.1.1, for the rest of the
+/// daemon's run. (A connection closed without a CONNACK is not taken as a refusal: a transient
+/// failure must not cost the bound for good.) Messages are handed on without being parsed here: the thread must keep the
+/// keepalive going whatever a payload costs. What is handed on and not yet ``consumed(_:)`` is
+/// bounded (``maximumBacklog``): past it the thread stops reading until the handler catches up.
 final class MQTTConnection: Sendable {
     /// One broker of the list, as `[Push] MQTT=` names it.
     struct Broker: Sendable, Equatable {
@@ -24,7 +32,11 @@ final class MQTTConnection: Sendable {
     enum Event: Sendable {
         case connected(Broker)
         case disconnected(Broker)
+        /// A message, at most ``MQTTClient/defaultMaximumPayload`` bytes: the receiver calls
+        /// ``consumed(_:)`` with its size once it is done with it.
         case message(topic: String, payload: [UInt8])
+        /// A message larger than the limit, dropped without a copy.
+        case oversized(topic: String, size: Int)
         /// The broker acknowledged the publish with this id (PUBACK).
         case published(messageId: Int32)
         /// The broker answered the subscription with this id (SUBACK), granting or refusing it.
@@ -47,9 +59,17 @@ final class MQTTConnection: Sendable {
         /// The will the next connect hands the broker (the report as of then, offline).
         var will: MQTTClient.Will?
         var handler: (@Sendable (Event) -> Void)?
+        /// Brokers (by index) found not to speak MQTT 5: connected to in 3.1.1 from then on.
+        var legacyBrokers: Set<Int> = []
+        /// Set by the CONNACK of the current attempt: refused for its protocol version.
+        var protocolRefused = false
+        /// Bytes of messages handed on and not yet consumed.
+        var backlog = 0
     }
     private let state: Mutex<State>
     private let wake = DispatchSemaphore(value: 0)
+    /// Signalled when the backlog shrinks (or on stop), for a network thread waiting for room.
+    private let room = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
 
     /// `urls`: the list, already checked by the config (all `mqtt://` or all `mqtts://`).
@@ -129,10 +149,28 @@ final class MQTTConnection: Sendable {
         }
         client.disconnect()
         wake.signal()
+        room.signal()
         if started { _ = finished.wait(timeout: .now() + .seconds(3)) }
         // The handler holds the channel and the reporter, which hold this connection: let go, so
         // the client (its socket and libmosquitto's wake-up pair) is freed with the service.
         state.withLock { $0.handler = nil }
+    }
+
+    /// The most message bytes handed on and not yet consumed: 16 push messages at the limit.
+    static let maximumBacklog = 16 * MQTTClient.defaultMaximumPayload
+
+    /// The receiver of a ``Event/message(topic:payload:)`` is done with `size` of its bytes.
+    func consumed(_ size: Int) {
+        state.withLock { $0.backlog = max(0, $0.backlog - size) }
+        room.signal()
+    }
+
+    /// Waits, before reading more, while the handler is behind by more than the backlog allows
+    /// (the broker's keepalive may lapse then: a reconnect is cheaper than unbounded memory).
+    private func waitForRoom() {
+        while state.withLock({ !$0.stopped && $0.backlog > Self.maximumBacklog }) {
+            _ = room.wait(timeout: .now() + .seconds(1))
+        }
     }
 
     // MARK: - Calls from any thread (libmosquitto locks its own state)
@@ -154,14 +192,22 @@ final class MQTTConnection: Sendable {
     private func networkLoop() {
         var failures = 0
         while !isStopped {
-            let (broker, will) = state.withLock { (brokers[$0.rotation.index], $0.will) }
+            let (index, will, legacy) = state.withLock { state in
+                state.protocolRefused = false
+                return (state.rotation.index, state.will, state.legacyBrokers.contains(state.rotation.index))
+            }
+            let broker = brokers[index]
             var failure = "?"
             do {
                 try client.setWill(will)
-                try client.connect(host: broker.host, port: broker.port, keepAlive: keepAlive)
+                try client.connect(
+                    host: broker.host, port: broker.port, keepAlive: keepAlive, protocolVersion: legacy ? .v311 : .v5)
                 // Until the connection is lost, refused (the CONNACK ends the loop with an error) or
                 // ended by ``stop()``.
-                while !isStopped { try client.loop(timeout: .seconds(1)) }
+                while !isStopped {
+                    waitForRoom()
+                    try client.loop(timeout: .seconds(1))
+                }
                 // Stopping: the DISCONNECT that ``stop()`` queued is written by this loop; returning
                 // before it is would close the socket without it, and the broker would publish the
                 // will of a daemon that stopped cleanly. The loop ends once the socket is closed.
@@ -171,6 +217,14 @@ final class MQTTConnection: Sendable {
                 failure = error.reason
             }
             if isStopped { return }
+            if !legacy, state.withLock({ $0.protocolRefused }) {
+                // Not MQTT 5: 3.1.1 at once, and for good with this broker.
+                state.withLock { _ = $0.legacyBrokers.insert(index) }
+                log.notice(
+                    "MQTT broker \(broker.name) does not speak MQTT 5; using MQTT 3.1.1, where it cannot be told "
+                        + "the largest message the daemon takes (\(MQTTClient.defaultMaximumPayload) bytes)")
+                continue
+            }
             let wasConnected = state.withLock { state in
                 defer { state.connected = nil }
                 return state.connected != nil
@@ -207,13 +261,22 @@ final class MQTTConnection: Sendable {
                 return broker
             }
             deliver(.connected(broker))
-        case let .refused(reason):
+        case let .refused(reason, protocolVersion):
+            let legacy = state.withLock { state in
+                state.protocolRefused = protocolVersion
+                return state.legacyBrokers.contains(state.rotation.index)
+            }
+            // A v5 CONNECT refused for its version is retried in 3.1.1 at once; said then, once.
+            if protocolVersion && !legacy { return }
             log.warning("MQTT broker \(currentBroker.name) refused the connection: \(reason)")
         case .disconnected:
             break  // the end of the loop says it, with the reason
         case let .subscribed(messageId, granted):
-            deliver(.subscribed(messageId: messageId, refused: granted.contains(MQTTClient.refusedQoS)))
-        case let .message(topic, payload): deliver(.message(topic: topic, payload: payload))
+            deliver(.subscribed(messageId: messageId, refused: granted.contains(where: MQTTClient.isRefusal)))
+        case let .message(topic, payload):
+            state.withLock { $0.backlog += payload.count }
+            deliver(.message(topic: topic, payload: payload))
+        case let .oversized(topic, size): deliver(.oversized(topic: topic, size: size))
         case let .published(messageId): deliver(.published(messageId: messageId))
         }
     }

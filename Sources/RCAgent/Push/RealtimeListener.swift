@@ -13,12 +13,15 @@ final class RealtimeListener: Sendable {
     private let stream: RealtimeStream
     private let agent: Agent
     private let log: Logger
+    /// Unreadable or oversized messages: at most one line a minute, with the count of the others.
+    private let refusals: RefusalLog
     private let policy: FetchPolicy
 
     init(source: FirebaseSource, agent: Agent, log: Logger) {
         stream = source.realtime
         self.agent = agent
         self.log = log
+        refusals = RefusalLog(log)
         policy = FetchPolicy(minimumInterval: .zero)
     }
 
@@ -66,7 +69,7 @@ final class RealtimeListener: Sendable {
             let lastKnown = (try? await agent.currentTemplateVersion()) ?? nil
             let etag = (try? await agent.status())?.fetched.etag
             let opened = ContinuousClock.now
-            let result = await stream.connect(lastKnownVersion: lastKnown, etag: etag) { [log] event in
+            let result = await stream.connect(lastKnownVersion: lastKnown, etag: etag) { [log, refusals] event in
                 switch event {
                 case .opened:
                     log.info("Realtime stream open")
@@ -74,7 +77,7 @@ final class RealtimeListener: Sendable {
                 case let .templatePublished(version):
                     work.yield(.announced(version))
                 case let .unreadable(text):
-                    log.warning("Ignoring an unreadable realtime message: \(text)")
+                    refusals.refused("unreadable", "Ignoring an unreadable realtime message: \(text)")
                 }
             }
             switch result {
