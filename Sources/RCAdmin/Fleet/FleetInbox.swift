@@ -39,8 +39,10 @@ public struct FleetInbox: Sendable {
     public var isEmpty: Bool { entries.isEmpty }
 
     /// Takes the message `payload` on `topic`; returns whether what the inbox holds changed.
+    /// `oversized`: the message was dropped unread for its size (this many bytes; `payload` is
+    /// then empty), and is listed as unreadable.
     @discardableResult
-    public mutating func receive(topic: String, payload: [UInt8]) -> Bool {
+    public mutating func receive(topic: String, payload: [UInt8], oversized: Int? = nil) -> Bool {
         let prefix = base + "/"
         guard topic.hasPrefix(prefix) else { return false }  // not ours (the subscriptions see to it)
         let level = topic.dropFirst(prefix.count)
@@ -49,8 +51,15 @@ public struct FleetInbox: Sendable {
         let key =
             topic.utf8.count <= prefix.utf8.count + DeviceReport.maximumTextLength
             ? topic : TextEscaping.truncated(topic, maxBytes: prefix.utf8.count + DeviceReport.maximumTextLength)
-        if payload.isEmpty { return entries.removeValue(forKey: key) != nil }
-        let entry = Self.read(level: level, payload: payload)
+        if payload.isEmpty && oversized == nil { return entries.removeValue(forKey: key) != nil }
+        let entry =
+            oversized.map {
+                Entry.unreadable(
+                    reason: DeviceReportError(
+                        "is \($0) bytes, over the \(DeviceReport.maximumSize)-byte limit (not read)"
+                    )
+                    .description)
+            } ?? Self.read(level: level, payload: payload)
         if entries[key] == nil && entries.count >= capacity {
             overflow += 1
             return false

@@ -101,13 +101,6 @@ enum FleetStatusCommand {
                 "Note: reports on more than \(collection.inbox.capacity) topics; the others are not counted "
                     + "(--max-devices N)")
         }
-        if let first = collection.oversized.first {
-            // Neither a report nor an unreadable one that could be listed: read, it would cost what
-            // its sender chose. Said, not dropped silently.
-            Output.note(
-                "Note: \(collection.oversized.count) message(s) over the \(DeviceReport.maximumSize)-byte report limit "
-                    + "were not read, the first on \(first.topic) (\(first.size) bytes)")
-        }
         if !collection.complete {
             throw .failure(
                 "reports were still arriving when the time was up: the picture above is incomplete (--timeout)")

@@ -19,9 +19,8 @@ import Synchronization
 /// cooperative pool. The network loop runs on a thread of its own (``CollectorLoop``), so reading
 /// reports, however many and however costly, never holds up the keepalive; its events are queued
 /// and handled on the caller's thread, so the inbox has one owner and needs no lock. A message
-/// over ``DeviceReport/maximumSize`` is dropped before any copy of it, and counted
-/// (``Collection/oversized``); the broker is not told the limit (MQTT 3.1.1): see docs/fleet.md
-/// for the broker's own.
+/// over ``DeviceReport/maximumSize`` is dropped before any copy of it and listed as unreadable;
+/// the broker is not told the limit (MQTT 3.1.1): see docs/fleet.md for the broker's own.
 final class ReportCollector: Sendable {
     /// Where the broker is and how to log in, from the command line.
     struct Settings: Sendable {
@@ -39,14 +38,6 @@ final class ReportCollector: Sendable {
         let inbox: FleetInbox
         /// Whether the retained set was delivered (marker or quiet) before the timeout.
         let complete: Bool
-        /// Messages dropped unread for their size, and the topic of the first.
-        var oversized = Oversized()
-    }
-
-    /// Messages over the size limit: how many, and the first one's topic and size (shown).
-    struct Oversized: Sendable {
-        var count = 0
-        var first: (topic: String, size: Int)?
     }
 
     private let settings: Settings
@@ -94,7 +85,6 @@ final class ReportCollector: Sendable {
         var changed = false
         /// Why the connection ended, when it did.
         var lost: String?
-        var oversized = Oversized()
     }
 
     /// Connects, collects the retained reports and disconnects. Throws when the broker cannot be
@@ -110,7 +100,7 @@ final class ReportCollector: Sendable {
                 throw .failure("lost the connection to the MQTT broker at \(broker): \(reason)")
             }
             if session.progress.isComplete(at: .now) {
-                return Collection(inbox: session.inbox, complete: true, oversized: session.oversized)
+                return Collection(inbox: session.inbox, complete: true)
             }
         }
         guard session.subscribed else {
@@ -119,7 +109,7 @@ final class ReportCollector: Sendable {
                     + (session.connected ? "confirm the subscription" : "accept the connection")
                     + " within \(DurationText.format(settings.timeout))")
         }
-        return Collection(inbox: session.inbox, complete: false, oversized: session.oversized)
+        return Collection(inbox: session.inbox, complete: false)
     }
 
     /// Follows the reports until `stop` is set (then returns normally) or the connection is lost
@@ -261,10 +251,9 @@ final class ReportCollector: Sendable {
                 if session.inbox.receive(topic: topic, payload: payload) { session.changed = true }
             }
         case let .oversized(topic, size):
-            // Part of the retained set all the same: the quiet period waits for it.
+            // Part of the retained set all the same (the quiet period waits for it), and listed.
             session.progress.message(at: .now)
-            session.oversized.count += 1
-            if session.oversized.first == nil { session.oversized.first = (TextEscaping.terminal(topic), size) }
+            if session.inbox.receive(topic: topic, payload: [], oversized: size) { session.changed = true }
         case .published:
             break
         }
