@@ -73,7 +73,7 @@ let package = Package(
         .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "TestSupport"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
         .testTarget(name: "RCAgentTests", dependencies: ["RCAgent", "RCStore", "RCCore", "RCService", "TestSupport"]),
-        .testTarget(name: "RCAdminTests", dependencies: ["RCAdmin", "RCCore", "TestSupport"]),
+        .testTarget(name: "RCAdminTests", dependencies: ["RCAdmin", "RCCore", "RCMQTT", "TestSupport"]),
         .testTarget(
             name: "RCNetworkTests",
             dependencies: ["RCHTTP", "RCFirebase", "RCGoogle", "RCMQTT", "RCCore", "TestSupport"]),
