@@ -19,8 +19,9 @@ import Synchronization
 /// cooperative pool. The network loop runs on a thread of its own (``CollectorLoop``), so reading
 /// reports, however many and however costly, never holds up the keepalive; its events are queued
 /// and handled on the caller's thread, so the inbox has one owner and needs no lock. A message
-/// over ``DeviceReport/maximumSize`` is dropped before any copy of it and listed as unreadable;
-/// the broker is not told the limit (MQTT 3.1.1): see docs/fleet.md for the broker's own.
+/// over ``DeviceReport/maximumSize`` is dropped before any copy of it and listed as unreadable.
+/// The command speaks MQTT 5 first, telling the broker that limit (which then does not send
+/// larger messages at all), and MQTT 3.1.1 to a broker that refuses the version (NATS).
 final class ReportCollector: Sendable {
     /// Where the broker is and how to log in, from the command line.
     struct Settings: Sendable {
@@ -45,6 +46,8 @@ final class ReportCollector: Sendable {
     private let port: Int32
     private let client: MQTTClient
     private let loop: CollectorLoop
+    /// The broker refused MQTT 5: 3.1.1 from then on.
+    private let legacy = Mutex(false)
     /// This run's marker topic: unique, so another operator's run does not end ours.
     private let markerTopic: String
     private let subscriptions: [String]
@@ -85,6 +88,8 @@ final class ReportCollector: Sendable {
         var changed = false
         /// Why the connection ended, when it did.
         var lost: String?
+        /// The broker refused MQTT 5: connect again in 3.1.1 once the loop has ended.
+        var retryLegacy = false
     }
 
     /// Connects, collects the retained reports and disconnects. Throws when the broker cannot be
@@ -190,7 +195,10 @@ final class ReportCollector: Sendable {
 
     /// Opens the connection (the CONNACK comes in the loop) and starts the loop's thread.
     private func connect() throws(AdminFailure) {
-        do { try client.connect(host: host, port: port, keepAlive: 15) } catch {
+        do {
+            try client.connect(
+                host: host, port: port, keepAlive: 15, protocolVersion: legacy.withLock { $0 } ? .v311 : .v5)
+        } catch {
             throw .failure("cannot reach the MQTT broker at \(broker): \(TextEscaping.terminal(error.reason))")
         }
         guard loop.start() else { throw .failure("cannot start a thread for the MQTT connection") }
@@ -208,7 +216,20 @@ final class ReportCollector: Sendable {
         for item in loop.take(waiting: .milliseconds(100)) {
             switch item {
             case let .event(event): try handle(event, &session)
-            case let .failed(error): failure = failure ?? error
+            case let .failed(error):
+                guard session.retryLegacy else {
+                    failure = failure ?? error
+                    continue
+                }
+                // The refused MQTT 5 connection is over (the loop stopped): 3.1.1 now.
+                session.retryLegacy = false
+                do {
+                    try client.connect(host: host, port: port, keepAlive: 15, protocolVersion: .v311)
+                } catch {
+                    throw .failure(
+                        "cannot reach the MQTT broker at \(broker): \(TextEscaping.terminal(error.reason))")
+                }
+                loop.resume()
             }
         }
         return session.lost ?? failure.map { TextEscaping.terminal($0.reason) }
@@ -223,9 +244,16 @@ final class ReportCollector: Sendable {
                     throw .failure("cannot subscribe to \(TextEscaping.terminal(topic)): \(error.reason)")
                 }
             }
-        case let .refused(reason, _):
+        case let .refused(reason, protocolVersion):
+            if protocolVersion && !legacy.withLock({ $0 }) {
+                legacy.withLock { $0 = true }
+                session.retryLegacy = true
+                return
+            }
             throw .failure("the MQTT broker at \(broker) refused the connection: \(TextEscaping.terminal(reason))")
         case let .disconnected(reason):
+            // The end of a connection refused for MQTT 5 is not a loss: 3.1.1 follows.
+            guard !session.retryLegacy else { return }
             session.lost = session.lost ?? TextEscaping.terminal(reason)
         case let .subscribed(messageId, grantedQoS):
             if grantedQoS.contains(where: MQTTClient.isRefusal) {
