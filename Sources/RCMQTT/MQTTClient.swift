@@ -110,8 +110,6 @@ public final class MQTTClient: @unchecked Sendable {
     private static let protocolRefusals: Set<Int32> = [1, 0x84]
     private let maximumPayload: Int
     private let persistentSession: Bool
-    /// The version of the next connect (``connect(host:port:keepAlive:protocolVersion:)`` sets it).
-    private let version = Mutex(ProtocolVersion.v311)
 
     private let handle: OpaquePointer
     /// The handler, boxed in a class: a closure kept directly in the Mutex was wrapped in two more
@@ -255,7 +253,6 @@ public final class MQTTClient: @unchecked Sendable {
     public func connect(
         host: String, port: Int32, keepAlive: Int32 = 60, protocolVersion: ProtocolVersion = .v311
     ) throws(MQTTError) {
-        version.withLock { $0 = protocolVersion }
         let what = "cannot connect to \(host):\(port)"
         guard protocolVersion == .v5 else {
             try check(mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311), what)

@@ -16,9 +16,10 @@ import Synchronization
 /// (``MQTTClient/Options/maximumPayload``); a broker that refuses the protocol version in its
 /// CONNACK (NATS, mosquitto 1.x) is asked again at once in MQTT 3.1.1, for the rest of the
 /// daemon's run. (A connection closed without a CONNACK is not taken as a refusal: a transient
-/// failure must not cost the bound for good.) Messages are handed on without being parsed here: the thread must keep the
-/// keepalive going whatever a payload costs. What is handed on and not yet ``consumed(_:)`` is
-/// bounded (``maximumBacklog``): past it the thread stops reading until the handler catches up.
+/// failure must not cost the bound for good.) Messages are handed on without being parsed here:
+/// the thread must keep the keepalive going whatever a payload costs. What is handed on and not
+/// yet ``consumed(_:)`` is bounded (``maximumBacklog``): past it the thread stops reading until
+/// the handler catches up.
 final class MQTTConnection: Sendable {
     /// One broker of the list, as `[Push] MQTT=` names it.
     struct Broker: Sendable, Equatable {
