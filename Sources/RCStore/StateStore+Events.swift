@@ -47,12 +47,26 @@ extension StateStore {
         return committed
     }
 
+    /// Appends an event, then trims the log to ``eventLimit`` events and ``eventBytesLimit`` bytes,
+    /// oldest first, in the caller's transaction: the log never holds more, whatever the details
+    /// weigh (the newest event stays, even alone over the byte bound).
     func appendEvent(_ kind: String, at now: Timestamp, detail: JSONValue) throws(SQLiteError) {
+        let text = detail.compactText
+        let size = Int64(kind.utf8.count + text.utf8.count)
         let id = try db.query(
-            "INSERT INTO events (at, kind, detail) VALUES (?, ?, ?) RETURNING id",
-            [.integer(now.milliseconds), .text(kind), .text(detail.compactText)]
+            "INSERT INTO events (at, kind, detail, size) VALUES (?, ?, ?, ?) RETURNING id",
+            [.integer(now.milliseconds), .text(kind), .text(text), .integer(size)]
         ) { $0.integer(0) ?? 0 }
         uncommitted.append(StoredEvent(id: id.first ?? 0, at: now, kind: kind, detail: detail))
         try db.run("DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?", [.integer(Self.eventLimit)])
+        // The newest events whose sizes add up to the bound stay (the running sum reads the covering
+        // index `events_size`, never a detail), and the newest one whatever its size.
+        try db.run(
+            """
+            DELETE FROM events WHERE id IN (
+                SELECT id FROM (SELECT id, sum(size) OVER (ORDER BY id DESC) AS total FROM events)
+                WHERE total > ?
+            ) AND id < (SELECT max(id) FROM events)
+            """, [.integer(Self.eventBytesLimit)])
     }
 }
