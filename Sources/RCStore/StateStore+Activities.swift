@@ -117,7 +117,8 @@ extension StateStore {
                 WHERE dismiss_at <= ?1 OR ended_at <= ?3 OR (ended_at IS NULL AND started_at <= ?2) ORDER BY id
                 """,
                 [
-                    .integer(now.milliseconds), .integer(now.milliseconds - LiveActivityRules.maximumActive.milliseconds),
+                    .integer(now.milliseconds),
+                    .integer(now.milliseconds - LiveActivityRules.maximumActive.milliseconds),
                     .integer(now.milliseconds - LiveActivityRules.maximumDismissal.milliseconds),
                 ],
                 row: Self.activityRow)

@@ -58,11 +58,13 @@ import Testing
         // No string tables on the device: the key is shown with its arguments in place.
         #expect(
             start.alert
-                == .init(title: "Power Panda is on an adventure!", body: "Power Panda found a sword!", sound: "chime.aiff"))
+                == .init(
+                    title: "Power Panda is on an adventure!", body: "Power Panda found a sword!", sound: "chime.aiff"))
         // rcadmin checks what it sends with the same validator: it accepts the message it reads back.
         #expect(try start.validated() == start)
-        #expect(LiveActivityRules.apply(start, to: nil, now: Timestamp(milliseconds: 1_700_000_000_000)).eventKind
-            == "activity-started")
+        #expect(
+            LiveActivityRules.apply(start, to: nil, now: Timestamp(milliseconds: 1_700_000_000_000)).eventKind
+                == "activity-started")
     }
 
     @Test func aPlainStringAlertAndTheOlderLocKeysAreRead() throws {
@@ -71,7 +73,9 @@ import Testing
         }
         #expect(try alert(#""Order 42 is on its way""#) == .init(title: "Order 42 is on its way", body: ""))
         #expect(
-            try alert(#"{"title-loc-key": "ORDER_%1$@", "title-loc-args": ["42"], "loc-key": "ETA %@ min", "loc-args": ["5"]}"#)
+            try alert(
+                #"{"title-loc-key": "ORDER_%1$@", "title-loc-args": ["42"], "loc-key": "ETA %@ min", "loc-args": ["5"]}"#
+            )
                 == .init(title: "ORDER_42", body: "ETA 5 min"))
     }
 

@@ -253,7 +253,11 @@ enum FCMSamples {
             "message.apns.payload.aps.alert.title.loc-key: missing"
         ),
         (
-            ["alert": .object([("body", .object([("loc-args", .string("x")), ("loc-key", .string("k"))])), ("title", .string("t"))])],
+            [
+                "alert": .object([
+                    ("body", .object([("loc-args", .string("x")), ("loc-key", .string("k"))])), ("title", .string("t")),
+                ])
+            ],
             "message.apns.payload.aps.alert.body.loc-args: must be an array, got string"
         ),
         (

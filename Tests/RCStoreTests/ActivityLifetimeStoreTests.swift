@@ -13,7 +13,9 @@ import Testing
     private let hour: Int64 = 3_600
 
     private func withStore<T>(_ body: (StateStore) throws -> T) throws -> T {
-        try TemporaryDirectory.with { (dir) throws in try body(try StateStore.openForWriting(path: dir.file("state.db"))) }
+        try TemporaryDirectory.with { (dir) throws in
+            try body(try StateStore.openForWriting(path: dir.file("state.db")))
+        }
     }
 
     private func start(_ ts: Int64, id: String = "order-42") -> LiveActivityMessage {

@@ -51,9 +51,10 @@ import Testing
                 try store.recordEvent("note", detail: big, at: t0 + .seconds(Int64(index)))
             }
             let raw = try Database(path: path, mode: .readOnly)
-            let total = try raw.query("SELECT sum(length(CAST(kind AS BLOB)) + length(CAST(detail AS BLOB))) FROM events") {
-                $0.integer(0) ?? 0
-            }.first ?? 0
+            let total =
+                try raw.query("SELECT sum(length(CAST(kind AS BLOB)) + length(CAST(detail AS BLOB))) FROM events") {
+                    $0.integer(0) ?? 0
+                }.first ?? 0
             #expect(total <= StateStore.eventBytesLimit)
             #expect(total > StateStore.eventBytesLimit - 8_100)  // full, not emptied
             let stored = try raw.query("SELECT sum(size) FROM events") { $0.integer(0) ?? 0 }.first ?? 0

@@ -50,7 +50,8 @@ import Testing
         let shifted = try DaemonProcess(
             sandbox, arguments: [],
             environment: [
-                "RCAGENT_CONFIG": sandbox.configPath, "LD_PRELOAD": Self.faketime, "FAKETIME_TIMESTAMP_FILE": offsetFile,
+                "RCAGENT_CONFIG": sandbox.configPath, "LD_PRELOAD": Self.faketime,
+                "FAKETIME_TIMESTAMP_FILE": offsetFile,
                 "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
             ])
         try shifted.waitUntilReady()
@@ -90,7 +91,8 @@ import Testing
         chmod(sandbox.configPath, 0o644)
         let daemon = try sandbox.startDaemon()
         for id in ["a", "b", "c"] {
-            #expect(try sandbox.cli("notify", ActivityTests.message("start", id: id, timestamp: Self.now())).status == 0)
+            #expect(
+                try sandbox.cli("notify", ActivityTests.message("start", id: id, timestamp: Self.now())).status == 0)
         }
         let watcher = try SocketClient(path: sandbox.socketPath)
         #expect(watcher.watch())
