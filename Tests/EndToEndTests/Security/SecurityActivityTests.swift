@@ -39,6 +39,43 @@ import Testing
         daemon.stop()
     }
 
+    /// The same through a real mosquitto: a far-future start retained on the device's topic (delivered
+    /// again at every connect) and a burst of them on the fleet's are refused and logged at each start;
+    /// a real start over MQTT is applied after a restart.
+    @Test func retainedFarFutureStartsOverMQTTLockNothingAcrossRestarts() throws {
+        let (sandbox, server, broker) = try MQTTTests().setUp()
+        try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
+        var daemon = try sandbox.startDaemon()
+        #expect(eventually { daemon.log.contains("MQTT connected") }, "\(daemon.log)")
+        let deviceId = try #require(
+            ActivityTests.json(try sandbox.cli("status", "--json").stdout)?["deviceId"] as? String)
+        try broker.publish(
+            ActivityTests.message("start", id: "retained", timestamp: 253_402_300_799), topic: "PUSH_RC/\(deviceId)",
+            retain: true)
+        for index in 0..<20 {
+            try broker.publish(
+                ActivityTests.message("start", id: "burst-\(index)", timestamp: 253_402_300_799), topic: "PUSH_RC")
+        }
+        #expect(
+            eventually { daemon.log.contains("Refusing the start for activity burst-19 from mqtt PUSH_RC") },
+            "\(daemon.log)")
+        #expect(daemon.log.contains("more than 24 h ahead of the device clock"))
+        #expect(try ActivityTests.activities(sandbox).isEmpty)
+        #expect(daemon.stop() == 0)
+
+        daemon = try sandbox.startDaemon()
+        #expect(
+            eventually {
+                daemon.log.contains("Refusing the start for activity retained from mqtt PUSH_RC/\(deviceId)")
+            },
+            "the retained start comes again, and is refused again: \(daemon.log)")
+        try broker.publish(ActivityTests.message("start", id: "real", timestamp: Self.now()), topic: "PUSH_RC")
+        #expect(
+            try eventually { try ActivityTests.activities(sandbox).map { $0["id"] as? String } == ["real"] },
+            "\(daemon.log)")
+        #expect(daemon.stop() == 0)
+    }
+
     /// Two activities started while the daemon's clock (libfaketime) read 13 h and 9 h ago; the daemon
     /// is then restarted on the real clock. From the store alone, at start, it removes the first (ended
     /// at its 8 h mark, its 4 h over) and ends the second as if an end had come at its 8 h mark.
