@@ -38,6 +38,8 @@ struct ControlRequests: Sendable {
                 return try await agent.handle(message, from: "socket", wait: wait, strict: true).json
             case .reload:
                 return await reload().json
+            case let .removeActivity(id):
+                return RemoveActivityResponse(id: id, activity: try await agent.removeActivity(id: id).json).json
             case .watch:
                 return ControlError(.badRequest, "watch is handled by the connection").json
             }

@@ -12,12 +12,14 @@ public enum ControlRequest: Sendable, Equatable {
     case watch
     /// Re-read agent.conf, its drop-ins and the defaults file, and apply them.
     case reload
+    /// Remove the Live Activity `id` at once (`rcagent activity remove`).
+    case removeActivity(id: String)
 
     /// Requests that change state need a privileged peer (root, the daemon's user, or SocketGroup).
     public var changesState: Bool {
         switch self {
         case .ping, .status, .watch: false
-        case .fetch, .activate, .markStale, .message, .reload: true
+        case .fetch, .activate, .markStale, .message, .reload, .removeActivity: true
         }
     }
 
@@ -59,6 +61,11 @@ public enum ControlRequest: Sendable, Equatable {
             }
         case "watch": return .watch
         case "reload": return .reload
+        case "activity-remove":
+            guard let id = json["id"]?.stringValue else {
+                throw ControlError(.badRequest, "\"activity-remove\" op needs a string \"id\"")
+            }
+            return .removeActivity(id: id)
         default: throw ControlError(.unknownOp, "unknown op \"\(op)\"")
         }
     }
@@ -78,6 +85,7 @@ public enum ControlRequest: Sendable, Equatable {
         case let .message(_, raw, wait): .object([("op", .string("message")), ("message", raw), ("wait", .bool(wait))])
         case .watch: .object([("op", .string("watch"))])
         case .reload: .object([("op", .string("reload"))])
+        case let .removeActivity(id): .object([("op", .string("activity-remove")), ("id", .string(id))])
         }
     }
 }
@@ -97,6 +105,8 @@ public struct ControlError: Error, CustomStringConvertible, Sendable, Equatable 
         public static let badMessage = Code(rawValue: "bad-message")
         /// A valid Live Activity message the activity's rules cannot apply (an update before its start).
         public static let activityRefused = Code(rawValue: "activity-refused")
+        /// `activity-remove` named an activity the device does not keep.
+        public static let noSuchActivity = Code(rawValue: "no-such-activity")
         public static let unknownOp = Code(rawValue: "unknown-op")
         public static let lineTooLong = Code(rawValue: "line-too-long")
         public static let timeout = Code(rawValue: "timeout")

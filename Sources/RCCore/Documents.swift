@@ -163,7 +163,9 @@ public enum RemoteDocument: Sendable, Equatable {
     {
         switch value {
         case nil, .null?: return nil
-        case let .string(s)? where !s.isEmpty && s.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }): return s
+        // At most 64 digits (Firebase's are int64s, 19): the version is stored, logged and sent in events.
+        case let .string(s)? where !s.isEmpty && s.utf8.count <= 64 && s.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }):
+            return s
         case let .integer(i)? where i >= 0: return String(i)
         case let other?:
             throw DocumentError(

@@ -76,6 +76,8 @@ public struct LiveActivityMessage: Sendable, Equatable {
     public static let maximumTokenBytes = 256
     /// Longest alert title, body or sound name, and attributes type name, in UTF-8 bytes.
     public static let maximumTextBytes = 1_024
+    /// APNs' limit on a notification's payload (`apns.payload`, serialized), Live Activities included.
+    public static let maximumPayloadBytes = 4_096
     /// 9999-12-31T23:59:59Z: a date past it is a mistake (milliseconds sent as seconds, say).
     public static let maximumSeconds: Int64 = 253_402_300_799
 
@@ -151,14 +153,8 @@ public struct LiveActivityMessage: Sendable, Equatable {
         reader.prefix = path + "apns.payload."
         let aps = try reader.object(payload, "aps", required: true) ?? .object([])
         reader.prefix = path + "apns.payload.aps."
-        let known: Set<String> = [
-            "event", "timestamp", "content-state", "attributes-type", "attributes", "alert", "dismissal-date",
-            "stale-date", "relevance-score",
-        ]
-        // A misspelt key (content_state) would otherwise vanish silently and the activity show stale content.
-        for (key, _) in aps.objectMembers ?? [] where !known.contains(key) {
-            throw reader.error(key, "unknown member; expected one of \(known.sorted().joined(separator: ", "))")
-        }
+        // Members the device does not use (`sound`, `input-push-token`, whatever Apple adds) are accepted
+        // and ignored: a backend sends Linux devices the very payload it sends to iPhones.
         guard let eventText = try reader.string(aps, "event", maxBytes: 16) else { throw reader.missing("event") }
         guard let event = Event(rawValue: eventText) else {
             throw reader.error("event", "must be start, update or end, got \(quoted(eventText))")
@@ -187,36 +183,26 @@ public struct LiveActivityMessage: Sendable, Equatable {
             if attributesType != nil { throw reader.error("attributes-type", "only a start carries it") }
             if attributes != nil { throw reader.error("attributes", "only a start carries them") }
         }
-        var alert: Alert?
-        if let alertJSON = try reader.object(aps, "alert") {
-            let outer = reader.prefix
-            reader.prefix = outer + "alert."
-            for (key, _) in alertJSON.objectMembers ?? [] where !["title", "body", "sound"].contains(key) {
-                throw reader.error(key, "unknown member; expected title, body or sound")
-            }
-            // ActivityKit shows no alert without a title: refuse rather than send one that vanishes.
-            guard let title = try reader.string(alertJSON, "title", maxBytes: maximumTextBytes) else {
-                throw reader.missing("title")
-            }
-            guard let body = try reader.string(alertJSON, "body", maxBytes: maximumTextBytes) else {
-                throw reader.missing("body")
-            }
-            let sound = try reader.string(alertJSON, "sound", maxBytes: 256)
-            alert = Alert(title: title, body: body, sound: sound)
-            reader.prefix = outer
+        // Then the whole: APNs' limit is on the payload (`aps` and anything beside it) as the sender
+        // serializes it; its compact form here is the least a device gets.
+        let payloadSize = payload.compactText.utf8.count
+        if payloadSize > maximumPayloadBytes {
+            throw MessageError(
+                "\(path)apns.payload: \(payloadSize) bytes, at most \(maximumPayloadBytes) (the APNs payload limit)")
         }
+        let alert = try Self.alert(aps, reader: reader)
         let dismissalDate = try reader.seconds(aps, "dismissal-date")
         if dismissalDate != nil, event != .end {
             throw reader.error("dismissal-date", "only an end carries it")
         }
         let staleDate = try reader.seconds(aps, "stale-date")
+        // Used by iPhones only (it ranks concurrent activities): kept when it is a number so the message
+        // rebuilds whole, ignored otherwise, as any member the device does not use.
         var relevanceScore: Double?
-        if let score = aps["relevance-score"] {
-            switch score {
-            case let .integer(i): relevanceScore = Double(i)
-            case let .double(d) where d.isFinite: relevanceScore = d
-            default: throw reader.error("relevance-score", "must be a number, got \(score.typeName)")
-            }
+        switch aps["relevance-score"] {
+        case let .integer(i)?: relevanceScore = Double(i)
+        case let .double(d)? where d.isFinite: relevanceScore = d
+        default: relevanceScore = nil
         }
         return LiveActivityMessage(
             token: token, priority: priority, event: event, timestamp: timestamp, contentState: contentState,
@@ -270,7 +256,7 @@ public struct LiveActivityMessage: Sendable, Equatable {
 }
 
 /// Reads typed members of one JSON object, naming `prefix + key` in every error.
-private struct FieldReader {
+struct FieldReader {
     var prefix: String
 
     func error(_ key: String, _ reason: String) -> MessageError {

@@ -92,8 +92,12 @@ public struct LiveActivity: Sendable, Equatable {
 /// - An update or an end needs an existing activity (refused otherwise), and a timestamp newer
 ///   than the last applied one (ignored otherwise, as Apple ignores older payloads).
 /// - After an end, updates and ends are ignored; only removal follows.
-/// - An end sets the removal time to its `dismissal-date`, else 4 hours after the end; a
-///   dismissal date not after `now` removes the activity at once.
+/// - An end sets the removal time to its `dismissal-date`, else 4 hours after the end, and never
+///   later than 4 hours after the end; a dismissal date not after `now` removes the activity at once.
+/// - A message whose `timestamp` is more than 24 hours ahead of the device's clock is refused: nothing
+///   would ever be newer, and the activity would be frozen (and its slot taken) for good.
+/// - An activity not ended 8 hours after its start is ended by the device, as if an end without a
+///   dismissal date had come then (``expire(_:now:)``), and so removed 4 hours later.
 public enum LiveActivityRules {
     /// What applying a message did.
     public enum Outcome: Sendable, Equatable {
@@ -129,9 +133,53 @@ public enum LiveActivityRules {
 
     /// How long an ended activity without a dismissal date stays listed (Apple: up to 4 hours).
     public static let defaultDismissal: Duration = .seconds(4 * 3_600)
+    /// The longest an ended activity stays listed, whatever its `dismissal-date` says (ActivityKit's).
+    public static let maximumDismissal: Duration = .seconds(4 * 3_600)
+    /// How long an activity may run before the device ends it (ActivityKit: 8 hours).
+    public static let maximumActive: Duration = .seconds(8 * 3_600)
+    /// How far ahead of the device's clock a message's `timestamp` may be.
+    public static let maximumClockLead: Duration = .seconds(24 * 3_600)
+
+    /// The refusal of a message dated too far ahead of the device's clock, or `nil` when its
+    /// timestamp is acceptable. Checked before anything else looks at the message.
+    public static func clockRefusal(_ message: LiveActivityMessage, now: Timestamp) -> String? {
+        guard isTooFarAhead(message.timestamp, now: now) else { return nil }
+        return "\(message.event.rawValue) for \(TextEscaping.logLine(message.token)): timestamp \(message.timestamp) "
+            + "is more than 24 h ahead of the device clock (\(now.iso8601)); check the sender's clock "
+            + "(milliseconds sent as seconds?)"
+    }
+
+    /// Whether a `timestamp` (Unix seconds) is more than ``maximumClockLead`` ahead of `now`.
+    public static func isTooFarAhead(_ timestamp: Int64, now: Timestamp) -> Bool {
+        timestamp > (now + maximumClockLead).milliseconds / 1_000
+    }
+
+    /// When `activity` is due for the device's next step without any message: its removal once
+    /// ended, else its end ``maximumActive`` after its start.
+    public static func deadline(of activity: LiveActivity) -> Timestamp {
+        guard let endedAt = activity.endedAt else { return activity.startedAt + maximumActive }
+        // Never later than 4 hours after the end, whatever is stored (an older release kept any date).
+        return min(activity.dismissAt ?? endedAt + defaultDismissal, endedAt + maximumDismissal)
+    }
+
+    /// The device's own end of an activity ``maximumActive`` after its start: ended then (not later,
+    /// whenever the daemon gets to it), removed ``defaultDismissal`` after that, at once when that
+    /// has passed too. `nil` while the activity may still run, or once it has ended.
+    public static func expire(_ activity: LiveActivity, now: Timestamp) -> Outcome? {
+        guard activity.endedAt == nil else { return nil }
+        let endAt = activity.startedAt + maximumActive
+        guard endAt <= now else { return nil }
+        var ended = activity
+        ended.endedAt = endAt
+        ended.state = .ended
+        let dismissAt = endAt + defaultDismissal
+        ended.dismissAt = dismissAt
+        return dismissAt <= now ? .removed(ended) : .ended(ended)
+    }
 
     public static func apply(_ message: LiveActivityMessage, to existing: LiveActivity?, now: Timestamp) -> Outcome {
         let id = TextEscaping.logLine(message.token)
+        if let refusal = clockRefusal(message, now: now) { return .refused(refusal) }
         guard let existing else {
             guard message.event == .start else {
                 return .refused("no activity \(id): an \(message.event.rawValue) needs a start first")
@@ -161,7 +209,10 @@ public enum LiveActivityRules {
             var ended = update(existing, with: message, now: now)
             ended.endedAt = now
             ended.state = .ended
-            let dismissAt = message.dismissalDate.map { Timestamp(milliseconds: $0 * 1_000) } ?? now + defaultDismissal
+            // ActivityKit honours a dismissal date only within 4 hours of the end.
+            let latest = now + maximumDismissal
+            let asked = message.dismissalDate.map { Timestamp(milliseconds: $0 * 1_000) } ?? now + defaultDismissal
+            let dismissAt = min(asked, latest)
             ended.dismissAt = dismissAt
             return dismissAt <= now ? .removed(ended) : .ended(ended)
         }

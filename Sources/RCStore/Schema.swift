@@ -65,6 +65,13 @@ enum Schema {
             removed_at INTEGER NOT NULL
         ) WITHOUT ROWID;
         """,
+        // 3: each event's size in bytes (kind and detail), so the log is bounded in bytes as well as in
+        // count without reading every detail back: the index, in id order, answers the running sum from its own pages.
+        """
+        ALTER TABLE events ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
+        UPDATE events SET size = length(CAST(kind AS BLOB)) + length(CAST(detail AS BLOB));
+        CREATE INDEX events_size ON events (id, size);
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -1,7 +1,8 @@
 import RCCore
 
 /// Live Activities in the `activities` table: applying a message (the rules, the row and the
-/// event in one transaction), listing them, and removing those past their dismissal date.
+/// event in one transaction), listing them, ending those past ActivityKit's 8 hours, removing those
+/// past their dismissal date or on request.
 extension StateStore {
     /// The most activities a device keeps, ended ones waiting for their dismissal included. A start
     /// for a new id beyond it removes the ended activity due first (event `activity-removed`, reason
@@ -25,8 +26,14 @@ extension StateStore {
         try write { () throws in
             // Read inside the write transaction: no other writer can apply a message to the same
             // activity between this read and the write below.
+            // A message dated far ahead is refused before anything else: it must not evict an ended
+            // activity to make room for a start that is then refused anyway.
+            if let refusal = LiveActivityRules.clockRefusal(message, now: now) { return .refused(refusal) }
             let existing = try storedActivity(id: message.token).map { $0.at(now) }
-            if existing == nil, let removed = try removedTimestamp(id: message.token), message.timestamp <= removed {
+            // A remembered timestamp itself far ahead (kept by an older release, which took any) blocks nothing.
+            if existing == nil, let removed = try removedTimestamp(id: message.token), message.timestamp <= removed,
+                !LiveActivityRules.isTooFarAhead(removed, now: now)
+            {
                 return .ignored(
                     "activity \(TextEscaping.logLine(message.token)) was removed; timestamp \(message.timestamp) "
                         + "is not newer than its last, \(removed)")
@@ -86,31 +93,86 @@ extension StateStore {
         try storedActivity(id: id)?.at(now)
     }
 
-    /// Removes every ended activity whose dismissal time is at or before `now`, logging an
-    /// `activity-removed` event for each, in one transaction. Returns the removed ids, sorted.
-    @discardableResult
-    public func removeDismissedActivities(now: Timestamp) throws(StoreError) -> [String] {
-        try write { () throws in
-            let rows = try db.query(
-                "SELECT \(Self.activityColumns) FROM activities WHERE dismiss_at <= ? ORDER BY id",
-                [.integer(now.milliseconds)], row: Self.activityRow)
-            var removed: [String] = []
-            for row in rows {
-                let activity = try row.activity().at(now)
-                try forget(activity, now: now)
-                try appendEvent("activity-removed", at: now, detail: Self.removal(activity, reason: "dismissed"))
-                removed.append(activity.id)
-            }
-            return removed
+    /// What ``expireActivities(now:)`` did: the ids it ended and those it removed, each sorted.
+    public struct Expiry: Sendable, Equatable {
+        public var ended: [String] = []
+        public var removed: [String] = []
+
+        public init(ended: [String] = [], removed: [String] = []) {
+            self.ended = ended
+            self.removed = removed
         }
     }
 
-    /// The earliest dismissal time of a stored activity: when the daemon next has something to remove.
-    public func nextActivityDismissal() throws(StoreError) -> Timestamp? {
+    /// The device's own steps, due at `now`, in one transaction: ends every activity running for
+    /// ``LiveActivityRules/maximumActive`` (event `activity-ended`, as if an end had come then) and
+    /// removes every ended one whose dismissal time has come (event `activity-removed`); one ended
+    /// so long ago that its removal is due too is only removed.
+    @discardableResult
+    public func expireActivities(now: Timestamp) throws(StoreError) -> Expiry {
+        try write { () throws in
+            let rows = try db.query(
+                """
+                SELECT \(Self.activityColumns) FROM activities
+                WHERE dismiss_at <= ?1 OR ended_at <= ?3 OR (ended_at IS NULL AND started_at <= ?2) ORDER BY id
+                """,
+                [
+                    .integer(now.milliseconds),
+                    .integer(now.milliseconds - LiveActivityRules.maximumActive.milliseconds),
+                    .integer(now.milliseconds - LiveActivityRules.maximumDismissal.milliseconds),
+                ],
+                row: Self.activityRow)
+            var expiry = Expiry()
+            for row in rows {
+                let activity = try row.activity().at(now)
+                switch LiveActivityRules.expire(activity, now: now) {
+                case let .ended(ended)?:
+                    try save(ended)
+                    try appendEvent("activity-ended", at: now, detail: ended.json)
+                    expiry.ended.append(ended.id)
+                case let .removed(ended)?:
+                    try forget(ended, now: now)
+                    try appendEvent(
+                        "activity-removed", at: now, detail: Self.removal(ended, reason: "ended 8 h after its start"))
+                    expiry.removed.append(ended.id)
+                default:
+                    guard activity.endedAt != nil, LiveActivityRules.deadline(of: activity) <= now else { continue }
+                    try forget(activity, now: now)
+                    try appendEvent("activity-removed", at: now, detail: Self.removal(activity, reason: "dismissed"))
+                    expiry.removed.append(activity.id)
+                }
+            }
+            return expiry
+        }
+    }
+
+    /// Removes the activity `id` at once, whatever its state (`rcagent activity remove`), logging an
+    /// `activity-removed` event; its last timestamp is remembered like any removal's, so a replay of
+    /// its start does not bring it back. Returns the activity as it was, or `nil` when there is none.
+    public func removeActivity(id: String, now: Timestamp, reason: String) throws(StoreError) -> LiveActivity? {
+        try write { () throws in
+            guard let activity = try storedActivity(id: id)?.at(now) else { return nil }
+            try forget(activity, now: now)
+            try appendEvent("activity-removed", at: now, detail: Self.removal(activity, reason: reason))
+            return activity
+        }
+    }
+
+    /// When the device next has something to do without a message: the earliest removal of an ended
+    /// activity or end of a running one (``LiveActivityRules/deadline(of:)``); `nil` with none stored.
+    public func nextActivityDeadline() throws(StoreError) -> Timestamp? {
         try Self.wrap { () throws(SQLiteError) in
             guard try hasActivitiesTable() else { return nil }
-            return try db.query("SELECT min(dismiss_at) FROM activities") { $0.integer(0).map(Timestamp.init) }.first
-                ?? nil
+            return try db.query(
+                """
+                SELECT min(CASE WHEN ended_at IS NULL THEN started_at + ?1
+                    ELSE min(coalesce(dismiss_at, ended_at + ?2), ended_at + ?2) END) FROM activities
+                """,
+                [
+                    .integer(LiveActivityRules.maximumActive.milliseconds),
+                    .integer(LiveActivityRules.maximumDismissal.milliseconds),
+                ]
+            ) { $0.integer(0).map(Timestamp.init) }.first ?? nil
         }
     }
 

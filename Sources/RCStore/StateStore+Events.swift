@@ -47,12 +47,34 @@ extension StateStore {
         return committed
     }
 
+    /// Appends an event, then trims the log to ``eventLimit`` events and ``eventBytesLimit`` bytes,
+    /// oldest first, in the caller's transaction: the log never holds more, whatever the details
+    /// weigh (the newest event stays, even alone over the byte bound).
     func appendEvent(_ kind: String, at now: Timestamp, detail: JSONValue) throws(SQLiteError) {
+        let text = detail.compactText
+        let size = Int64(kind.utf8.count + text.utf8.count)
         let id = try db.query(
-            "INSERT INTO events (at, kind, detail) VALUES (?, ?, ?) RETURNING id",
-            [.integer(now.milliseconds), .text(kind), .text(detail.compactText)]
+            "INSERT INTO events (at, kind, detail, size) VALUES (?, ?, ?, ?) RETURNING id",
+            [.integer(now.milliseconds), .text(kind), .text(text), .integer(size)]
         ) { $0.integer(0) ?? 0 }
         uncommitted.append(StoredEvent(id: id.first ?? 0, at: now, kind: kind, detail: detail))
         try db.run("DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?", [.integer(Self.eventLimit)])
+        // The newest events whose sizes add up to the bound stay, and the newest one whatever its size.
+        // Both reads use the covering index `events_size` (id order, sizes only), never a detail; the
+        // walk runs only when the log is over the bound. (A window function over the same rows was ten
+        // times the cost of the plain sum.)
+        let total = try db.query("SELECT coalesce(sum(size), 0) FROM events") { $0.integer(0) ?? 0 }.first ?? 0
+        guard total > Self.eventBytesLimit else { return }
+        let newestFirst = try db.query("SELECT id, size FROM events ORDER BY id DESC") {
+            (id: $0.integer(0) ?? 0, size: $0.integer(1) ?? 0)
+        }
+        var kept: Int64 = 0
+        for (index, event) in newestFirst.enumerated() {
+            kept += event.size
+            if index > 0, kept > Self.eventBytesLimit {
+                try db.run("DELETE FROM events WHERE id <= ?", [.integer(event.id)])
+                return
+            }
+        }
     }
 }

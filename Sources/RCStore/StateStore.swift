@@ -21,6 +21,8 @@ public final class StateStore {
 
     /// The event log keeps this many newest entries.
     public static let eventLimit: Int64 = 1_000
+    /// ... and at most this many bytes of them (kind and detail), the newest event always.
+    public static let eventBytesLimit: Int64 = 1 << 20
 
     private init(path: String, db: Database) {
         self.path = path
@@ -190,7 +192,9 @@ public final class StateStore {
     /// how long the config has really been stale. Returns `true` when it was not set before.
     @discardableResult
     public func markStale(reason: String?, at now: Timestamp) throws(StoreError) -> Bool {
-        try write {
+        // Whatever the caller passes (a push's CONFIG_STATE, --reason), the database keeps a bounded text.
+        let reason = reason.map(StoredText.reason)
+        return try write {
             let wasSet = try staleFlag().isSet
             if !wasSet {
                 try db.run(
@@ -254,7 +258,9 @@ public final class StateStore {
                 try succeed(status: .noChange, at: now)
                 try clearStale(at: now)
                 return nil
-            case let .failure(error, backoffStep, nextAttempt, throttledUntil):
+            case let .failure(fullError, backoffStep, nextAttempt, throttledUntil):
+                // A server's error body can be as long as it likes; status and the event keep its start.
+                let error = StoredText.error(fullError)
                 try db.run(
                     "UPDATE fetch_state SET last_attempt_at = ?, status = ?, error = ?, backoff_step = ?, next_fetch_at = ?, throttle_until = ?",
                     [
@@ -361,7 +367,8 @@ public final class StateStore {
         try write {
             if let value {
                 try db.run(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [.text("note:" + key), .text(value)])
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                    [.text("note:" + key), .text(StoredText.note(value))])
             } else {
                 try db.run("DELETE FROM meta WHERE key = ?", [.text("note:" + key)])
             }

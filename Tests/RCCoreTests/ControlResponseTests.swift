@@ -70,7 +70,21 @@ import Testing
             #"{"ok":true,"stale":true,"newlySet":true,"activity":{"outcome":"ignored","id":"a","reason":"old"}}"#
         ),
         (WatchAck(), #"{"ok":true,"watching":true}"#),
+        (
+            RemoveActivityResponse(id: "order-42", activity: .object([("id", .string("order-42"))])),
+            #"{"ok":true,"removed":"order-42","activity":{"id":"order-42"}}"#
+        ),
     ]
+
+    @Test func theActivityRemoveRequestReadsBackAndChangesState() throws {
+        let request = try ControlRequest.parse(Array(#"{"op":"activity-remove","id":"order-42"}"#.utf8))
+        #expect(request == .removeActivity(id: "order-42"))
+        #expect(request.json.compactText == #"{"op":"activity-remove","id":"order-42"}"#)
+        #expect(request.changesState)
+        #expect(throws: ControlError(.badRequest, #""activity-remove" op needs a string "id""#)) {
+            try ControlRequest.parse(Array(#"{"op":"activity-remove","id":5}"#.utf8))
+        }
+    }
 
     @Test func eachResponseKeepsItsWireTextAndReadsBack() throws {
         func check<R: ControlResponse>(_ response: R, _ text: String) throws {

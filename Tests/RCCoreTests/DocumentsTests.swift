@@ -136,6 +136,11 @@ import Testing
             #""templateVersion" must be a decimal version number, got "-1""#
         ),
         (#"{"entries": {}, "templateVersion": -1}"#, #""templateVersion" must be a decimal version number, got -1"#),
+        // Stored, logged and sent in events: 64 digits at most.
+        (
+            #"{"entries": {}, "templateVersion": "\#(String(repeating: "9", count: 65))"}"#,
+            #""templateVersion" must be a decimal version number, got "\#(String(repeating: "9", count: 65))""#
+        ),
         (#"{"entries": {}, "templateVersion": 1.5}"#, #""templateVersion" must be a decimal version number, got 1.5"#),
         (
             #"{"entries": {}, "templateVersion": true}"#,

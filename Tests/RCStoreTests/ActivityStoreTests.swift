@@ -161,12 +161,12 @@ import Testing
             try store.applyActivity(start(s0, id: "c"), now: t0)
             try store.applyActivity(end(s0 + 1, id: "a", dismissal: s0 + 100), now: t0 + .seconds(1))
             try store.applyActivity(end(s0 + 1, id: "b"), now: t0 + .seconds(1))
-            #expect(try store.nextActivityDismissal() == t0 + .seconds(100))
-            #expect(try store.removeDismissedActivities(now: t0 + .seconds(99)) == [])
-            #expect(try store.removeDismissedActivities(now: t0 + .seconds(100)) == ["a"])
+            #expect(try store.nextActivityDeadline() == t0 + .seconds(100))
+            #expect(try store.expireActivities(now: t0 + .seconds(99)) == .init())
+            #expect(try store.expireActivities(now: t0 + .seconds(100)) == .init(removed: ["a"]))
             #expect(try store.activities(now: t0 + .seconds(100)).map(\.id) == ["b", "c"])
             let fourHours = t0 + .seconds(1) + .seconds(4 * 3_600)
-            #expect(try store.removeDismissedActivities(now: fourHours) == ["b"])
+            #expect(try store.expireActivities(now: fourHours) == .init(removed: ["b"]))
             #expect(try store.activities(now: fourHours).map(\.id) == ["c"])
             let removals = try store.events().filter { $0.kind == "activity-removed" }
             #expect(removals.map { $0.detail["id"] } == [.string("a"), .string("b")])
@@ -205,7 +205,7 @@ import Testing
 
             // Dismissed by the daemon's deadline: remembered the same way.
             try store.applyActivity(end(s0 + 3, id: "order-42"), now: t0 + .seconds(3))
-            try store.removeDismissedActivities(now: t0 + .seconds(3) + .seconds(5 * 3600))
+            try store.expireActivities(now: t0 + .seconds(3) + .seconds(5 * 3600))
             #expect(try store.applyActivity(start(s0 + 2), now: t0 + .seconds(6 * 3600)).activity == nil)
         }
     }
@@ -236,7 +236,8 @@ import Testing
             #expect(try store.applyActivity(start(s0 + 2), now: t0 + .seconds(2)).eventKind == "activity-started")
             let activity = try #require(try store.activity(id: "order-42", now: t0 + .seconds(2)))
             #expect(activity.state == .active && activity.endedAt == nil && activity.dismissAt == nil)
-            #expect(try store.nextActivityDismissal() == nil)
+            // Running again: its next step is the device's own end, 8 h after this start.
+            #expect(try store.nextActivityDeadline() == t0 + .seconds(2) + .seconds(8 * 3_600))
         }
     }
 
@@ -289,9 +290,9 @@ import Testing
             let early = try #require(try StateStore.openForReading(path: path))
             #expect(try early.activities(now: t0).isEmpty)
             #expect(try early.activity(id: "order-42", now: t0) == nil)
-            #expect(try early.nextActivityDismissal() == nil)
+            #expect(try early.nextActivityDeadline() == nil)
             let store = try StateStore.openForWriting(path: path)
-            #expect(StateStore.schemaVersion == 2)
+            #expect(StateStore.schemaVersion == 3)
             #expect(try store.status().deviceId == "dev-1")
             #expect(try store.value(forKey: "color")?.text == "blue")
             #expect(try store.value(forKey: "speed")?.text == "3")

@@ -28,7 +28,8 @@ enum ActivityCommand {
         .end, synopsis: "--live-activity-token T [--content-state JSON] [--dismissal-date SECS]",
         what: """
             Ends the activity T, with a last content state if given. An ended activity stays listed
-            until SECS (Unix seconds; 4 hours after the end without it; a past date removes it at once).
+            until SECS (Unix seconds; 4 hours after the end without it, and never later, as on
+            iPhones; a past date removes it at once).
             """)
 
     /// The three commands share everything but their event and the first lines of their help.

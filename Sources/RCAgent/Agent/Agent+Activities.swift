@@ -3,7 +3,8 @@ import RCStore
 
 /// Live Activities: the agent applies every activity message, whatever channel brought it, through
 /// the store (the rules, the row and the event in one transaction), tells watchers and hooks, and
-/// removes ended activities at their dismissal date with a deadline of its loop.
+/// ends activities 8 h after their start and removes ended ones at their dismissal date with a
+/// deadline of its loop, scheduled from the store (so it survives restarts).
 extension Agent {
     /// Applies the Live Activity `message` carries, if any. A message that is not a valid activity,
     /// or one the rules refuse, changes nothing; with `strict` (the control socket, whose sender
@@ -62,13 +63,14 @@ extension Agent {
         }
     }
 
-    /// Sets the loop's dismissal deadline to the earliest stored dismissal date (at once when it has
-    /// passed), or clears it when no ended activity waits. The date is wall-clock time and the
-    /// loop's deadlines are monotonic: a clock step calls this again (``afterSystemChange``).
+    /// Sets the loop's activity deadline to the earliest step the device takes on its own (an end 8 h
+    /// after a start, a removal at a dismissal date; at once when it has passed), or clears it when
+    /// no activity is stored: the idle daemon wakes only when one is due. The times are wall-clock
+    /// and the loop's deadlines monotonic: a clock step calls this again (``afterSystemChange``).
     func scheduleDismissal() {
         let next: Timestamp?
-        do { next = try store.nextActivityDismissal() } catch {
-            log.error("Failed to read the next activity dismissal: \(error); retrying in \(Self.storeRetry)")
+        do { next = try store.nextActivityDeadline() } catch {
+            log.error("Failed to read the next activity deadline: \(error); retrying in \(Self.storeRetry)")
             scheduler.schedule(.dismissal, at: .now + Self.storeRetry)
             return
         }
@@ -80,19 +82,34 @@ extension Agent {
         scheduler.schedule(.dismissal, at: .now + delay)
     }
 
-    /// Removes the ended activities whose dismissal date has come (their `activity-removed` events
-    /// reach watchers and hooks), then sets the deadline for the next one.
+    /// Ends the activities running for 8 hours and removes the ended ones whose dismissal date has
+    /// come (their `activity-ended`/`-removed` events reach watchers and hooks), then sets the
+    /// deadline for the next one.
     func removeDismissedActivities() {
         do {
-            let removed = try store.removeDismissedActivities(now: .now())
+            let expiry = try store.expireActivities(now: .now())
             events.publish()
-            for id in removed { log.info("Live activity \(id) removed (its dismissal date came)") }
+            for id in expiry.ended { log.info("Live activity \(id) ended (8 h after its start)") }
+            for id in expiry.removed { log.info("Live activity \(id) removed (its dismissal date came)") }
         } catch {
             // A full or read-only disk: the rows stay listed a little longer, and the next try comes.
-            log.error("Failed to remove dismissed activities: \(error); retrying in \(Self.storeRetry)")
+            log.error("Failed to expire live activities: \(error); retrying in \(Self.storeRetry)")
             scheduler.schedule(.dismissal, at: .now + Self.storeRetry)
             return
         }
         scheduleDismissal()
+    }
+
+    /// Removes the activity `id` at once (`rcagent activity remove`): its `activity-removed` event
+    /// reaches watchers and hooks. Throws ``ControlError`` `no-such-activity` when there is none.
+    func removeActivity(id: String) throws -> LiveActivity {
+        guard let removed = try store.removeActivity(id: id, now: .now(), reason: "removed on request") else {
+            throw ControlError(.noSuchActivity, "no activity \"\(TextEscaping.snippet(id, maxBytes: 64))\"")
+        }
+        events.publish()
+        log.notice("Live activity \(TextEscaping.logLine(id)) removed on request (rcagent activity remove)")
+        scheduleDismissal()
+        inbox.send(.rescheduled)
+        return removed
     }
 }

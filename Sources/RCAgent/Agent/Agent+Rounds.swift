@@ -13,7 +13,8 @@ extension Agent {
     /// what is still waiting with `.cancelled` and ends every `watch` stream.
     func run() async {
         scheduler.request(.startup)
-        // Activities whose dismissal date passed while the daemon was down go at once.
+        // Activity ends and removals that came due while the daemon was down happen at once; the next
+        // one is a deadline of the loop, read from the store.
         scheduleDismissal()
         while !Task.isCancelled {
             // Everything already sent joins the coming round: a burst of pings costs one fetch.

@@ -169,6 +169,8 @@ actor Agent {
     func markStale(reason: String, wait: Bool = false, jitter: Duration = .zero) async throws
         -> (newlySet: Bool, outcome: FetchOutcome?)
     {
+        // As the store keeps it: the log lines and the retry below carry no more than the database.
+        let reason = StoredText.reason(reason)
         let newlySet: Bool
         do {
             newlySet = try store.markStale(reason: reason, at: .now())
@@ -214,7 +216,8 @@ actor Agent {
             log.info("Ignoring a stale ping from \(channel) for template \(announced): template \(current) is current")
             return .ignored("template \(announced) is at or below the current \(current)", activity: activity)
         }
-        let state = message.data["CONFIG_STATE"] ?? ""
+        // Cut before it is copied into the reason: the sender chose its size, the device keeps 256 bytes.
+        let state = StoredText.reason(message.data["CONFIG_STATE"] ?? "")
         let version = message.templateVersion.map { ", template \($0)" } ?? ""
         let (newlySet, outcome) = try await markStale(
             reason: "\(channel): CONFIG_STATE=\(state)\(version)", wait: wait, jitter: jitter)

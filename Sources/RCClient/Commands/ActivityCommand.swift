@@ -1,19 +1,23 @@
 import RCCore
 import RCStore
 
-/// `rcagent activity list|show ID|watch [--json]`: the Live Activities the daemon keeps. `list` and
-/// `show` read the state database directly, like `get` (they answer with the daemon down); `watch`
-/// follows the daemon's event stream and prints only the `activity-*` events, which is what a
-/// kiosk renderer reads (`--json`: one JSON object per line, exactly as the daemon sent it).
+/// `rcagent activity list|show ID|watch|remove ID [--json]`: the Live Activities the daemon keeps.
+/// `list` and `show` read the state database directly, like `get` (they answer with the daemon
+/// down); `watch` follows the daemon's event stream and prints only the `activity-*` events, which
+/// is what a kiosk renderer reads (`--json`: one JSON object per line, exactly as the daemon sent
+/// it); `remove` asks the daemon to remove one at once (state-changing: root, the daemon's user or
+/// `SocketGroup`).
 enum ActivityCommand {
     static let spec = CommandSpec(
-        "activity", arguments: ["list|show|watch", "ID"], optionalArguments: 1,
-        summary: "Live activities: list them, show one, or watch their events.",
-        options: [.flag("json", "JSON: the list as an array, one activity, or one event object per line")],
+        "activity", arguments: ["list|show|watch|remove", "ID"], optionalArguments: 1,
+        summary: "Live activities: list them, show one, watch their events, or remove one.",
+        options: [
+            .flag("json", "JSON: the list as an array, one activity, one event object per line, or the daemon's answer")
+        ],
         run: run)
 
     /// The subcommand is the first argument (the option parser knows one argument list per
-    /// command), so each checks its own count here: `show` needs the ID, the others take none.
+    /// command), so each checks its own count here: `show` and `remove` need the ID, the others take none.
     static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
         let positionals = invocation.arguments.positionals
         switch positionals[0] {
@@ -30,8 +34,11 @@ enum ActivityCommand {
                 throw .usage("unexpected argument '\(positionals[1])'", command: spec)
             }
             return try watch(invocation)
+        case "remove":
+            guard positionals.count == 2 else { throw .usage("remove needs the activity's ID", command: spec) }
+            return try remove(invocation, id: positionals[1])
         default:
-            throw .usage("unknown activity command '\(positionals[0])' (list, show or watch)", command: spec)
+            throw .usage("unknown activity command '\(positionals[0])' (list, show, watch or remove)", command: spec)
         }
     }
 
@@ -57,6 +64,19 @@ enum ActivityCommand {
             Output.raw(activity.json.compactText + "\n")
         } else {
             Output.out("\(describe(activity.json))\n")
+        }
+        return ExitCode.ok
+    }
+
+    /// Asks the daemon to remove the activity: exit 1 when there is none (or the daemon refuses this
+    /// user), 69 when the daemon does not run.
+    private static func remove(_ invocation: Invocation, id: String) throws(CLIError) -> Int32 {
+        let answer = try invocation.request(
+            .removeActivity(id: id), expecting: RemoveActivityResponse.self, timeout: .seconds(10))
+        if invocation.json {
+            Output.raw(answer.json.compactText + "\n")
+        } else {
+            Output.out("activity \(answer.response.id) removed\n")
         }
         return ExitCode.ok
     }
