@@ -136,7 +136,7 @@ import Testing
         let shapes = [
             nested(98, zeros),  // the document: tiny elements 100 levels down
             nested(9, zeros),  // the same at the deepest level still indented
-            .object((0..<2_000).map { ("k\($0)", nested(97, .array([]))) }),
+            .object((0..<2_000).map { ("k\(10_000 + $0)", nested(97, .array([]))) }),
         ]
         for value in shapes {
             var compact = ""

@@ -46,7 +46,6 @@ import Testing
         let again = try sandbox.cli("fetch", "--force", "--wait")
         #expect(again.stdout == "no change\n", "\(again.stderr)")
         #expect(cdn.requests.last?["if-none-match"] == "\"cdn-1\"", "\(cdn.requests)")
-        #expect(origin.requests.count == 2)
         #expect(origin.requests.allSatisfy { $0["if-none-match"] == nil }, "\(origin.requests)")
 
         // The origin serves itself again: it still never sees the CDN's ETag, then gets its own.
@@ -56,7 +55,7 @@ import Testing
         #expect(origin.requests.allSatisfy { $0["if-none-match"] == nil }, "\(origin.requests)")
         #expect(try sandbox.cli("fetch", "--force", "--wait").stdout == "no change\n")
         #expect(origin.requests.last?["if-none-match"] == "\"origin-2\"")
-        #expect(cdn.requests.count == 2)
+        #expect(cdn.requests.allSatisfy { $0["if-none-match"] != "\"origin-2\"" }, "\(cdn.requests)")
     }
 
     /// A `Header=` line or an API key HTTP cannot carry is a config error with its file and line,
