@@ -94,6 +94,10 @@ public struct RemoteConfigFetcher: Sendable {
         request.url = endpoints.fetch
         request.method = "POST"
         request.body = Array(JSONValue.object(body).compactText.utf8)
+        // The body carries the installation's auth token (appInstanceIdToken): a 307 or 308 would
+        // send it to whatever host it names. Firebase does not redirect its fetch; a redirect is the
+        // answer (a failed fetch). So the ETag stored is always the configured origin's, too.
+        request.followsRedirects = false
         request.headers = [
             "Content-Type: application/json", "Accept: application/json", "X-Goog-Api-Key: \(endpoints.apiKey)",
             "X-Goog-Firebase-Installations-Auth: \(token)", "X-Firebase-RC-Fetch-Type: \(type)",
