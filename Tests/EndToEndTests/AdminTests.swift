@@ -117,21 +117,6 @@ import Testing
         #expect(user.status == 1 && user.stderr.contains("not \"service_account\""), "\(user.stderr)")
     }
 
-    /// Issue 25: a key file others may read was used without a word. rcadmin warns, once, as ssh
-    /// does for a private key, and still works (the operator decides).
-    @Test func aKeyFileOthersMayReadIsWarnedOfOnce() throws {
-        let fixture = try Fixture()
-        let quiet = try fixture.rcadmin(["template", "get"])
-        #expect(quiet.status == 0 && !quiet.stderr.contains("Warning"), "\(quiet.stderr)")
-        chmod(fixture.account.keyFilePath, 0o640)
-        let warned = try fixture.rcadmin(["template", "get"])
-        #expect(warned.status == 0, "\(warned.stderr)")
-        let path = fixture.account.keyFilePath
-        let warning = "Warning: \(path) is readable by others; chmod 600 \(path)\n"
-        #expect(warned.stderr.components(separatedBy: warning).count == 2, "\(warned.stderr)")
-        #expect(warned.stderr.hasPrefix(warning), "\(warned.stderr)")
-    }
-
     // MARK: - Templates
 
     @Test func getToAFileThenPublishFromIt() throws {
