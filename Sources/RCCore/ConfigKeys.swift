@@ -37,7 +37,8 @@ enum ConfigKeys {
             }
             // Sent as it is written: a control byte (a CR would end the header and start another)
             // or a name HTTP does not allow is an error here, not a request that fails later.
-            guard HeaderField.isValidName(value[..<colon].trimmingSpaces()) else {
+            // RFC 9110 5.1: no whitespace between the name and the colon (servers answer 400).
+            guard HeaderField.isValidName(value[..<colon]) else {
                 throw ConfigError(
                     location, "Header= name '\(TextEscaping.terminal(String(value[..<colon])))' is not an HTTP token")
             }

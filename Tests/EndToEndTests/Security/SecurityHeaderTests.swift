@@ -68,6 +68,7 @@ import Testing
             ),
             ("Header=X-Group: lobby\u{0}", "Header= value cannot be sent: it holds a control byte (NUL at byte"),
             ("Header=X Group: lobby", "Header= name 'X Group' is not an HTTP token"),
+            ("Header=X-Group : lobby", "Header= name 'X-Group ' is not an HTTP token"),
             ("APIKey=key\rX-Injected: yes", "APIKey= cannot be sent: it holds a control byte (CR at byte 3)"),
         ] {
             let sandbox = try Sandbox(extraConfig: line)  // in the [Source] section
