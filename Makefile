@@ -10,7 +10,7 @@ BUILD_DEPS := libsqlite3-dev libsystemd-dev libcurl4-openssl-dev libssl-dev libm
 # logs in a temporary directory), never the packages' system services, which they do not need.
 TEST_DEPS  := $(BUILD_DEPS) sqlite3 python3 openssl mosquitto mosquitto-clients iproute2 dash libsystemd-shared strace nginx nats-server
 BENCH_DEPS := $(BUILD_DEPS) sqlite3 hyperfine jq python3 mosquitto mosquitto-clients redis-server redis-tools linux-perf strace dpkg-dev binutils go-md2man nginx nats-server
-DEB_DEPS   := $(BUILD_DEPS) dpkg-dev lintian systemd binutils go-md2man python3 mosquitto mosquitto-clients procps
+DEB_DEPS   := $(BUILD_DEPS) dpkg-dev lintian systemd binutils go-md2man python3 mosquitto mosquitto-clients procps openssl
 RELIABILITY_DEPS := $(TEST_DEPS) faketime
 # Release builds link the Swift runtime and libstdc++ statically: a directory holding only
 # libstdc++.a makes the toolchain's `-lstdc++` pick the archive. That removes libstdc++.so's
@@ -22,7 +22,12 @@ STATIC_CXX := $(ROOT)/.build/static-libstdc++
 # calls it for Data.write(options: .atomic), which opens the name it gets with O_CREAT|O_EXCL
 # (no race). Our code never calls it. The debug build links FoundationEssentials dynamically, so
 # it stays quiet. Silencing it would take ld's -w, which hides every other linker warning too.
-RELEASE    := $(SWIFT) build $(SWIFTPM_FLAGS) -c release --static-swift-stdlib -Xswiftc -gnone -Xlinker -L$(STATIC_CXX)
+# --disable-local-rpath: SwiftPM would give every executable DT_RUNPATH=$ORIGIN, so that libsqlite3
+# and every library loaded on first use were looked for beside the executable first: anyone who can
+# write to that directory (a copy in /tmp, a build tree, a device's writable /opt) would run code in
+# rcagentd. The static Swift runtime needs no search path; the release programs carry none
+# (packaging/deb-check.sh checks it), so the loader searches only the system's directories.
+RELEASE    := $(SWIFT) build $(SWIFTPM_FLAGS) -c release --static-swift-stdlib --disable-local-rpath -Xswiftc -gnone -Xlinker -L$(STATIC_CXX)
 RELEASE_BIN = $(shell $(SWIFT) build $(SWIFTPM_FLAGS) -c release --show-bin-path)
 
 .PHONY: all build release test test-reliability fuzz lint format run run-config bench deb deb-check clean deps-build deps-test deps-bench deps-deb deps-reliability

@@ -74,6 +74,39 @@ for program in rcagent rcadmin; do
     fi
 done
 
+step "no library search path in the binaries: a library beside a copy of them is never loaded"
+# DT_RUNPATH=$ORIGIN (SwiftPM's default) made the loader look beside the executable first, for
+# libsqlite3 at start and for every library loaded on first use: whoever can write to the directory
+# of a copy (here one anyone can write to) would run code in it. The Makefile links with
+# --disable-local-rpath; Sources/CLazyLibraries loads by soname.
+for program in rcagent rcadmin; do
+    if readelf -d "$work/extract/usr/bin/$program" | grep -E 'RPATH|RUNPATH'; then fail "$program carries a library search path"; fi
+done
+beside=$work/beside
+mkdir "$beside"
+chmod 1777 "$beside"
+cp "$work/extract/usr/bin/rcagent" "$work/extract/usr/bin/rcadmin" "$beside/"
+# Each fake announces itself and ends the program the moment it is loaded.
+printf '#include <unistd.h>\n__attribute__((constructor)) static void loaded(void) { write(2, "FAKE LIBRARY LOADED\\n", 20); _exit(97); }\n' > "$work/fake.c"
+for soname in libsqlite3.so.0 libcurl.so.4 libcrypto.so.3 libmosquitto.so.1 libpcre2-8.so.0; do
+    cc -shared -fPIC -o "$beside/$soname" "$work/fake.c" || fail "cannot build the fake $soname"
+done
+"$beside/rcagent" --version >/dev/null 2>"$work/beside.log" || fail "the copy beside a fake libsqlite3 failed: $(cat "$work/beside.log")"
+# A Google call signs with libcrypto and sends with libcurl, both loaded on first use; the token
+# endpoint refuses the connection. LD_DEBUG shows both were loaded, from the system.
+openssl genrsa -out "$work/beside-key.pem" 2048 2>/dev/null
+python3 -c 'import json, sys; print(json.dumps({"type": "service_account", "project_id": "deb-check", "private_key_id": "k", "private_key": open(sys.argv[1]).read(), "client_email": "deb-check@deb-check.iam.gserviceaccount.com", "token_uri": "http://127.0.0.1:1/token"}))' \
+    "$work/beside-key.pem" > "$work/beside-key.json"
+chmod 0600 "$work/beside-key.json"
+status=0
+LD_DEBUG=files "$beside/rcadmin" template get --service-account "$work/beside-key.json" --endpoint http://127.0.0.1:1 \
+    >/dev/null 2>"$work/beside.log" || status=$?
+if grep 'FAKE LIBRARY LOADED' "$work/beside.log" || [ $status = 97 ]; then fail "a library beside rcadmin was loaded"; fi
+for soname in libcrypto.so.3 libcurl.so.4; do
+    grep -q "calling init: /.*/$soname" "$work/beside.log" || fail "rcadmin did not load $soname from the system: $(grep -v 'file=' "$work/beside.log" | tail -3)"
+done
+if grep "calling init: $beside" "$work/beside.log"; then fail "a library beside rcadmin was loaded"; fi
+
 step "install"
 dpkg -i "$deb"
 getent passwd rcagent >/dev/null || fail "postinst did not create the rcagent user"

@@ -23,6 +23,13 @@ static char errors[LIBRARIES][512];
 
 static void load(rc_lazy_library library) {
     const rc_lazy_definition *definition = definitions[library];
+    // By soname, from the system's directories only: a name without a slash is looked up in
+    // LD_LIBRARY_PATH (the caller's own environment, ignored for setuid programs; systemd starts the
+    // daemon without it), the executable's DT_RUNPATH, then ld.so.cache and /lib, /usr/lib, all
+    // root's. The release programs carry no DT_RUNPATH (the Makefile's --disable-local-rpath,
+    // checked by packaging/deb-check.sh), so a library placed beside the executable is never
+    // loaded. Not an absolute path from a list of multiarch directories: the loader already knows
+    // them for every architecture, and the soname keeps the library's ABI version.
     // RTLD_LOCAL: the library's symbols stay out of the global scope, where they would meet the
     // wrappers of the same names in this executable. RTLD_NOW: its own dependencies fail here, too.
     void *handle = dlopen(definition->soname, RTLD_NOW | RTLD_LOCAL);

@@ -33,7 +33,17 @@ enum ConfigKeys {
         ConfigKey(section: "Source", key: "Header") { config, value, location throws(ConfigError) in
             guard !value.isEmpty else { return config.headers = [] }
             guard let colon = value.firstIndex(of: ":"), !value[..<colon].trimmingSpaces().isEmpty else {
-                throw ConfigError(location, "Header= must be 'Name: value', got '\(value)'")
+                throw ConfigError(location, "Header= must be 'Name: value', got '\(TextEscaping.terminal(value))'")
+            }
+            // Sent as it is written: a control byte (a CR would end the header and start another)
+            // or a name HTTP does not allow is an error here, not a request that fails later.
+            // RFC 9110 5.1: no whitespace between the name and the colon (servers answer 400).
+            guard HeaderField.isValidName(value[..<colon]) else {
+                throw ConfigError(
+                    location, "Header= name '\(TextEscaping.terminal(String(value[..<colon])))' is not an HTTP token")
+            }
+            if let problem = HeaderField.problem(inValue: value[value.index(after: colon)...]) {
+                throw ConfigError(location, "Header= value cannot be sent: \(problem)")
             }
             config.headers.append(value)
         },
@@ -42,7 +52,13 @@ enum ConfigKeys {
         optionalPath("Source", "ClientKey", \.clientKey),
         optionalText("Source", "ProjectId", \.projectId),
         optionalText("Source", "AppId", \.appId),
-        optionalText("Source", "APIKey", \.apiKey),
+        ConfigKey(section: "Source", key: "APIKey") { config, value, location throws(ConfigError) in
+            // Sent as the X-Goog-Api-Key header.
+            if let problem = HeaderField.problem(inValue: value) {
+                throw ConfigError(location, "APIKey= cannot be sent: \(problem)")
+            }
+            config.apiKey = value.isEmpty ? builtIn.apiKey : value
+        },
         ConfigKey(section: "Source", key: "Endpoint") { config, value, location throws(ConfigError) in
             guard !value.isEmpty else { return config.endpoint = nil }
             guard URLText.origin(of: value) != nil else {

@@ -17,10 +17,14 @@ public struct FetchFailure: Error, CustomStringConvertible, Sendable {
 
     public let kind: Kind
     public let message: String
+    /// The server refused in a way no retry with the same configuration changes: an API key it
+    /// does not know, a project that refuses this client (403). A long-running caller stops on it.
+    public let permanent: Bool
 
-    public init(_ kind: Kind, _ message: String) {
+    public init(_ kind: Kind, _ message: String, permanent: Bool = false) {
         self.kind = kind
         self.message = message
+        self.permanent = permanent
     }
 
     public var description: String { message }

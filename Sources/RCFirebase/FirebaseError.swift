@@ -12,3 +12,16 @@ extension FetchFailure {
         return "\(call): HTTP \(response.status)" + (message.map { ": \(TextEscaping.snippet($0))" } ?? "")
     }
 }
+
+extension FetchFailure {
+    /// Whether `response` says no retry with the same configuration can succeed: 403 (the project
+    /// refuses this key or app), or 400 for an API key Google does not know (`API_KEY_INVALID`).
+    /// Any other 400, a 5xx, a 404 may pass (a proxy's page, an outage): those are retried.
+    static func isPermanent(_ response: HTTPResponse) -> Bool {
+        if response.status == 403 { return true }
+        guard response.status == 400, let error = (try? JSONValue.parse(response.body))?["error"] else { return false }
+        if error["message"]?.stringValue?.hasPrefix("API key not valid") == true { return true }
+        guard case let .array(details)? = error["details"] else { return false }
+        return details.contains { $0["reason"]?.stringValue == "API_KEY_INVALID" }
+    }
+}

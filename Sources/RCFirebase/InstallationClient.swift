@@ -132,6 +132,10 @@ public actor InstallationClient {
             throw FirebaseError(
                 .badDocument, "Firebase Installations: the create response lacks refreshToken/authToken")
         }
+        // Both are sent back as header values: one with a CR or LF would add headers of the server's choosing.
+        if let problem = HeaderField.problem(inValue: refreshToken) {
+            throw FirebaseError(.badDocument, "Firebase Installations: the refreshToken is unusable: \(problem)")
+        }
         let (token, expiresAt) = try Self.token(from: Array(auth.compactText.utf8))
         // The server may assign another id; the SDKs use the server's.
         let credentials = Credentials(
@@ -178,7 +182,7 @@ public actor InstallationClient {
     package static func token(from body: [UInt8], now: Timestamp = .now()) throws(FirebaseError) -> (String, Timestamp)
     {
         guard let json = try? JSONValue.parse(body), let token = json["token"]?.stringValue,
-            let expires = json["expiresIn"]?.stringValue, expires.hasSuffix("s"),
+            HeaderField.isValidValue(token), let expires = json["expiresIn"]?.stringValue, expires.hasSuffix("s"),
             let seconds = Double(expires.dropLast()), seconds.isFinite, seconds >= 0
         else {
             throw FirebaseError(.badDocument, "Firebase Installations: unreadable auth token response")
@@ -193,7 +197,8 @@ public actor InstallationClient {
     private static func failure(_ what: String, _ response: HTTPResponse) -> FirebaseError {
         let text = FirebaseError.describe(response, call: "Firebase Installations: cannot \(what)")
         return FirebaseError(
-            response.status == 429 || response.status == 503 ? .throttled(retryAfter: nil) : .other, text)
+            response.status == 429 || response.status == 503 ? .throttled(retryAfter: nil) : .other, text,
+            permanent: FirebaseError.isPermanent(response))
     }
 
     /// Drops the installation (memory and file): the server no longer knows it.
@@ -221,7 +226,8 @@ public actor InstallationClient {
     /// Reads stored credentials; a missing or unreadable file means none (the installation is registered again).
     private static func load(_ path: String) -> Credentials? {
         guard let bytes = try? FileBytes.read(path), let json = try? JSONValue.parse(bytes),
-            let fid = json["fid"]?.stringValue, let refresh = json["refreshToken"]?.stringValue
+            let fid = json["fid"]?.stringValue, let refresh = json["refreshToken"]?.stringValue,
+            HeaderField.isValidValue(refresh), json["authToken"]?.stringValue.map(HeaderField.isValidValue) ?? true
         else { return nil }
         var expiresAt: Timestamp?
         if case let .integer(ms)? = json["expiresAt"] { expiresAt = Timestamp(milliseconds: ms) }

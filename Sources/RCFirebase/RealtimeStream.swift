@@ -26,16 +26,14 @@ public struct RealtimeStream: Sendable {
         case failed(String, retryInterval: Duration?)
         /// The project has realtime updates turned off: do not reconnect.
         case disabled
-        /// Refused with a status that reconnecting will not change.
+        /// Refused in a way reconnecting will not change: 403, or an API key Google does not know
+        /// (at the stream or at Firebase Installations). Every other failure is `failed`: retried.
         case stopped(String)
     }
 
     /// The longest `retryIntervalSeconds` followed: a larger one (a bad or hostile value) would keep
     /// a device, or the relay, from reconnecting for years.
     public static let maximumRetryInterval: Duration = .seconds(3600)
-
-    /// Statuses after which reconnecting makes sense (the SDKs' list); others stop the stream.
-    public static let retryable: Set<Int> = [408, 429, 502, 503, 504]
 
     private let endpoints: FirebaseEndpoints
     private let appId: String
@@ -58,7 +56,7 @@ public struct RealtimeStream: Sendable {
     ) async -> Outcome {
         let credentials: (fid: String, token: String)
         do { credentials = try await installations.token() } catch {
-            return .failed(error.message, retryInterval: nil)
+            return error.permanent ? .stopped(error.message) : .failed(error.message, retryInterval: nil)
         }
         var request = base
         request.url = endpoints.streamInvalidations
@@ -67,7 +65,7 @@ public struct RealtimeStream: Sendable {
         request.headers = [
             "Content-Type: application/json", "Accept: application/json", "X-Goog-Api-Key: \(endpoints.apiKey)",
             "X-Goog-Firebase-Installations-Auth: \(credentials.token)", "X-Accept-Response-Streaming: true",
-            "If-None-Match: \(etag ?? "*")",
+            "If-None-Match: \(etag.flatMap { HeaderField.isValidValue($0) ? $0 : nil } ?? "*")",
         ]
         request.body = Array(
             JSONValue.object([
@@ -138,9 +136,13 @@ public struct RealtimeStream: Sendable {
             if disabled { return .disabled }
             if response.status == 200 { return .ended(retryInterval: retry) }
             let message = FirebaseError.describe(response, call: "realtime")
-            if response.status == 401 { return .failed(message, retryInterval: nil) }
-            return RealtimeStream.retryable.contains(response.status)
-                ? .failed(message, retryInterval: retry) : .stopped(message)
+            // A 401 gets a new auth token (``connect``); a 500, a 400 or a proxy's 404 may pass: only
+            // what no retry changes stops (one transient error used to end the relay for good).
+            if FirebaseError.isPermanent(response) { return .stopped(message) }
+            return .failed(
+                message,
+                retryInterval: response.status == 401
+                    ? nil : (retry ?? response.retryAfter()).map { min($0, RealtimeStream.maximumRetryInterval) })
         }
 
         /// Splits the stream into top-level JSON objects and handles each.

@@ -55,7 +55,7 @@ public struct RemoteConfigFetcher: Sendable {
                 } catch {
                     throw FirebaseError(.badDocument, error.description)
                 }
-            case 304 where etag != nil:
+            case 304 where etag.map(HeaderField.isValidValue) == true:
                 return .notModified
             case 401 where attempt == 1:
                 // The auth token was refused: get a new one and try once more.
@@ -94,11 +94,17 @@ public struct RemoteConfigFetcher: Sendable {
         request.url = endpoints.fetch
         request.method = "POST"
         request.body = Array(JSONValue.object(body).compactText.utf8)
+        // The body carries the installation's auth token (appInstanceIdToken): a 307 or 308 would
+        // send it to whatever host it names. Firebase does not redirect its fetch; a redirect is the
+        // answer (a failed fetch). So the ETag stored is always the configured origin's, too.
+        request.followsRedirects = false
         request.headers = [
             "Content-Type: application/json", "Accept: application/json", "X-Goog-Api-Key: \(endpoints.apiKey)",
             "X-Goog-Firebase-Installations-Auth: \(token)", "X-Firebase-RC-Fetch-Type: \(type)",
         ]
-        if let etag { request.headers.append("If-None-Match: \(etag)") }
+        // An ETag HTTP cannot carry (stored before responses were checked) is not sent: the fetch
+        // is then unconditional and stores the new one.
+        if let etag, HeaderField.isValidValue(etag) { request.headers.append("If-None-Match: \(etag)") }
         do {
             return try await HTTPClient.send(request)
         } catch {

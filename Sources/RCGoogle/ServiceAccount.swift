@@ -1,3 +1,4 @@
+import Glibc
 import RCCore
 
 /// A Google service account, as its key file (the JSON the Cloud console downloads) describes it:
@@ -73,6 +74,16 @@ public struct ServiceAccount: Sendable, CustomStringConvertible, CustomReflectab
             return account
         }
         throw GoogleError(call, "\"token_uri\" \(problem)")
+    }
+
+    /// The warning to show when the key file at `path` can be read by its group or by others, as
+    /// ssh warns of a private key anyone may read (the key signs requests as the account); nil when
+    /// only its owner can, or when it cannot be examined (reading it fails on its own).
+    public static func exposureWarning(path: String) -> String? {
+        var status = stat()
+        guard stat(path, &status) == 0, status.st_mode & 0o044 != 0 else { return nil }
+        let name = TextEscaping.terminal(path)
+        return "\(name) is readable by others; chmod 600 \(name)"
     }
 
     public var description: String {

@@ -45,13 +45,29 @@ final class CurlTransfer {
                 throw HTTPError(kind: .tls, message: "cannot use \(key)=: \(error)")
             }
         }
+        // Every header goes out as given, or not at all: a value with a CR or LF would end it and
+        // start another (a config's Header=, a token or ETag from a server are all checked here).
+        for line in request.headers + ["User-Agent: \(request.userAgent)"] {
+            if let problem = HeaderField.problem(inLine: line) {
+                let name = line.prefix { $0 != ":" }
+                throw HTTPError(
+                    kind: .transport,
+                    message:
+                        "refusing to send the header \(TextEscaping.snippet(String(name), maxBytes: 64)): \(problem)")
+            }
+        }
         let configuredOrigin = URLText.comparableOrigin(of: request.url)
         let deadline = ContinuousClock.now + request.timeout
         var hop = request
         for redirects in 0...Self.maximumRedirects {
             // The request's own headers (Header= secrets, API keys, tokens) go to the configured
             // origin only: libcurl would send them to any host a redirect names.
-            hop.headers = URLText.comparableOrigin(of: hop.url) == configuredOrigin ? request.headers : []
+            let origin = URLText.comparableOrigin(of: hop.url)
+            hop.headers = origin == configuredOrigin ? request.headers : []
+            // An ETag HTTP cannot carry is not sent (the request is then unconditional).
+            if let validator = request.validator, validator.origin == origin, HeaderField.isValidValue(validator.etag) {
+                hop.headers.append("If-None-Match: \(validator.etag)")
+            }
             if request.timeout > .zero {
                 // FetchTimeout= bounds the whole request, redirects included.
                 let left = deadline - ContinuousClock.now
@@ -63,7 +79,8 @@ final class CurlTransfer {
                 hop.timeout = left
                 hop.connectTimeout = min(request.connectTimeout, left)
             }
-            let (response, location) = try performOnce(hop, stream: stream, original: request)
+            var (response, location) = try performOnce(hop, stream: stream, original: request)
+            response.url = hop.url
             guard request.followsRedirects, let location, Self.redirectStatuses.contains(response.status) else {
                 return response
             }
@@ -308,7 +325,8 @@ private final class TransferState {
         } else if let colon = line.firstIndex(of: ":") {
             let name = line[..<colon].lowercased()
             let value = line[line.index(after: colon)...].trimmingCharacters(in: " \t\r\n")
-            headers.append((name, value))
+            // A bare CR or a NUL inside the value (the line ends at LF): dropped, as if not sent.
+            if HeaderField.isValidValue(value) { headers.append((name, value)) }
         }
         return count
     }

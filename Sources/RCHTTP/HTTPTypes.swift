@@ -22,6 +22,20 @@ public struct HTTPRequest: Sendable {
     /// answer. Requests that carry a credential in their body (a signed assertion) or a document
     /// meant for one server only turn it off: a redirect would re-send the body to another host.
     public var followsRedirects = true
+    /// The ETag of what the caller has, sent as `If-None-Match` only to the origin it came from
+    /// (a CDN's validator after a redirect is not the configured server's, nor the other way round).
+    public var validator: Validator?
+
+    /// An entity tag and the origin (``URLText/comparableOrigin(of:)``) that sent it.
+    public struct Validator: Sendable, Equatable {
+        public let origin: String
+        public let etag: String
+
+        public init(origin: String, etag: String) {
+            self.origin = origin
+            self.etag = etag
+        }
+    }
 
     public init(url: String) {
         self.url = url
@@ -29,11 +43,15 @@ public struct HTTPRequest: Sendable {
 }
 
 /// What the server answered (after any redirects were followed): status, headers and the body.
+/// A header whose value is not an RFC 9110 field-value (a bare CR, a NUL) is dropped as it arrives:
+/// no caller stores or sends back what a header could not carry.
 public struct HTTPResponse: Sendable {
     public let status: Int
     /// Header names lower-cased, in the order received (of the final response after redirects).
     public let headers: [(name: String, value: String)]
     public let body: [UInt8]
+    /// The URL that gave this answer: the request's, or the last one a redirect named.
+    public internal(set) var url = ""
 
     /// The last value of the header `name` (any case), if the response has it.
     public func header(_ name: String) -> String? {

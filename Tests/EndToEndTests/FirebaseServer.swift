@@ -193,6 +193,7 @@ extension FirebaseServer {
         let keyFilePath = directory.appendingPathComponent("service-account.json").path
         let data = try JSONSerialization.data(withJSONObject: account, options: [.sortedKeys, .prettyPrinted])
         try data.write(to: URL(fileURLWithPath: keyFilePath))
+        chmod(keyFilePath, 0o600)  // as a key file should be: rcadmin warns of one others may read
         return TestServiceAccount(
             keyFilePath: keyFilePath, privateKeyPath: privateKeyPath, projectId: project, clientEmail: email,
             privateKeyId: keyId, tokenURI: endpoint + "/token")

@@ -125,6 +125,32 @@ import Testing
         }
     }
 
+    /// Issue 25: indentation multiplied the size of a deep document by its depth (65 KB gzipped
+    /// from the server became 1.7 GB of text). Whatever the shape, the pretty text stays within a
+    /// fixed factor of the compact one, and still reads back as the same value.
+    @Test func prettyTextIsBoundedByAFixedFactorOfTheCompactText() throws {
+        func nested(_ depth: Int, _ bottom: JSONValue) -> JSONValue {
+            (0..<depth).reduce(bottom) { inner, _ in .array([inner, .integer(0)]) }
+        }
+        let zeros = JSONValue.array(Array(repeating: .integer(0), count: 50_000))
+        let shapes = [
+            nested(98, zeros),  // the issue's document: tiny elements 100 levels down
+            nested(9, zeros),  // the same at the deepest level still indented
+            .object((0..<2_000).map { ("k\(10_000 + $0)", nested(97, .array([]))) }),
+        ]
+        for value in shapes {
+            var compact = ""
+            value.write(to: &compact)
+            let pretty = TemplateFile.prettyText(value)
+            #expect(pretty.utf8.count <= 12 * compact.utf8.count, "\(pretty.utf8.count) for \(compact.utf8.count)")
+            #expect(try JSONValue.parse(pretty) == value)
+        }
+        // A real template keeps its indentation at every level it has.
+        #expect(
+            TemplateFile.prettyText(nested(9, .array([.integer(1)]))).contains(
+                "\n" + String(repeating: " ", count: 20) + "1\n"))
+    }
+
     @Test func prettyTextParsesBackToTheSameValue() throws {
         let values = [
             try TemplateFixtures.template(),

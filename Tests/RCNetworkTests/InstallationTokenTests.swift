@@ -19,6 +19,18 @@ import Testing
         #expect(expiry("3600s") == now + .seconds(3600))
     }
 
+    /// Issue 25: the token is sent back as the X-Goog-Firebase-Installations-Auth header; one with
+    /// CR LF would have added a header of the server's choosing to every realtime request.
+    @Test func aTokenHTTPCannotCarryIsRefused() {
+        for token in ["t\r\nX-Injected: 1", "t\u{0}", "t\n", "t\u{7F}"] {
+            let body = JSONValue.object([("token", .string(token)), ("expiresIn", .string("3600s"))]).compactText
+            #expect(throws: FirebaseError.self, "\(token.debugDescription)") {
+                try InstallationClient.token(from: Array(body.utf8), now: now)
+            }
+        }
+        #expect(expiry("3600s") != nil, "a plain token still reads")
+    }
+
     @Test func anUnreadableResponseIsABadDocumentNamingTheAPI() {
         #expect(throws: FirebaseError.self) { try InstallationClient.token(from: Array("{}".utf8), now: now) }
         do {

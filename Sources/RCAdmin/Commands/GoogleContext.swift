@@ -34,7 +34,10 @@ struct GoogleContext: Sendable {
                 "no service account: give --service-account FILE or set GOOGLE_APPLICATION_CREDENTIALS "
                     + "to the key file (the JSON the Cloud console downloads for a service account)")
         }
-        do { return try ServiceAccount.load(path: path) } catch { throw Self.failure(error) }
+        let account: ServiceAccount
+        do { account = try ServiceAccount.load(path: path) } catch { throw Self.failure(error) }
+        if let warning = ServiceAccount.exposureWarning(path: path) { Output.note("Warning: \(warning)") }
+        return account
     }
 
     /// `--endpoint URL`, else `RCADMIN_ENDPOINT`, checked to be an http(s) URL with a host.

@@ -19,26 +19,41 @@ protocol PingTarget: Sendable {
 /// protocol module, its own installation), and on each new version sends the stale ping carrying
 /// that version to every target, once per version across restarts and reconnects (the ledger).
 ///
-/// The stream loop (connect, read, reconnect with backoff) feeds the newest announced version to
-/// one delivery loop per target, which pings its target when it is behind, retrying with backoff
-/// until it acknowledges. Targets are independent: a broker that is down for hours does not hold
-/// back the FCM ping. A newer announcement during retries is sent instead of the older one: a
-/// device only needs the newest version.
+/// The stream loop (connect, read, reconnect with backoff) hands each announced version to the
+/// confirmation loop, which fetches the template as a client would: only a version the project
+/// really has is pinged (a version announced above the real one would otherwise be recorded as
+/// relayed, and every real one below it skipped). It feeds the confirmed version to one delivery
+/// loop per target, which pings its target when it is behind, retrying with backoff until it
+/// acknowledges. Targets are independent: a broker that is down for hours does not hold back the
+/// FCM ping. A newer version during retries is sent instead of the older one: a device only needs
+/// the newest version.
 final class Relay: Sendable {
+    /// Why ``run()`` returned.
+    enum End: Equatable {
+        /// SIGTERM or SIGINT.
+        case cancelled
+        /// The project refused for good: featureDisabled, 403, an API key Google does not know.
+        case refused
+    }
+
     private let stream: RealtimeStream
+    private let fetcher: RemoteConfigFetcher
     private let targets: [any PingTarget]
     private let ledger: Mutex<RelayLedger>
     private let log: Logger
     private let notifier: SystemdNotifier
     private let project: String
-    /// The newest version the stream announced; the delivery loop reads it before each attempt.
+    /// The newest version the stream announced, not yet confirmed by a fetch.
+    private let heard = Mutex<Int64>(0)
+    /// The newest version a fetch confirmed; the delivery loops read it before each attempt.
     private let announced = Mutex<Int64>(0)
 
     init(
-        stream: RealtimeStream, targets: [any PingTarget], ledger: RelayLedger, project: String, log: Logger,
-        notifier: SystemdNotifier
+        stream: RealtimeStream, fetcher: RemoteConfigFetcher, targets: [any PingTarget], ledger: RelayLedger,
+        project: String, log: Logger, notifier: SystemdNotifier
     ) {
         self.stream = stream
+        self.fetcher = fetcher
         self.targets = targets
         self.ledger = Mutex(ledger)
         self.project = project
@@ -46,16 +61,20 @@ final class Relay: Sendable {
         self.notifier = notifier
     }
 
-    /// Runs until the calling task is cancelled (SIGTERM), or the project turns realtime off.
-    func run() async {
+    /// Runs until the calling task is cancelled (SIGTERM), or the project refuses for good.
+    func run() async -> End {
         // One wake-up channel per target, each holding at most one pending wake-up: a flood of
         // announcements costs each target one look at the newest version.
         let channels = targets.map { _ in AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1)) }
+        let confirmations = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         notifier.ready(status: statusLine("starting"))
         log.notice("Relaying template versions of project \(project) to \(targets.map(\.name).joined(separator: ", "))")
-        await withTaskGroup(of: Void.self) { group in
+        return await withTaskGroup(of: Void.self) { group in
             for (target, channel) in zip(targets, channels) {
                 group.addTask { [self] in await deliver(to: target, channel.stream) }
+            }
+            group.addTask { [self] in
+                await confirm(confirmations.stream) { for channel in channels { channel.continuation.yield() } }
             }
             if let interval = notifier.watchdogInterval {
                 group.addTask { [notifier] in
@@ -65,21 +84,80 @@ final class Relay: Sendable {
                     }
                 }
             }
-            await follow { version in
-                let newer = self.announced.withLock { newest in
+            let end = await follow { version in
+                let newer = self.heard.withLock { newest in
                     defer { newest = max(newest, version) }
                     return version > newest
                 }
-                if newer { for channel in channels { channel.continuation.yield() } }
+                if newer { confirmations.continuation.yield() }
             }
+            confirmations.continuation.finish()
             for channel in channels { channel.continuation.finish() }
             group.cancelAll()
+            return end
         }
+    }
+
+    /// How many fetches may find an older template than the one announced before the announcement
+    /// is taken for one of a version the project does not have. The SDKs retry too: a fetch can
+    /// reach a replica that has not seen the publish yet.
+    static let confirmationAttempts = 4
+
+    /// The confirmation loop: on each wake-up, while a heard version is above the confirmed one,
+    /// fetches the template and takes its version as the newest (waking the targets when it is
+    /// newer). A version still above what the fetches find after ``confirmationAttempts`` is
+    /// dropped, so a later real announcement below it counts as new again.
+    private func confirm(_ wakeups: AsyncStream<Void>, wake: @escaping @Sendable () -> Void) async {
+        for await _ in wakeups {
+            var (older, failures) = (0, 0)
+            while !Task.isCancelled {
+                let wanted = heard.withLock { $0 }
+                guard wanted > announced.withLock({ $0 }) else { break }
+                let actual: Int64
+                do throws(FirebaseError) {
+                    actual = try await fetchedVersion()
+                    failures = 0
+                } catch {
+                    failures += 1
+                    let wait = Self.backoff(failures)
+                    log.warning(
+                        "Failed to fetch the template announced as version \(wanted): \(error); "
+                            + "retrying in \(DurationText.format(wait))")
+                    try? await Task.sleep(for: wait)
+                    continue
+                }
+                let newer = announced.withLock { newest in
+                    defer { newest = max(newest, actual) }
+                    return actual > newest
+                }
+                if newer { wake() }
+                guard actual < wanted else { break }
+                older += 1
+                if older >= Self.confirmationAttempts {
+                    log.warning(
+                        "Not relaying template version \(wanted): the realtime stream announced it, but the "
+                            + "project's template is version \(actual)")
+                    heard.withLock { $0 = actual }
+                    break
+                }
+                try? await Task.sleep(for: Self.backoff(older))
+            }
+        }
+    }
+
+    /// The version of the template a client fetch gets now.
+    private func fetchedVersion() async throws(FirebaseError) -> Int64 {
+        guard case let .document(document, _) = try await fetcher.fetch(etag: nil, type: "REALTIME/1"),
+            case let .update(_, text) = document, let version = text.flatMap({ Int64($0) })
+        else {
+            throw FirebaseError(.badDocument, "Firebase fetch: the answer carries no template version")
+        }
+        return version
     }
 
     /// The stream loop: connects with the lowest version any target has, so the server announces
     /// the current one when a target is behind (after a restart, or a ping that never went out).
-    private func follow(_ announce: @escaping @Sendable (Int64) -> Void) async {
+    private func follow(_ announce: @escaping @Sendable (Int64) -> Void) async -> End {
         var failures = 0
         while !Task.isCancelled {
             let lastKnown = ledger.withLock { ledger in targets.map { ledger.version(for: $0.name) }.min() ?? 0 }
@@ -95,10 +173,10 @@ final class Relay: Sendable {
             switch outcome {
             case .disabled:
                 log.error("Realtime updates are disabled for project \(project) (featureDisabled); the relay stops")
-                return
+                return .refused
             case let .stopped(reason):
-                log.error("Failed to keep the realtime stream: \(reason); the relay stops")
-                return
+                log.error("Failed to open the realtime stream: \(reason); no retry can change that: the relay stops")
+                return .refused
             case let .ended(retryInterval):
                 // A stream that stayed open a while is no failure; one that keeps ending at once is.
                 failures = ContinuousClock.now - opened < .seconds(30) ? failures + 1 : 0
@@ -111,6 +189,7 @@ final class Relay: Sendable {
             }
             try? await Task.sleep(for: wait)
         }
+        return .cancelled
     }
 
     /// The delivery loop of one target: on each wake-up, pings it if it is behind the newest version.

@@ -66,7 +66,9 @@ extension AdminTool {
         syntax: [Source] Type=firebase, ProjectId=, APIKey=, AppId= (the project to follow);
         [Push] MQTT=, MQTTTopic= (where to ping); [Relay] FCMTopic= (ping over FCM too, with the
         service account GOOGLE_APPLICATION_CREDENTIALS names); [Agent] StateDirectory= (its
-        installation and the last relayed version). Runs until SIGTERM.
+        installation and the last relayed version). Runs until SIGTERM (exit 0); every failure is
+        retried with backoff, except a refusal no retry changes (featureDisabled, HTTP 403, an API
+        key Google does not know), which ends it with exit status 78.
 
         """
 
@@ -113,6 +115,7 @@ extension AdminTool {
             }
             let account: ServiceAccount
             do { account = try ServiceAccount.load(path: keyFile) } catch { return failure("\(error)") }
+            if let warning = ServiceAccount.exposureWarning(path: keyFile) { log.warning(warning) }
             let api = GoogleAPI(tokens: AccessTokens(account: account, scopes: [GoogleScope.messaging]))
             targets.append(
                 FCMPingTarget(topic: topic, fcm: FCMAPI(api: api, project: project, endpoint: config.endpoint)))
@@ -139,12 +142,27 @@ extension AdminTool {
         let installations = InstallationClient(
             endpoints: endpoints, appId: appId, installationId: DeviceID.generate(),
             credentialsPath: config.stateDirectory + "/installation.json", base: base)
+        // The fetch that confirms an announced version: the client fetch a device makes, as an app
+        // of no particular version.
+        let fetcher = RemoteConfigFetcher(
+            endpoints: endpoints, installations: installations, appId: appId, appVersion: "0", packageName: nil,
+            signals: [], facts: DeviceFacts(), base: base)
         let relay = Relay(
             stream: RealtimeStream(endpoints: endpoints, appId: appId, installations: installations, base: base),
-            targets: targets, ledger: ledger, project: project, log: log, notifier: SystemdNotifier())
-        runUntilSignalled(log: log) { await relay.run() }
-        return 0
+            fetcher: fetcher, targets: targets, ledger: ledger, project: project, log: log,
+            notifier: SystemdNotifier())
+        let end = Mutex(Relay.End.cancelled)
+        runUntilSignalled(log: log) {
+            let reason = await relay.run()
+            end.withLock { $0 = reason }
+        }
+        return end.withLock { $0 } == .refused ? refusedStatus : 0
     }
+
+    /// The exit status when the project refuses the relay for good (featureDisabled, 403, an API
+    /// key Google does not know): EX_CONFIG, which the unit's RestartPreventExitStatus= keeps
+    /// systemd from restarting in a loop. Every other failure is retried inside the relay.
+    static let refusedStatus: Int32 = 78
 
     /// How long a stop waits for a ping in flight. An MQTT ping blocks in the broker's
     /// acknowledgement (up to 30 s), an FCM one in its HTTP transfer (up to a minute): neither

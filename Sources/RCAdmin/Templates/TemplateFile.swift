@@ -83,13 +83,26 @@ public enum TemplateFile {
     /// Pretty JSON: 2-space indentation, `"key": value`, members sorted by key at every level (a
     /// template built in code comes out in the same order as one read back from the file), empty
     /// containers as `{}` and `[]`. Scalars and strings are written exactly as ``JSONValue`` does.
+    /// Containers deeper than ``prettyDepth`` are written compact, on one line.
     public static func prettyText(_ value: JSONValue) -> String {
         var out = ""
         writePretty(value, indent: 0, to: &out)
         return out
     }
 
+    /// The deepest level that is indented. A real template nests 9 levels at most (a rollout value
+    /// in a parameter group); below that, indentation would multiply the size of what the server
+    /// sent by the depth: an array nested 100 deep holding tiny elements, 65 KB gzipped on the
+    /// wire, became 1.7 GB of text. With indentation stopping here, every element costs at most
+    /// 2 × 10 spaces and a line break more than in the compact form: the output is at most about
+    /// 12 times the template's compact size (itself bounded by the response limit), whatever its shape.
+    public static let prettyDepth = 10
+
     private static func writePretty(_ value: JSONValue, indent: Int, to out: inout String) {
+        if indent >= 2 * prettyDepth {
+            value.write(to: &out)
+            return
+        }
         let inner = String(repeating: " ", count: indent + 2)
         switch value {
         case let .array(items) where !items.isEmpty:

@@ -22,11 +22,14 @@ public struct HTTPSource: ConfigSource {
 
     public func fetch(etag: String?, trigger: FetchTrigger) async throws(SourceError) -> SourceResult {
         var request = template
-        // The stored ETag carries the evaluation context; after a context change the document is
-        // fetched whole again, or a 304 would keep values evaluated for the old signals.
+        // Stored as `ORIGIN ETAG;CONTEXT`. The evaluation context: after a context change the
+        // document is fetched whole again, or a 304 would keep values evaluated for the old signals.
+        // The origin that sent the ETag: it goes back to that origin only (a CDN's ETag, after a
+        // redirect, is not the configured server's). A value stored in another form (an older
+        // version's) is not sent: one whole fetch replaces it.
         let context = ";" + reader.contextTag
-        let serverTag = etag.flatMap { $0.hasSuffix(context) ? String($0.dropLast(context.count)) : nil }
-        if let serverTag { request.headers.append("If-None-Match: \(serverTag)") }
+        let validator = etag.flatMap { Self.validator(stored: $0, context: context) }
+        request.validator = validator
         let response: HTTPResponse
         do {
             response = try await HTTPClient.send(request)
@@ -36,12 +39,14 @@ public struct HTTPSource: ConfigSource {
         switch response.status {
         case 200:
             do {
-                return .document(
-                    try reader.read(response.body, name: url), etag: response.header("etag").map { $0 + context })
+                // HTTPResponse keeps only header values HTTP can carry (no CR, LF or NUL).
+                let origin = URLText.comparableOrigin(of: response.url)
+                let stored = response.header("etag").flatMap { tag in origin.map { "\($0) \(tag)\(context)" } }
+                return .document(try reader.read(response.body, name: url), etag: stored)
             } catch {
                 throw SourceError(.badDocument, error.description)
             }
-        case 304 where serverTag != nil:
+        case 304 where validator != nil:
             return .notModified
         case 429, 503:
             let retryAfter = response.retryAfter()
@@ -52,6 +57,14 @@ public struct HTTPSource: ConfigSource {
         default:
             throw SourceError(.other, "GET \(url): HTTP \(response.status)" + Self.snippet(response.body))
         }
+    }
+
+    /// The validator in a stored `ORIGIN ETAG;CONTEXT`, when it is one for `context`.
+    static func validator(stored: String, context: String) -> HTTPRequest.Validator? {
+        guard stored.hasSuffix(context), let space = stored.firstIndex(of: " ") else { return nil }
+        let tag = stored[stored.index(after: space)...].dropLast(context.count)
+        guard !tag.isEmpty, HeaderField.isValidValue(tag) else { return nil }
+        return HTTPRequest.Validator(origin: String(stored[..<space]), etag: String(tag))
     }
 
     /// The start of an error body, for the log and status (servers often say why there).
