@@ -10,20 +10,20 @@ keeps nothing per request shows about 0 (page granularity: 4 KiB over N requests
 Kinds: ping, status (read only), fetch (forced, finds nothing new), activation (a new template
 version each time, fetched forced and activated), stale (a socket message with CONFIG_STATE, waiting
 for its fetch), stale-ignored (a message for an old template version), mark-stale (the flag already
-set), activity (a live-activity update, each newer than the last).
+set), activity (a live-activity update, each newer than the last), reload (nothing changed).
 
 Usage: bench/soak.py BIN_DIR [N] [KIND...]   (N = 5,000 by default; every kind by default)
-Environment: RCBENCH_SOAK_WARMUP (1,000 requests of each kind before measuring).
+Environment: RCBENCH_SOAK_WARMUP (3,000 requests of each kind before measuring).
 """
 import json, os, shutil, socket, subprocess, sys, time
 
 from agentsetup import FileAgent, report, wait_for
 
-KINDS = ["ping", "status", "fetch", "activation", "stale", "stale-ignored", "mark-stale", "activity"]
+KINDS = ["ping", "status", "fetch", "activation", "stale", "stale-ignored", "mark-stale", "activity", "reload"]
 bin_dir = sys.argv[1]
 count = int(sys.argv[2]) if len(sys.argv) > 2 else 5_000
 kinds = sys.argv[3:] or KINDS
-warmup = int(os.environ.get("RCBENCH_SOAK_WARMUP", "1000"))
+warmup = int(os.environ.get("RCBENCH_SOAK_WARMUP", "3000"))
 # The state on tmpfs: the figure is memory, and fsync on a loaded disk would only make it slow.
 agent = FileAgent("rcsoak-")
 state = os.path.join("/dev/shm", os.path.basename(agent.work) + "-state")
@@ -89,6 +89,7 @@ def request(kind):
                                                                           "templateVersion": "1"}}},
         "mark-stale": lambda: {"op": "mark-stale", "reason": "soak"},
         "activity": lambda: activity("update"),
+        "reload": lambda: {"op": "reload"},
     }[kind]()
 
 
