@@ -104,9 +104,10 @@ final class Inbox<Element: Sendable>: Sendable {
         state.withLock { $0.takeWaiter() }?.resume(returning: nil)
     }
 
-    /// Rings the alarm at `deadline` (a dispatch timer counts on its own clock: a ring before the
-    /// deadline, after a suspend, sets it again). One timer, set again by every wait: a wait that
-    /// ends early leaves nothing pending but this one ring, which then finds no deadline due.
+    /// Rings the alarm at `deadline`. One timer, set again by every wait: a wait that ends early
+    /// leaves nothing pending but this one ring, which then finds no deadline due. The timer counts
+    /// on the monotonic clock, which stops while the system is suspended: after a resume it may ring
+    /// late (the agent's clock watch wakes its loop then) and, should it ring early, it is set again.
     private func setAlarm(_ state: inout State, for deadline: ContinuousClock.Instant) {
         let alarm: DispatchSourceTimer
         if let existing = state.alarm {
