@@ -37,6 +37,27 @@ import Testing
         #expect(await inbox.next(until: started) == nil)
     }
 
+    /// One timer serves every wait: a wait ended early by an element leaves its ring behind, and that
+    /// ring must not end a later wait with a later deadline; a later, earlier deadline still comes.
+    @Test func aWaitEndedEarlyDoesNotCutTheNextWaitShort() async {
+        let inbox = Inbox<Int>()
+        let clock = ContinuousClock()
+        let early = Task { await inbox.next(until: clock.now + .milliseconds(30)) }
+        // Sent while the task waits (or before it does): the element ends it before its deadline.
+        inbox.send(2)
+        #expect(await early.value == 2)
+        let started = clock.now
+        #expect(await inbox.next(until: started + .milliseconds(300)) == nil)
+        #expect(clock.now - started >= .milliseconds(300), "the earlier wait's ring ended this one")
+        // A far deadline, then a near one: the near one is not held back by the far one.
+        let far = Task { await inbox.next(until: clock.now + .seconds(3_600)) }
+        inbox.send(3)
+        #expect(await far.value == 3)
+        let near = clock.now
+        #expect(await inbox.next(until: near + .milliseconds(50)) == nil)
+        #expect(clock.now - near < .seconds(60))
+    }
+
     @Test func cancellingTheWaitDoesNotEndTheInbox() async {
         let inbox = Inbox<Int>()
         let waiter = Task { await inbox.next() }
