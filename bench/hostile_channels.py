@@ -17,7 +17,9 @@ Contents (CONTENTS below), each built to the channel's size:
     and a number, every one of them normalized when hashed as a Swift String;
   - stream-safe value: one value of runs of 30 marks;
   - huge value: one value of plain ASCII, as large as the channel takes;
-  - deep and wide: arrays nested 90 levels, as many as fit.
+  - deep and wide: arrays nested 90 levels, as many as fit;
+  - (file and http) a 4 MB value replacing 55,000 keys of the document before.
+Each document is fetched after a small good one, so each figure is its own.
 """
 import json, os, shutil, signal, socket, subprocess, sys, tempfile, time
 
@@ -231,10 +233,19 @@ def fetch_sizes():
 
 
 def source_cases(daemon, path, channel, figures):
-    for version, content in enumerate(CONTENTS, start=2):
+    """Each content after a small good document (so each is measured on its own), then a 4 MB value
+    replacing 55,000 keys: the activation compares the two snapshots in SQLite."""
+    version = 2
+    for content in CONTENTS + ["huge value after 55,000 keys"]:
+        before = document("stream-safe keys", 4_000_000, version) if content.endswith("keys") else \
+            document("huge value", 10, version)
+        write(path, before)
+        daemon.cli("fetch", "--force", "--wait")
+        settle(daemon.process.pid, 0)
         size = fetch_sizes().get(content, 4_000_000)
-        text = document(content, size, version)
+        text = document(content.split(" after")[0], size, version + 1)
         write(path, text)
+        version += 2
         measure(f"{channel}: {content}", daemon, lambda: daemon.cli("fetch", "--force", "--wait"),
                 len(text.encode()), figures)
 
