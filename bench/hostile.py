@@ -12,10 +12,19 @@ Inputs (the shapes that crashed the daemon or cost it seconds before the one JSO
     socket's line reader at its worst: each byte searched once, lines taken without moving the rest);
   - peers: one ordinary ping line, and a 3,000-parameter template fetch.
 
+Then, per channel (hostile_channels.py): the control socket, the file and http sources, MQTT push
+through mosquitto and the realtime stream each get the worst contents (long runs of combining marks
+as names and values, the most a string may hold, huge values, deep and wide documents), reported as
+daemon CPU per MB (target: at most 1 s) and peak memory.
+
 Usage: bench/hostile.py BIN_DIR [ROUNDS]
+Environment: RCBENCH_HOSTILE_CHANNELS (space-separated: socket file http mqtt realtime; "none" for
+only the inputs above; default all), RCBENCH_HOSTILE_BOUND (s an input may keep the daemon busy
+before it is reported as still busy and the daemon restarted; 120).
 """
 import json, os, socket, statistics, subprocess, sys, time
 
+import hostile_channels
 from agentsetup import FileAgent, cpu_ms
 
 bin_dir = sys.argv[1]
@@ -150,10 +159,14 @@ try:
     publish(json.dumps({"state": "UPDATE", "templateVersion": "10", "entries": {"bench": "after"}}))
     cli("fetch", "--force", "--wait")
     assert cli("get", "bench").stdout.strip() == "after", "the daemon no longer fetches"
-    if os.environ.get("RCBENCH_OUT"):
-        with open(os.path.join(os.environ["RCBENCH_OUT"], "hostile.json"), "w") as f:
-            json.dump(figures, f)
 finally:
     daemon.terminate()
     daemon.wait()
     subprocess.run(["rm", "-rf", work])
+
+channels = os.environ.get("RCBENCH_HOSTILE_CHANNELS", "").split() or None
+if channels != ["none"]:
+    hostile_channels.run(bin_dir, figures, channels)
+if os.environ.get("RCBENCH_OUT"):
+    with open(os.path.join(os.environ["RCBENCH_OUT"], "hostile.json"), "w") as f:
+        json.dump(figures, f)

@@ -23,7 +23,8 @@ struct HookEvent: Sendable {
 
     var kind: Kind
     var templateVersion: String?
-    var changes: [String: Change] = [:]
+    /// By the keys' bytes, as the store keeps them: two keys that only look alike are two changes.
+    var changes: [ByteKey: Change] = [:]
     /// The Live Activity's id (activity events only).
     var activityId: String?
     /// The activity as the event logged it: `LiveActivity.json`, or for a removal
@@ -99,7 +100,7 @@ struct HookEvent: Sendable {
         }
         let members = changes.sorted { $0.key < $1.key }.map { key, change in
             (
-                key: key,
+                key: key.text,
                 value: JSONValue.object([
                     ("old", change.old.map(JSONValue.string) ?? .null),
                     ("new", change.new.map(JSONValue.string) ?? .null),
@@ -127,7 +128,7 @@ struct HookEvent: Sendable {
         var keys = ""
         var complete = true
         for key in changes.keys.sorted() {
-            let encoded = TextEscaping.percentEncoded(key)
+            let encoded = TextEscaping.percentEncoded(key.text)
             if keys.utf8.count + (keys.isEmpty ? 0 : 1) + encoded.utf8.count > maxKeysBytes {
                 complete = false
                 break

@@ -61,7 +61,10 @@ struct ValueReader {
         } else {
             defaults = fileDefaults
         }
-        return defaults[key].map { ConfigValue(key: key, text: $0, source: .default) }
+        // By bytes, as the database looks keys up: `K` is not U+212A KELVIN SIGN.
+        return defaults.first { $0.key.sameBytes(as: key) }.map {
+            ConfigValue(key: key, text: $0.value, source: .default)
+        }
     }
 
     /// ``value(forKey:)`` for an answer that must not be a guess (`check-update`): a database read
@@ -79,7 +82,7 @@ struct ValueReader {
         } else {
             defaults = fileDefaults
         }
-        return defaults.filter { $0.key.hasPrefix(prefix) }.sorted { $0.key < $1.key }
+        return defaults.filter { $0.key.hasBytePrefix(prefix) }.sorted { $0.key.precedesByBytes($1.key) }
             .map { ConfigValue(key: $0.key, text: $0.value, source: .default) }
     }
 }

@@ -8,12 +8,23 @@
 /// stack of a connection thread.) Errors say what is wrong and where: line, column and byte offset.
 ///
 /// Nesting is limited to ``maximumDepth`` levels, far below what any stack holds, because the
-/// tree's other operations (writing it out, comparing it, releasing it) do recurse. Duplicate member
-/// names are refused, including names that differ only in their Unicode normalization form (Swift
-/// compares strings by canonical equivalence, so two such keys would otherwise silently become one).
+/// tree's other operations (writing it out, comparing it, releasing it) do recurse.
+///
+/// Members are sorted, and duplicates found, by the UTF-8 bytes of their names (``ByteKey``), never
+/// by Swift's canonical equivalence, whose cost grows with the square of a run of combining marks.
+/// Two names that are different bytes but canonically equivalent (`"caf\u00e9"` and `"cafe\u0301"`,
+/// U+212A KELVIN SIGN and `K`) are refused too, like a name given twice: every `String`-keyed
+/// dictionary after the reader would make them one. That check normalizes, so its cost is bounded
+/// first: a string (name or value) may not hold more than ``maximumNonStarters`` combining marks in
+/// a row (Unicode's Stream-Safe Text Format, UAX #15), which no text of any language needs. With that
+/// bound, normalizing any string the reader returns, and so comparing or hashing it as a `String`
+/// anywhere after, is linear in its length.
 enum JSONReader {
     /// Deepest nesting of arrays and objects accepted.
     static let maximumDepth = 100
+
+    /// Most combining marks (scalars of a nonzero canonical combining class) in a row in a string.
+    static let maximumNonStarters = 30
 
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(JSONParseError) -> JSONValue {
         var scanner = Scanner(bytes: bytes)
@@ -136,16 +147,32 @@ enum JSONReader {
             }
         }
 
-        /// The members of an object in key order, refusing a name that appears twice.
+        /// The members of an object in the order of their names' bytes, refusing a name that appears
+        /// twice, as the same bytes or as canonically equivalent ones.
         func sorted(_ container: Container) throws(JSONParseError) -> [(key: String, value: JSONValue)] {
             var members = container.members
-            members.sort { $0.key < $1.key }
-            for k in members.indices.dropFirst() where members[k].key == members[k - 1].key {
-                let same = Array(members[k].key.utf8) == Array(members[k - 1].key.utf8)
-                throw fail(
-                    "duplicate member name \(JSONValue.string(members[k].key).compactText)"
-                        + (same ? "" : " (twice in different Unicode normalization forms)")
-                        + " in the object", at: container.start)
+            members.sort { $0.key.precedesByBytes($1.key) }
+            var allASCII = true
+            for k in members.indices {
+                if allASCII && !members[k].key.utf8.allSatisfy({ $0 < 0x80 }) { allASCII = false }
+                if k > 0 && members[k].key.sameBytes(as: members[k - 1].key) {
+                    throw fail(
+                        "duplicate member name \(JSONValue.string(members[k].key).compactText) in the object",
+                        at: container.start)
+                }
+            }
+            // ASCII names are canonically equivalent only when they are the same bytes. Otherwise a
+            // String-keyed set finds equivalents: linear, as every string here is stream-safe.
+            guard !allASCII else { return members }
+            var seen: [String: String] = [:]
+            seen.reserveCapacity(members.count)
+            for member in members {
+                if let earlier = seen.updateValue(member.key, forKey: member.key) {
+                    throw fail(
+                        "duplicate member name \(JSONValue.string(member.key).compactText) (also written "
+                            + "\(JSONValue.string(earlier).compactText): one name in different Unicode "
+                            + "normalization forms) in the object", at: container.start)
+                }
             }
             return members
         }
@@ -218,6 +245,7 @@ enum JSONReader {
             let contentStart = i
             // Most strings have no escape: they are taken from the input as they are.
             var escaped = false
+            var ascii = true
             scratch.removeAll(keepingCapacity: true)
             while true {
                 guard i < bytes.count else { throw fail("unterminated string", at: start) }
@@ -228,6 +256,7 @@ enum JSONReader {
                         escaped
                         ? String(decoding: scratch, as: UTF8.self)
                         : String(decoding: UnsafeBufferPointer(rebasing: bytes[contentStart..<i]), as: UTF8.self)
+                    if !ascii { try checkStreamSafe(text, at: start) }
                     i += 1
                     return text
                 case UInt8(ascii: "\\"):
@@ -236,15 +265,44 @@ enum JSONReader {
                         scratch.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[contentStart..<i]))
                     }
                     try escape()
+                    if scratch.last.map({ $0 >= 0x80 }) ?? false { ascii = false }
                 case 0..<0x20:
                     throw fail("control character \(describe(c)) in a string")
                 case 0..<0x80:
                     if escaped { scratch.append(c) }
                     i += 1
                 default:
+                    ascii = false
                     let sequenceStart = i
                     try utf8Sequence()
                     if escaped { scratch.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[sequenceStart..<i])) }
+                }
+            }
+        }
+
+        /// Refuses `text` (the string that starts at byte `start`) when it holds more than
+        /// ``maximumNonStarters`` combining marks in a row. The three Tibetan vowels of combining
+        /// class 0 whose decompositions are combining marks (U+0F73, U+0F75, U+0F81) count as marks.
+        func checkStreamSafe(_ text: String, at start: Int) throws(JSONParseError) {
+            var run = 0
+            for scalar in text.unicodeScalars {
+                let value = scalar.value
+                guard value >= 0x300 else {
+                    run = 0
+                    continue
+                }
+                let isMark =
+                    scalar.properties.canonicalCombiningClass != .notReordered
+                    || value == 0x0F73 || value == 0x0F75 || value == 0x0F81
+                guard isMark else {
+                    run = 0
+                    continue
+                }
+                run += 1
+                if run > JSONReader.maximumNonStarters {
+                    throw fail(
+                        "string with more than \(JSONReader.maximumNonStarters) combining marks in a row",
+                        at: start)
                 }
             }
         }

@@ -1,7 +1,8 @@
 /// A JSON document of any shape: what defaults files, fetched documents, socket lines and
 /// FCM-style messages are decoded into before the domain types read them.
 ///
-/// Objects keep their keys in sorted order so that re-serialization is deterministic;
+/// Objects keep their keys in the order of their bytes so that re-serialization is deterministic;
+/// strings and member names are compared by their bytes (``ByteKey``), never by canonical equivalence;
 /// ``compactText`` writes the value back without insignificant whitespace.
 public enum JSONValue: Sendable, Equatable {
     case null
@@ -18,9 +19,9 @@ public enum JSONValue: Sendable, Equatable {
         case let (.bool(a), .bool(b)): a == b
         case let (.integer(a), .integer(b)): a == b
         case let (.double(a), .double(b)): a == b
-        case let (.string(a), .string(b)): a == b
+        case let (.string(a), .string(b)): a.sameBytes(as: b)
         case let (.array(a), .array(b)): a == b
-        case let (.object(a), .object(b)): a.elementsEqual(b) { $0.key == $1.key && $0.value == $1.value }
+        case let (.object(a), .object(b)): a.elementsEqual(b) { $0.key.sameBytes(as: $1.key) && $0.value == $1.value }
         default: false
         }
     }
@@ -45,10 +46,10 @@ public enum JSONValue: Sendable, Equatable {
     /// The deepest nesting of arrays and objects any parsed document may have.
     public static var maximumDepth: Int { JSONReader.maximumDepth }
 
-    /// The value of `key` when this is an object.
+    /// The value of `key` when this is an object: the member whose name is the same bytes.
     public subscript(key: String) -> JSONValue? {
         guard case let .object(members) = self else { return nil }
-        return members.first { $0.key == key }?.value
+        return members.first { $0.key.sameBytes(as: key) }?.value
     }
 
     public var objectMembers: [(key: String, value: JSONValue)]? {

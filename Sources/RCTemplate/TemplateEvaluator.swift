@@ -80,10 +80,11 @@ public enum TemplateEvaluator {
         // Evaluated once each. A parameter then takes, of the true conditions it has values for, the one
         // first in `conditions` order: a walk over its own values, so the cost stays linear in the
         // template's size (not conditions × parameters).
-        var priorityOfTrue: [String: Int] = [:]
+        // Names by their bytes, as the server matches them: a look-alike name is another condition.
+        var priorityOfTrue: [ByteKey: Int] = [:]
         for (index, condition) in conditions.enumerated() {
             if case let .structured(tree) = condition.body, evaluator.evaluate(tree) {
-                priorityOfTrue[condition.name] = index
+                priorityOfTrue[ByteKey(condition.name)] = index
             }
         }
 
@@ -101,7 +102,7 @@ public enum TemplateEvaluator {
                 defaultValue = try parameterValue(value, path: path + ".defaultValue", reader: reader)
             }
             let chosen =
-                conditional.compactMap { name, value in priorityOfTrue[name].map { ($0, value) } }
+                conditional.compactMap { name, value in priorityOfTrue[ByteKey(name)].map { ($0, value) } }
                 .min { $0.0 < $1.0 }?.1 ?? defaultValue
             if case let .value(text)? = chosen { values[key] = text }
         }
@@ -109,7 +110,8 @@ public enum TemplateEvaluator {
         return TemplateEvaluation(
             values: values,
             templateVersion: try templateVersion(json["version"], reader: reader),
-            unsupportedConditions: Set(conditions.filter { !$0.isSupported }.map(\.name)).sorted())
+            unsupportedConditions: Set(conditions.filter { !$0.isSupported }.map { ByteKey($0.name) }).sorted().map(
+                \.text))
     }
 
     /// Regular expressions one template may hold in all its conditions: with ``BoundedRegex``'s limit
@@ -131,10 +133,10 @@ public enum TemplateEvaluator {
             throw reader.error("\"conditions\" must be an array, got \(json.typeName)")
         }
         var conditions: [NamedCondition] = []
-        var names: Set<String> = []
+        var names: Set<ByteKey> = []
         for (index, item) in items.enumerated() {
             let condition = try reader.namedCondition(item, path: "conditions[\(index)]")
-            guard names.insert(condition.name).inserted else {
+            guard names.insert(ByteKey(condition.name)).inserted else {
                 throw reader.error(
                     "conditions[\(index)].name \"\(condition.name)\" is already used by an earlier condition")
             }

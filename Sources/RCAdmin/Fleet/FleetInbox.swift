@@ -8,11 +8,15 @@ import RCCore
 /// Bounded: each entry keeps a parsed report (its texts at most ``DeviceReport/maximumTextLength``
 /// bytes) or a short reason, never a payload, and at most `capacity` topics are kept; messages on
 /// further topics are counted in ``overflow`` and left out.
+///
+/// Topics and device ids are compared, keyed and split by their bytes (``ByteKey``), as the broker
+/// routes them: a topic that only looks like another (U+212A KELVIN SIGN for `K`, a level that
+/// starts with a combining mark) is a topic of its own, never a stand-in for a device's report.
 public struct FleetInbox: Sendable {
     /// The report topic, without the trailing `/`: reports come on `<base>/<deviceId>`.
     public let base: String
     public let capacity: Int
-    private var entries: [String: Entry] = [:]
+    private var entries: [ByteKey: Entry] = [:]
     /// Messages on new topics dropped because ``capacity`` topics were already kept.
     public private(set) var overflow = 0
 
@@ -44,13 +48,16 @@ public struct FleetInbox: Sendable {
     @discardableResult
     public mutating func receive(topic: String, payload: [UInt8], oversized: Int? = nil) -> Bool {
         let prefix = base + "/"
-        guard topic.hasPrefix(prefix) else { return false }  // not ours (the subscriptions see to it)
-        let level = topic.dropFirst(prefix.count)
-        if level.hasPrefix(Self.markerPrefix) && !level.contains("/") { return false }
+        // not ours (the subscriptions see to it)
+        guard topic.hasBytePrefix(prefix) else { return false }
+        let levelBytes = topic.utf8.dropFirst(prefix.utf8.count)
+        let level = String(Substring(levelBytes))
+        let hasSlash = levelBytes.contains(UInt8(ascii: "/"))
+        if level.hasBytePrefix(Self.markerPrefix) && !hasSlash { return false }
         // A hostile topic can be as long as the broker lets it be: keep a bounded key for it.
-        let key =
+        let key = ByteKey(
             topic.utf8.count <= prefix.utf8.count + DeviceReport.maximumTextLength
-            ? topic : TextEscaping.truncated(topic, maxBytes: prefix.utf8.count + DeviceReport.maximumTextLength)
+                ? topic : TextEscaping.truncated(topic, maxBytes: prefix.utf8.count + DeviceReport.maximumTextLength))
         if payload.isEmpty && oversized == nil { return entries.removeValue(forKey: key) != nil }
         let entry =
             oversized.map {
@@ -59,7 +66,7 @@ public struct FleetInbox: Sendable {
                         "is \($0) bytes, over the \(DeviceReport.maximumSize)-byte limit (not read)"
                     )
                     .description)
-            } ?? Self.read(level: level, payload: payload)
+            } ?? Self.read(level: level, hasSlash: hasSlash, payload: payload)
         if entries[key] == nil && entries.count >= capacity {
             overflow += 1
             return false
@@ -70,9 +77,9 @@ public struct FleetInbox: Sendable {
     }
 
     /// What the message on `<base>/<level>` is.
-    static func read(level: Substring, payload: [UInt8]) -> Entry {
+    static func read(level: String, hasSlash: Bool, payload: [UInt8]) -> Entry {
         if level.isEmpty { return .unreadable(reason: "the topic has no device id after the report topic") }
-        if level.contains("/") {
+        if hasSlash {
             return .unreadable(reason: "the topic has more than one level after the report topic")
         }
         let report: DeviceReport
@@ -81,7 +88,7 @@ public struct FleetInbox: Sendable {
         }
         // A device may publish only its own report: one under another device's name is refused,
         // whatever it says, rather than counted twice or standing in for the other.
-        guard report.deviceId == level else {
+        guard report.deviceId.sameBytes(as: level) else {
             return .unreadable(
                 reason: "the report's deviceId \""
                     + TextEscaping.truncated(report.deviceId, maxBytes: shownBytes) + "\" is not the topic's last level"
@@ -100,7 +107,8 @@ public struct FleetInbox: Sendable {
             case let .report(report): reports.append(report)
             case let .unreadable(reason):
                 unreadable.append(
-                    UnreadableReport(topic: TextEscaping.truncated(topic, maxBytes: Self.shownBytes), reason: reason))
+                    UnreadableReport(
+                        topic: TextEscaping.truncated(topic.text, maxBytes: Self.shownBytes), reason: reason))
             }
         }
         return FleetSummary(reports: reports, unreadable: unreadable)

@@ -45,12 +45,15 @@ public enum FleetStatusOutput {
             out += "(incomplete: reports were still arriving when the time was up)\n"
         }
 
-        let byId = Dictionary(summary.reports.map { ($0.deviceId, $0) }, uniquingKeysWith: { first, _ in first })
+        // By bytes: a look-alike id (U+212A KELVIN SIGN for K) is another device, never this one.
+        let byId = Dictionary(
+            summary.reports.map { (ByteKey($0.deviceId), $0) }, uniquingKeysWith: { first, _ in first })
         for list in summary.lists where !list.devices.isEmpty {
             let title = list.name == "lagging" && newest != nil ? "lagging behind \(newest ?? "")" : list.title
             out += "\n\(capitalized(title)) (\(list.devices.count)):\n"
             let items = list.devices.prefix(limit ?? list.devices.count).map { id in
-                TextEscaping.terminal(id) + (byId[id].flatMap { detail(list.name, $0) }.map { ": " + $0 } ?? "")
+                TextEscaping.terminal(id)
+                    + (byId[ByteKey(id)].flatMap { detail(list.name, $0) }.map { ": " + $0 } ?? "")
             }
             out += lines(items, total: list.devices.count)
         }

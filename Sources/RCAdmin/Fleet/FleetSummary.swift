@@ -50,12 +50,15 @@ public struct FleetSummary: Sendable {
     public var devices: Int { reports.count }
 
     public init(reports: some Sequence<DeviceReport>, unreadable: some Sequence<UnreadableReport> = []) {
-        let reports = reports.sorted { $0.deviceId < $1.deviceId }
+        let reports = reports.sorted { $0.deviceId.precedesByBytes($1.deviceId) }
         self.reports = reports
-        self.unreadable = unreadable.sorted { ($0.topic, $0.reason) < ($1.topic, $1.reason) }
-        var counts: [String?: Int] = [:]
-        for report in reports { counts[report.templateVersion, default: 0] += 1 }
-        versions = counts.map { VersionCount(version: $0.key, devices: $0.value) }
+        self.unreadable = unreadable.sorted {
+            $0.topic.sameBytes(as: $1.topic) ? $0.reason.precedesByBytes($1.reason) : $0.topic.precedesByBytes($1.topic)
+        }
+        // Keyed by bytes: two version texts that only look alike are two versions.
+        var counts: [ByteKey?: Int] = [:]
+        for report in reports { counts[report.templateVersion.map { ByteKey($0) }, default: 0] += 1 }
+        versions = counts.map { VersionCount(version: $0.key?.text, devices: $0.value) }
             .sorted { TemplateVersionOrder.precedes($0.version, $1.version) }
         let newest = versions.first { TemplateVersionOrder.number($0.version) != nil }?.version
         newestVersion = newest
@@ -110,12 +113,12 @@ public enum TemplateVersionOrder {
             // More digits is a bigger number; equal lengths compare digit by digit.
             if x.utf8.count != y.utf8.count { return x.utf8.count > y.utf8.count }
             if x != y { return x > y }
-            return (a ?? "") < (b ?? "")  // "042" and "42": one order, whichever it is
+            return (a ?? "").precedesByBytes(b ?? "")  // "042" and "42": one order, whichever it is
         case (_?, nil): return true
         case (nil, _?): return false
         case (nil, nil):
             switch (a, b) {
-            case let (x?, y?): return x < y
+            case let (x?, y?): return x.precedesByBytes(y)
             case (_?, nil): return true
             default: return false
             }

@@ -272,7 +272,7 @@ final class ReportCollector: Sendable {
             _ = try? client.publish(Array("end of retained reports".utf8), topic: markerTopic, qos: 1)
         case let .message(topic, payload):
             defer { loop.consumed(payload.count) }
-            if topic == markerTopic {
+            if topic.sameBytes(as: markerTopic) {
                 session.progress.marker(at: .now)
             } else {
                 session.progress.message(at: .now)

@@ -44,7 +44,7 @@ public enum TemplateDiff {
         changes += parameterChanges(from: old, to: new)
         return changes.enumerated().sorted { a, b in
             if a.element.kind != b.element.kind { return a.element.kind < b.element.kind }
-            if a.element.key != b.element.key { return a.element.key < b.element.key }
+            if !a.element.key.sameBytes(as: b.element.key) { return a.element.key.precedesByBytes(b.element.key) }
             return a.offset < b.offset
         }.map(\.element)
     }
@@ -64,8 +64,9 @@ public enum TemplateDiff {
     private static func parameterChanges(from old: JSONValue, to new: JSONValue) -> [TemplateChange] {
         let before = ParameterLookup.all(in: old)
         let after = ParameterLookup.all(in: new)
-        let beforeByKey = Dictionary(before.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
-        let afterKeys = Set(after.map(\.key))
+        // By bytes: a look-alike key (U+212A for K) is another parameter, as the server keeps it.
+        let beforeByKey = Dictionary(before.map { (ByteKey($0.key), $0) }, uniquingKeysWith: { first, _ in first })
+        let afterKeys = Set(after.map { ByteKey($0.key) })
         var changes: [TemplateChange] = []
         func change(_ key: String, _ field: String?, _ old: JSONValue?, _ new: JSONValue?, _ words: String) {
             changes.append(
@@ -74,7 +75,7 @@ public enum TemplateDiff {
                     text: "parameter \(TemplateText.quoted(key)): \(words)"))
         }
         for (key, place, parameter) in after {
-            guard let previous = beforeByKey[key] else {
+            guard let previous = beforeByKey[ByteKey(key)] else {
                 var words = "added to \(place), default value \(defaultText(parameter["defaultValue"]))"
                 let conditions = parameter["conditionalValues"]?.objectMembers?.map(\.key) ?? []
                 if !conditions.isEmpty {
@@ -99,8 +100,8 @@ public enum TemplateDiff {
             let newValues = b["conditionalValues"]?.objectMembers ?? []
             let (oldByName, newByName) = (byKey(oldValues), byKey(newValues))
             for name in orderedUnion(oldValues.map(\.key), newValues.map(\.key)) {
-                let x = oldByName[name]
-                let y = newByName[name]
+                let x = oldByName[ByteKey(name)]
+                let y = newByName[ByteKey(name)]
                 guard x != y else { continue }
                 let condition = "value for condition \(TemplateText.quoted(name))"
                 let words =
@@ -123,13 +124,13 @@ public enum TemplateDiff {
                     "description \(stringText(a["description"])) -> \(stringText(b["description"]))")
             }
             // Members this tool does not know (fields Google adds later) are still compared, as JSON.
-            let known: Set = ["defaultValue", "conditionalValues", "valueType", "description"]
+            let known: Set<ByteKey> = ["defaultValue", "conditionalValues", "valueType", "description"]
             for (field, x, y) in otherFields(a, b, except: known) {
                 change(key, field, x, y, "\(TextEscaping.terminal(field)) \(jsonText(x)) -> \(jsonText(y))")
             }
         }
         // Removals come after the additions and changes of the new template; the final sort orders by key.
-        for (key, place, parameter) in before where !afterKeys.contains(key) {
+        for (key, place, parameter) in before where !afterKeys.contains(ByteKey(key)) {
             change(
                 key, nil, parameter, nil,
                 "removed from \(place) (default value was \(defaultText(parameter["defaultValue"])))")
@@ -153,8 +154,9 @@ public enum TemplateDiff {
                     kind: .condition, key: key, field: field, old: old, new: new,
                     text: "condition \(TemplateText.quoted(key)): \(words)"))
         }
-        let beforeNames = before.map(\.name)
-        let afterNames = after.map(\.name)
+        // Names by their bytes, as the server keeps them: a look-alike name is another condition.
+        let beforeNames = before.map { ByteKey($0.name) }
+        let afterNames = after.map { ByteKey($0.name) }
         // Priority is the position in the list, but a condition added at the top moves every other
         // one down without changing which wins over which: report only changes of relative order.
         let common = Set(beforeNames).intersection(afterNames)
@@ -163,21 +165,22 @@ public enum TemplateDiff {
         let commonAfter = afterNames.filter(common.contains)
         let newRank = Dictionary(commonAfter.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
         // Looked up by name, not searched: a template may hold thousands of conditions.
-        let beforeByName = Dictionary(before.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let beforeByName = Dictionary(before.map { (ByteKey($0.name), $0) }, uniquingKeysWith: { first, _ in first })
         let afterNameSet = Set(afterNames)
         for (position, name, condition) in after {
-            guard let previous = beforeByName[name] else {
+            let key = ByteKey(name)
+            guard let previous = beforeByName[key] else {
                 change(
                     name, nil, nil, condition,
                     "added at priority \(position + 1), expression \(stringText(condition["expression"]))")
                 continue
             }
-            if let rank = newRank[name], oldRank[name] != rank {
+            if let rank = newRank[key], oldRank[key] != rank {
                 // Name the neighbour it now follows (or precedes): that is what decides which value wins.
                 let neighbour =
                     rank > 0
-                    ? "now after \(TemplateText.quoted(commonAfter[rank - 1]))"
-                    : "now before \(TemplateText.quoted(commonAfter[1]))"
+                    ? "now after \(TemplateText.quoted(commonAfter[rank - 1].text))"
+                    : "now before \(TemplateText.quoted(commonAfter[1].text))"
                 change(
                     name, "priority", .integer(Int64(previous.position + 1)), .integer(Int64(position + 1)),
                     "priority \(previous.position + 1) -> \(position + 1), \(neighbour)")
@@ -198,7 +201,7 @@ public enum TemplateDiff {
                 change(name, field, x, y, "\(TextEscaping.terminal(field)) \(jsonText(x)) -> \(jsonText(y))")
             }
         }
-        for (position, name, condition) in before where !afterNameSet.contains(name) {
+        for (position, name, condition) in before where !afterNameSet.contains(ByteKey(name)) {
             change(
                 name, nil, condition, nil,
                 "removed (was priority \(position + 1), expression \(stringText(condition["expression"])))")
@@ -210,9 +213,9 @@ public enum TemplateDiff {
     /// server refuses such a template, and the file reader already names it).
     private static func conditions(in template: JSONValue) -> [(position: Int, name: String, condition: JSONValue)] {
         guard case let .array(items)? = template["conditions"] else { return [] }
-        var seen = Set<String>()
+        var seen = Set<ByteKey>()
         return items.enumerated().compactMap { index, condition in
-            guard let name = condition["name"]?.stringValue, seen.insert(name).inserted else { return nil }
+            guard let name = condition["name"]?.stringValue, seen.insert(ByteKey(name)).inserted else { return nil }
             return (index, name, condition)
         }
     }
@@ -234,9 +237,9 @@ public enum TemplateDiff {
             .object((group.objectMembers ?? []).filter { $0.key != "parameters" })
         }
         let beforeByName = byKey(before)
-        let afterNames = Set(after.map(\.key))
+        let afterNames = Set(after.map { ByteKey($0.key) })
         for (name, group) in after {
-            guard let previous = beforeByName[name] else {
+            guard let previous = beforeByName[ByteKey(name)] else {
                 let count = group["parameters"]?.objectMembers?.count ?? 0
                 var words = "added with \(count) parameter\(count == 1 ? "" : "s")"
                 if let description = group["description"] { words += ", description \(stringText(description))" }
@@ -252,7 +255,7 @@ public enum TemplateDiff {
                 change(name, field, x, y, "\(TextEscaping.terminal(field)) \(jsonText(x)) -> \(jsonText(y))")
             }
         }
-        for (name, group) in before where !afterNames.contains(name) {
+        for (name, group) in before where !afterNames.contains(ByteKey(name)) {
             change(name, nil, withoutParameters(group), nil, "removed")
         }
         return changes
@@ -262,24 +265,26 @@ public enum TemplateDiff {
 
     /// Members of `a` or `b` other than `known` whose values differ, in first-seen order, with
     /// their values on each side (looked up by name: an object may have thousands of members).
-    private static func otherFields(_ a: JSONValue, _ b: JSONValue, except known: Set<String>) -> [(
+    private static func otherFields(_ a: JSONValue, _ b: JSONValue, except known: Set<ByteKey>) -> [(
         field: String, old: JSONValue?, new: JSONValue?
     )] {
         let (x, y) = (a.objectMembers ?? [], b.objectMembers ?? [])
         let (old, new) = (byKey(x), byKey(y))
         return orderedUnion(x.map(\.key), y.map(\.key)).compactMap { field in
-            known.contains(field) || old[field] == new[field] ? nil : (field, old[field], new[field])
+            let key = ByteKey(field)
+            return known.contains(key) || old[key] == new[key] ? nil : (field, old[key], new[key])
         }
     }
 
-    /// An object's members by name, the first of a repeated name winning (as `JSONValue`'s subscript does).
-    private static func byKey(_ members: [(key: String, value: JSONValue)]) -> [String: JSONValue] {
-        Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
+    /// An object's members by name (by bytes, as everywhere names from a file or a server are
+    /// compared), the first of a repeated name winning (as `JSONValue`'s subscript does).
+    private static func byKey(_ members: [(key: String, value: JSONValue)]) -> [ByteKey: JSONValue] {
+        Dictionary(members.map { (ByteKey($0.key), $0.value) }, uniquingKeysWith: { first, _ in first })
     }
 
     private static func orderedUnion(_ a: [String], _ b: [String]) -> [String] {
-        var seen = Set<String>()
-        return (a + b).filter { seen.insert($0).inserted }
+        var seen = Set<ByteKey>()
+        return (a + b).filter { seen.insert(ByteKey($0)).inserted }
     }
 
     /// `old -> new` for two parameter values; when they only differ in JSON formatting (spaces,

@@ -18,7 +18,7 @@ public enum TemplateFile {
         guard var members = template.objectMembers else {
             throw TemplateError("template: expected a JSON object, got \(template.typeName)")
         }
-        members.removeAll { $0.key == etagMember }
+        members.removeAll { $0.key.sameBytes(as: etagMember) }
         if let etag { members.append((etagMember, .string(etag))) }
         var out = ""
         writePretty(.object(members), indent: 0, to: &out)
@@ -40,7 +40,7 @@ public enum TemplateFile {
             throw TemplateError("\(place): expected a Remote Config template (a JSON object), got \(json.typeName)")
         }
         var etag: String?
-        if let index = members.firstIndex(where: { $0.key == etagMember }) {
+        if let index = members.firstIndex(where: { $0.key.sameBytes(as: etagMember) }) {
             switch members[index].value {
             case let .string(text) where !text.isEmpty && !TemplateText.hasControlCharacters(text):
                 etag = text
@@ -116,7 +116,8 @@ public enum TemplateFile {
         case let .object(members) where !members.isEmpty:
             // Stable sort by the same order the parser uses, so parse → write → parse is a fixed point.
             let sorted = members.enumerated().sorted { a, b in
-                a.element.key != b.element.key ? a.element.key < b.element.key : a.offset < b.offset
+                a.element.key.sameBytes(as: b.element.key)
+                    ? a.offset < b.offset : a.element.key.precedesByBytes(b.element.key)
             }
             out += "{\n"
             for (position, entry) in sorted.enumerated() {

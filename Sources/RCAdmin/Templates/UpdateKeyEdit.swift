@@ -108,7 +108,7 @@ public struct UpdateKeyEdit: Sendable, Equatable {
             template: template, key: key, place: place, outcome: .unchanged, previousDefault: nil,
             replacedManagedValue: nil, conditionalValues: [], valueText: valueText)
 
-        if let index = parameters.firstIndex(where: { $0.key == key }) {
+        if let index = parameters.firstIndex(where: { $0.key.sameBytes(as: key) }) {
             guard var parameter = parameters[index].value.objectMembers else {
                 throw TemplateError("parameter \(TemplateText.quoted(key)) in \(place) is not a JSON object")
             }
@@ -125,7 +125,7 @@ public struct UpdateKeyEdit: Sendable, Equatable {
             result.conditionalValues = parameters[index].value["conditionalValues"]?.objectMembers?.map(\.key) ?? []
             if previous == newDefault { return result }
             result.outcome = .updated
-            if let managed = previous?.objectMembers?.first(where: { $0.key != "value" }) {
+            if let managed = previous?.objectMembers?.first(where: { !$0.key.sameBytes(as: "value") }) {
                 result.replacedManagedValue = managed.key
             }
             Members.set("defaultValue", newDefault, in: &parameter)
@@ -142,7 +142,7 @@ public struct UpdateKeyEdit: Sendable, Equatable {
         case let .group(name):
             // The lookup found the key in this group, so the group and its parameters are objects.
             guard var groups = template["parameterGroups"]?.objectMembers,
-                let groupIndex = groups.firstIndex(where: { $0.key == name }),
+                let groupIndex = groups.firstIndex(where: { $0.key.sameBytes(as: name) }),
                 var group = groups[groupIndex].value.objectMembers
             else { throw TemplateError("parameter group \(TemplateText.quoted(name)) is not a JSON object") }
             Members.set("parameters", .object(parameters), in: &group)
@@ -265,12 +265,12 @@ enum ParameterLookup {
     /// Every parameter with its place, the top level first; a key found twice keeps its first place.
     static func all(in template: JSONValue) -> [(key: String, place: ParameterPlace, parameter: JSONValue)] {
         var found: [(key: String, place: ParameterPlace, parameter: JSONValue)] = []
-        var seen = Set<String>()
-        for (key, parameter) in template["parameters"]?.objectMembers ?? [] where seen.insert(key).inserted {
+        var seen = Set<ByteKey>()
+        for (key, parameter) in template["parameters"]?.objectMembers ?? [] where seen.insert(ByteKey(key)).inserted {
             found.append((key, .topLevel, parameter))
         }
         for (name, group) in template["parameterGroups"]?.objectMembers ?? [] {
-            for (key, parameter) in group["parameters"]?.objectMembers ?? [] where seen.insert(key).inserted {
+            for (key, parameter) in group["parameters"]?.objectMembers ?? [] where seen.insert(ByteKey(key)).inserted {
                 found.append((key, .group(name), parameter))
             }
         }
@@ -283,10 +283,10 @@ enum Members {
     /// Replaces the member named `key`, or inserts it before the first member that sorts after it,
     /// so an object read from JSON (members sorted) stays sorted.
     static func set(_ key: String, _ value: JSONValue, in members: inout [(key: String, value: JSONValue)]) {
-        if let index = members.firstIndex(where: { $0.key == key }) {
+        if let index = members.firstIndex(where: { $0.key.sameBytes(as: key) }) {
             members[index].value = value
         } else {
-            members.insert((key, value), at: members.firstIndex { $0.key > key } ?? members.endIndex)
+            members.insert((key, value), at: members.firstIndex { key.precedesByBytes($0.key) } ?? members.endIndex)
         }
     }
 }

@@ -115,7 +115,8 @@ final class EventBroadcaster {
         guard let changes = activation.changes, !changes.isEmpty else { return }
         var event = HookEvent(kind: .activated, templateVersion: activation.templateVersion)
         for change in changes {
-            event.changes[change.key] = HookEvent.Change(old: change.old, new: change.new, source: change.source)
+            event.changes[ByteKey(change.key)] = HookEvent.Change(
+                old: change.old, new: change.new, source: change.source)
         }
         hooks.enqueue(event)
     }

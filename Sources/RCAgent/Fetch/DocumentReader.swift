@@ -11,7 +11,7 @@ package final class DocumentReader: Sendable {
     private let context: EvaluationContext
     private let log: Logger
     /// The conditions already reported, so each is logged once however often it comes back.
-    private let alreadyReported = Mutex<Set<String>>([])
+    private let alreadyReported = Mutex<Set<ByteKey>>([])
 
     package init(deviceId: String, signals: [(name: String, value: String)], log: Logger) {
         context = EvaluationContext(deviceId: deviceId, signals: Dictionary(signals.map { ($0.name, $0.value) }) { $1 })
@@ -38,8 +38,8 @@ package final class DocumentReader: Sendable {
         guard case .update = shape, json["parameters"] != nil, json["conditions"] != nil else { return shape }
         let evaluation = try TemplateEvaluator.evaluate(json, name: name, context: context)
         let fresh = alreadyReported.withLock { reported in
-            let new = evaluation.unsupportedConditions.filter { !reported.contains($0) }
-            reported.formUnion(new)
+            let new = evaluation.unsupportedConditions.filter { !reported.contains(ByteKey($0)) }
+            reported.formUnion(new.map { ByteKey($0) })
             return new
         }
         if !fresh.isEmpty {

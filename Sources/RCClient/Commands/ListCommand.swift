@@ -81,7 +81,7 @@ enum EnvironmentFormat {
         for value in values {
             let name = TextEscaping.environmentName(for: value.key, prefix: prefix)
             if let keys = keysByName[name], keys.count > 1 {
-                let others = keys.filter { $0 != value.key }.map { "'\(TextEscaping.terminal($0))'" }
+                let others = keys.filter { !$0.sameBytes(as: value.key) }.map { "'\(TextEscaping.terminal($0))'" }
                 listing.skipped.append(
                     (value.key, "\(name) is also the name of \(others.joined(separator: ", ")); neither is set"))
                 continue
