@@ -2,7 +2,8 @@ import RCCore
 import RCStore
 
 /// `rcagent activity list|show ID|watch [--json]`: the Live Activities the daemon keeps. `list` and
-/// `show` read the state database directly, like `get` (they answer with the daemon down); `watch`
+/// `show` read the reader file (or the state database) directly, like `get`: they answer with the
+/// daemon down; `watch`
 /// follows the daemon's event stream and prints only the `activity-*` events, which is what a
 /// kiosk renderer reads (`--json`: one JSON object per line, exactly as the daemon sent it).
 enum ActivityCommand {
@@ -70,7 +71,7 @@ enum ActivityCommand {
     ) throws(CLIError) -> T? {
         let config = try invocation.config()
         do {
-            guard let store = try StateStore.openForReading(path: config.databasePath) else { return nil }
+            guard let store = try StoreFiles.open(config, warn: { Output.err($0) }) else { return nil }
             return try body(store, .now())
         } catch {
             throw .failure("cannot read \(config.databasePath): \(error)")
