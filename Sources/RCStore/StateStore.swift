@@ -54,11 +54,12 @@ public final class StateStore {
     }
 
     /// Opens (creating if needed) and migrates the database for writing.
-    public static func openForWriting(path: String) throws(StoreError) -> StateStore {
+    /// `owner`: who a new database file is given to (root creating it for the daemon's user).
+    public static func openForWriting(path: String, owner: (uid_t, gid_t)? = nil) throws(StoreError) -> StateStore {
         let store = try wrap { () throws(SQLiteError) in
             // Only a missing file is a new database, never an empty one. A new one is born private
             // (0640, see ``makePrivate(_:owner:)``): no reader gets in before a chmod.
-            if !(try createPrivate(path)) { try Database.checkFile(path) }
+            if !(try createPrivate(path, owner: owner)) { try Database.checkFile(path) }
             return StateStore(path: path, db: try Database(path: path, mode: .readWrite))
         }
         try wrap { () throws(SQLiteError) in
@@ -69,7 +70,7 @@ public final class StateStore {
     }
 
     /// Creates an empty file at `path` with mode 0640 and returns `true`; `false` when something is there.
-    private static func createPrivate(_ path: String) throws(SQLiteError) -> Bool {
+    private static func createPrivate(_ path: String, owner: (uid_t, gid_t)?) throws(SQLiteError) -> Bool {
         let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o640)
         if fd < 0 {
             if errno == EEXIST { return false }
@@ -77,6 +78,7 @@ public final class StateStore {
                 code: 14 /* SQLITE_CANTOPEN */, message: SystemError("create \(path)").description, sql: nil)
         }
         _ = fchmod(fd, 0o640)  // whatever the umask
+        if let (uid, gid) = owner { _ = fchown(fd, uid, gid) }
         close(fd)
         return true
     }
