@@ -164,6 +164,9 @@ final class Database {
 
     var changes: Int { Int(sqlite3_changes(handle)) }
 
+    /// Rows inserted, updated or deleted on this connection since it opened.
+    var totalChanges: Int64 { sqlite3_total_changes64(handle) }
+
     fileprivate func failure(_ code: Int32, sql: String) -> SQLiteError { error(code, sql: sql) }
 }
 

@@ -404,9 +404,11 @@ public final class StateStore {
         // Events of a transaction that rolled back never happened.
         defer { uncommitted = [] }
         do {
+            let rowsBefore = db.totalChanges
             let result = try db.transaction(body)
             committed += uncommitted
-            if readerVisible { readerStale = true } else { touchReaderFile() }
+            // A transaction that changed no row (nothing to remove, a flag already set) changed nothing.
+            if readerVisible && db.totalChanges != rowsBefore { readerStale = true } else { touchReaderFile() }
             refreshReaderFile()
             return result
         } catch let error as SQLiteError {
