@@ -24,6 +24,8 @@ rows = "".join(f"INSERT INTO active_values VALUES ('key_{i}', 'value of key {i}'
 subprocess.run(["sqlite3", f"{work}/state/state.db"], input=f"BEGIN;\n{rows}COMMIT;\n", text=True, check=True)
 subprocess.run(["sqlite3", f"{work}/state/state.db", "PRAGMA wal_checkpoint(TRUNCATE)"], check=True,
                stdout=subprocess.DEVNULL)
+# The new build reads the reader file: mark-stale rewrites it from the filled database.
+subprocess.run([f"{new}/rcagent", "mark-stale", "--reason", "bench"], env=env, check=True, stdout=subprocess.DEVNULL)
 commands = {
     "new rcagent get": [f"{new}/rcagent", "get", "key_1500"],
     "old rcagent get": [f"{old}/rcagent", "get", "key_1500"],

@@ -30,13 +30,21 @@ export RCAGENT_CONFIG="$work/agent.conf"
 } | sqlite3 "$work/state/state.db"
 # A running daemon checkpoints its WAL; start both readers from the same checkpointed file.
 sqlite3 "$work/state/state.db" "PRAGMA wal_checkpoint(TRUNCATE)" >/dev/null
+# mark-stale again rewrites the reader file (reader.db) from the filled database: what `get` reads.
+"$bin/rcagent" mark-stale --reason bench >/dev/null
+# The same database without a reader file, for `get` reading state.db itself (the path before the reader file).
+mkdir "$work/db-only"
+cp "$work/state/state.db" "$work/db-only/"
+sed "s|^StateDirectory=.*|StateDirectory=$work/db-only|" "$work/agent.conf" > "$work/db-only.conf"
 
 key=key_1500
 [ "$("$bin/rcagent" get $key)" = "value of key 1500" ] || { echo "rcagent get returned the wrong value" >&2; exit 1; }
 
 # Peers on the same 3,000 keys: jq on a JSON file, and redis-cli against a local redis-server.
 seq 1 3000 | awk 'BEGIN { printf "{" } { printf "%s\"key_%d\": \"value of key %d\"", (NR > 1 ? "," : ""), $1, $1 } END { print "}" }' > "$work/values.json"
-peers=(-n "jq .key" "jq -r .$key $work/values.json")
+peers=(-n "rcagent get, state.db" "$bin/rcagent get $key --config $work/db-only.conf"
+  -n "sqlite3 reader.db" "sqlite3 file:$work/state/reader.db?immutable=1 \"select value from active_values where key='$key'\""
+  -n "jq .key" "jq -r .$key $work/values.json")
 if command -v redis-server >/dev/null; then
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null &

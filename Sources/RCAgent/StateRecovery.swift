@@ -5,9 +5,20 @@ import RCStore
 
 /// Opens the state database for the daemon. A database SQLite cannot read is moved aside as
 /// `state.db.corrupt-<time>` (with its WAL), a fresh one starts from the defaults and is marked
-/// stale, and the log says so. Nothing else ever discards the last good snapshot.
+/// stale, and the log says so. Nothing else ever discards the last good snapshot. The store keeps the
+/// reader file (`reader.db`, what users the daemon does not trust read) up to date.
 enum StateRecovery {
     static func open(config: AgentConfig, log: Logger) throws -> StateStore {
+        let store = try openOrRecover(config: config, log: log)
+        let reader = StateStore.readerPath(forDatabase: config.databasePath)
+        store.maintainReaderFile(at: reader) { error in
+            log.error(
+                "Failed to write the reader file \(reader): \(error); readers see an older state until it is written")
+        }
+        return store
+    }
+
+    private static func openOrRecover(config: AgentConfig, log: Logger) throws -> StateStore {
         do {
             let store = try StateStore.open(config: config)
             if let problems = try store.integrityProblems() {

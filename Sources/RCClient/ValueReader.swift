@@ -1,8 +1,8 @@
 import RCCore
 import RCStore
 
-/// Reads values the way every CLI command sees them: from the state database when it exists,
-/// else from the defaults file (a device whose daemon never ran still answers). A database that
+/// Reads values the way every CLI command sees them: from the reader file or the state database
+/// (``StoreFiles``) when there is one, else from the defaults file (a device whose daemon never ran still answers). A database that
 /// exists but cannot be read (empty, truncated, damaged) is never created or repaired here: a
 /// warning goes to stderr and the values come from the defaults file.
 struct ValueReader {
@@ -16,9 +16,7 @@ struct ValueReader {
         self.config = config
         var store: StateStore?
         do {
-            store = try StateStore.openForReading(path: config.databasePath)
-            // A damaged file opens fine and fails on first read: probe it now.
-            if let store { _ = try store.value(forKey: "") }
+            store = try StoreFiles.open(config) { Output.err($0) }
         } catch {
             store = nil
             storeProblem = error.description

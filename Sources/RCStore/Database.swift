@@ -14,6 +14,9 @@ final class Database {
     enum Mode {
         case readOnly
         case readWrite
+        /// A file nobody changes while it is open (the reader file, replaced only by `rename(2)`):
+        /// opened with `immutable=1`, so SQLite takes no lock and maps no WAL or shared memory.
+        case immutable
     }
 
     private let handle: OpaquePointer
@@ -24,8 +27,10 @@ final class Database {
             switch mode {
             case .readOnly: SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
             case .readWrite: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+            case .immutable: SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
             }
-        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        let name = mode == .immutable ? Self.immutableURI(path) : path
+        let rc = sqlite3_open_v2(name, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             sqlite3_close_v2(db)
@@ -52,6 +57,22 @@ final class Database {
 
     deinit {
         sqlite3_close_v2(handle)
+    }
+
+    /// `file:PATH?immutable=1`, with the characters a URI gives a meaning to (`%`, `?`, `#`)
+    /// percent-encoded, so any path names the file it names.
+    static func immutableURI(_ path: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        // An absolute path gets an empty authority (`file:///var/...`), so `//x` is a path, not a host.
+        var uri = Array((path.hasPrefix("/") ? "file://" : "file:").utf8)
+        for byte in path.utf8 {
+            if byte == UInt8(ascii: "%") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") {
+                uri += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            } else {
+                uri.append(byte)
+            }
+        }
+        return String(decoding: uri + Array("?immutable=1".utf8), as: UTF8.self)
     }
 
     /// Refuses a file that exists but cannot be a database, before SQLite sees it: SQLite takes an
@@ -142,6 +163,9 @@ final class Database {
     }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// Rows inserted, updated or deleted on this connection since it opened.
+    var totalChanges: Int64 { sqlite3_total_changes64(handle) }
 
     fileprivate func failure(_ code: Int32, sql: String) -> SQLiteError { error(code, sql: sql) }
 }

@@ -37,7 +37,8 @@ extension StateStore {
 
     /// Appends an event outside any other change (activity messages, daemon notes).
     public func recordEvent(_ kind: String, detail: JSONValue, at now: Timestamp) throws(StoreError) {
-        try write { try appendEvent(kind, at: now, detail: detail) }
+        // The reader file holds the last `database-recovered` event only (status shows it).
+        try write(readerVisible: kind == "database-recovered") { try appendEvent(kind, at: now, detail: detail) }
     }
 
     /// The events this store's writes logged since the last call, oldest first (events written by

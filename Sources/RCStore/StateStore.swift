@@ -15,6 +15,12 @@ public final class StateStore {
     /// reading the log back.
     var uncommitted: [StoredEvent] = []
     var committed: [StoredEvent] = []
+    /// The reader file this writer keeps up to date (``maintainReaderFile(at:onFailure:)``), whether a
+    /// committed change has not reached it yet, and who hears that writing it failed.
+    var readerPath: String?
+    var readerStale = false
+    var readerFailing = false
+    var readerFailure: ((StoreError) -> Void)?
 
     /// The schema version this build writes (`PRAGMA user_version`).
     public static var schemaVersion: Int { Schema.currentVersion }
@@ -33,10 +39,14 @@ public final class StateStore {
     /// Used by the CLI: it never creates or migrates anything. A database this user cannot see
     /// (the state directory or the file refuses it) throws: it is not "not created yet".
     public static func openForReading(path: String) throws(StoreError) -> StateStore? {
+        try openForReading(path: path, mode: .readOnly)
+    }
+
+    static func openForReading(path: String, mode: Database.Mode) throws(StoreError) -> StateStore? {
         guard try exists(path: path) else { return nil }
         let store = try wrap { () throws(SQLiteError) in
             try Database.checkFile(path)  // an empty or truncated file is damage here, not "no database yet"
-            return StateStore(path: path, db: try Database(path: path, mode: .readOnly))
+            return StateStore(path: path, db: try Database(path: path, mode: mode))
         }
         let version = try store.userVersion()
         if version > Schema.currentVersion {
@@ -46,9 +56,12 @@ public final class StateStore {
     }
 
     /// Opens (creating if needed) and migrates the database for writing.
-    public static func openForWriting(path: String) throws(StoreError) -> StateStore {
+    /// `owner`: who a new database file is given to (root creating it for the daemon's user).
+    public static func openForWriting(path: String, owner: (uid_t, gid_t)? = nil) throws(StoreError) -> StateStore {
         let store = try wrap { () throws(SQLiteError) in
-            try Database.checkFile(path)  // only a missing file is a new database, never an empty one
+            // Only a missing file is a new database, never an empty one. A new one is born private
+            // (0640, see ``makePrivate(_:owner:)``): no reader gets in before a chmod.
+            if !(try createPrivate(path, owner: owner)) { try Database.checkFile(path) }
             return StateStore(path: path, db: try Database(path: path, mode: .readWrite))
         }
         try wrap { () throws(SQLiteError) in
@@ -56,6 +69,20 @@ public final class StateStore {
         }
         try store.migrate()
         return store
+    }
+
+    /// Creates an empty file at `path` with mode 0640 and returns `true`; `false` when something is there.
+    private static func createPrivate(_ path: String, owner: (uid_t, gid_t)?) throws(SQLiteError) -> Bool {
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o640)
+        if fd < 0 {
+            if errno == EEXIST { return false }
+            throw SQLiteError(
+                code: 14 /* SQLITE_CANTOPEN */, message: SystemError("create \(path)").description, sql: nil)
+        }
+        _ = fchmod(fd, 0o640)  // whatever the umask
+        if let (uid, gid) = owner { _ = fchown(fd, uid, gid) }
+        close(fd)
+        return true
     }
 
     /// `false` only when nothing is at `path` (ENOENT). Any other failure throws: EACCES on a
@@ -364,7 +391,7 @@ public final class StateStore {
     }
 
     public func setNote(_ key: String, _ value: String?) throws(StoreError) {
-        try write {
+        try write(readerVisible: false) {
             if let value {
                 try db.run(
                     "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
@@ -377,13 +404,19 @@ public final class StateStore {
 
     // MARK: - Plumbing
 
-    func write<T>(_ body: () throws -> T) throws(StoreError) -> T {
+    /// `readerVisible`: whether the change can touch what the reader file holds; after such a
+    /// commit the reader file is rewritten before this returns (so a `get` after it sees the change).
+    func write<T>(readerVisible: Bool = true, _ body: () throws -> T) throws(StoreError) -> T {
         uncommitted = []
         // Events of a transaction that rolled back never happened.
         defer { uncommitted = [] }
         do {
+            let rowsBefore = db.totalChanges
             let result = try db.transaction(body)
             committed += uncommitted
+            // A transaction that changed no row (nothing to remove, a flag already set) changed nothing.
+            if readerVisible && db.totalChanges != rowsBefore { readerStale = true } else { touchReaderFile() }
+            refreshReaderFile()
             return result
         } catch let error as SQLiteError {
             throw .sqlite(error)

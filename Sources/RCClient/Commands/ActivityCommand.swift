@@ -2,11 +2,11 @@ import RCCore
 import RCStore
 
 /// `rcagent activity list|show ID|watch|remove ID [--json]`: the Live Activities the daemon keeps.
-/// `list` and `show` read the state database directly, like `get` (they answer with the daemon
-/// down); `watch` follows the daemon's event stream and prints only the `activity-*` events, which
-/// is what a kiosk renderer reads (`--json`: one JSON object per line, exactly as the daemon sent
-/// it); `remove` asks the daemon to remove one at once (state-changing: root, the daemon's user or
-/// `SocketGroup`).
+/// `list` and `show` read the reader file (or the state database) directly, like `get` (they answer
+/// with the daemon down); `watch` follows the daemon's event stream and prints only the `activity-*`
+/// events, which is what a kiosk renderer reads (`--json`: one JSON object per line, exactly as the
+/// daemon sent it); `remove` asks the daemon to remove one at once (state-changing: root, the
+/// daemon's user or `SocketGroup`).
 enum ActivityCommand {
     static let spec = CommandSpec(
         "activity", arguments: ["list|show|watch|remove", "ID"], optionalArguments: 1,
@@ -90,7 +90,7 @@ enum ActivityCommand {
     ) throws(CLIError) -> T? {
         let config = try invocation.config()
         do {
-            guard let store = try StateStore.openForReading(path: config.databasePath) else { return nil }
+            guard let store = try StoreFiles.open(config, warn: { Output.err($0) }) else { return nil }
             return try body(store, .now())
         } catch {
             throw .failure("cannot read \(config.databasePath): \(error)")

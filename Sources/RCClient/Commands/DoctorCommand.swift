@@ -50,8 +50,13 @@ enum DoctorCommand {
         return report(checks, json: invocation.json)
     }
 
+    /// The state database's integrity; for a user who may not read it (it is private to the daemon),
+    /// the reader file's, which is what this user's commands read.
     static func database(_ config: AgentConfig, status: inout StoreStatus?) -> Check {
         let path = config.databasePath
+        if access(path, R_OK) != 0 && errno == EACCES {
+            return readerFile(config, status: &status)
+        }
         do {
             guard let store = try StateStore.openForReading(path: path) else {
                 return Check(name: "database", ok: true, detail: "\(path) not created yet (the daemon has not run)")
@@ -64,6 +69,25 @@ enum DoctorCommand {
                 name: "database", ok: true, detail: "\(path): integrity ok, schema \(StateStore.schemaVersion)")
         } catch {
             return Check(name: "database", ok: false, detail: "\(path): \(error)")
+        }
+    }
+
+    static func readerFile(_ config: AgentConfig, status: inout StoreStatus?) -> Check {
+        let path = StateStore.readerPath(forDatabase: config.databasePath)
+        let privately = "\(config.databasePath) is private to the daemon"
+        do {
+            guard let store = try StateStore.openReaderFile(path: path) else {
+                return Check(
+                    name: "database", ok: false,
+                    detail: "\(privately), and \(path) is not written yet (start the daemon)")
+            }
+            if let problems = try store.integrityProblems() {
+                return Check(name: "database", ok: false, detail: "\(path): integrity check failed: \(problems)")
+            }
+            status = try store.status()
+            return Check(name: "database", ok: true, detail: "\(privately); \(path): integrity ok")
+        } catch {
+            return Check(name: "database", ok: false, detail: "\(privately); \(path): \(error)")
         }
     }
 

@@ -39,6 +39,9 @@ enum MarkStaleCommand {
         let newlySet: Bool
         do {
             let store = try StateStore.open(config: config)
+            // Readers the database is private to read the flag from the reader file.
+            let reader = StateStore.readerPath(forDatabase: config.databasePath)
+            store.maintainReaderFile(at: reader) { Output.err("Warning: cannot write \(reader): \($0)\n") }
             newlySet = try store.markStale(reason: reason, at: .now())
         } catch {
             guard let unreachable else { throw .failure("cannot mark stale: \(error)") }

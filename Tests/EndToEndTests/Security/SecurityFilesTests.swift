@@ -244,6 +244,6 @@ import Testing
         let json = try sandbox.cli("status", "--json").stdout
         #expect(json.contains(#""stale":{"set":true,"reason":"the state database was corrupt"#), "\(json)")
         #expect(json.contains(#""recovered":{"at":"#), "\(json)")
-        #expect(daemon.stop() == 0)
+        #expect(daemon.stop() == 0, "\(daemon.log)")
     }
 }

@@ -73,6 +73,8 @@ import Testing
         let sandbox = try sandboxWithRequiredUpdate()
         chmod(sandbox.statePath, 0o755)
         chmod(sandbox.databasePath, 0o600)
+        // The reader file is what this user reads (SecurityReaderFileTests): closed too here.
+        chmod(sandbox.statePath + "/reader.db", 0o600)
         try expectUnreadable(sandbox)
     }
 

@@ -1,0 +1,154 @@
+import Glibc
+import RCCore
+
+/// The reader file: what `rcagent get/list/status/check-update/activity` read, in a database of its
+/// own that every user may read and nobody locks.
+///
+/// The state database is private to the daemon (mode 0640): in WAL mode, a reader that keeps a read
+/// transaction open stops every checkpoint and the WAL grows for as long as it likes, so only trusted
+/// users may open it. After each committed change readers can see, the writer builds a new reader
+/// file at an unpredictable temporary name in the same directory (schema and `user_version` as the
+/// state database's, so the same queries read it) and renames it into place. `rename(2)`
+/// leaves every reader that opened the old file on the old inode: no file a reader holds ever
+/// changes, so readers open it `immutable=1` (no locks, no WAL, no shared memory) and none of them
+/// can hold back the writer. After a crash, the file in place is the old one or the new one, whole.
+///
+/// It holds the defaults, the active values, the snapshots' metadata, the fetch state, the stale
+/// flag, the device id, the Live Activities and the last `database-recovered` event; not the fetched
+/// values (no reader prints them), the notes or the rest of the event log.
+extension StateStore {
+    /// The reader file beside the state database `databasePath`.
+    public static func readerPath(forDatabase databasePath: String) -> String {
+        guard let slash = databasePath.lastIndex(of: "/") else { return "reader.db" }
+        return databasePath[...slash] + "reader.db"
+    }
+
+    /// Whether the reader file at `readerPath` holds the state database's last change: it is written
+    /// (or touched) after every commit, so it is no older than the database and its WAL. One that is
+    /// older was left behind by a writer that could not rewrite it, a shutdown's checkpoint, or a
+    /// hand edit of the database: who may read the database then reads that instead.
+    public static func readerFileIsCurrent(_ readerPath: String, database databasePath: String) -> Bool {
+        func modified(_ path: String) -> timespec? {
+            var info = stat()
+            return stat(path, &info) == 0 ? info.st_mtim : nil
+        }
+        guard let reader = modified(readerPath) else { return false }
+        for path in [databasePath, databasePath + "-wal"] {
+            guard let other = modified(path) else { continue }
+            if (other.tv_sec, other.tv_nsec) > (reader.tv_sec, reader.tv_nsec) { return false }
+        }
+        return true
+    }
+
+    /// After a commit that changed nothing readers see: the reader file is still current, and says
+    /// so by its time (see ``readerFileIsCurrent(_:database:)``).
+    func touchReaderFile() {
+        guard !readerStale, let path = readerPath else { return }
+        _ = utimensat(AT_FDCWD, path, nil, 0)
+    }
+
+    /// The prefix of the temporary names a reader file is built under (`reader.db.tmp-XXXXXX`).
+    static func temporaryPrefix(_ readerPath: String) -> String { readerPath + ".tmp-" }
+
+    /// Opens the reader file for reading, or returns `nil` when there is none yet.
+    public static func openReaderFile(path: String) throws(StoreError) -> StateStore? {
+        try openForReading(path: path, mode: .immutable)
+    }
+
+    /// Keeps the reader file at `path` up to date from now on: writes it at once, then after every
+    /// committed transaction that changes what readers see. A failure to write it never fails the
+    /// transaction (the state database has it): `onFailure` hears of it, once until a write succeeds
+    /// again, and the next transaction tries again.
+    public func maintainReaderFile(at path: String, onFailure: @escaping (StoreError) -> Void) {
+        readerPath = path
+        readerFailure = onFailure
+        removeTemporaryReaderFiles()
+        readerStale = true
+        refreshReaderFile()
+    }
+
+    /// Writes the reader file when a committed change left it behind.
+    func refreshReaderFile() {
+        guard readerStale, let path = readerPath else { return }
+        do {
+            try writeReaderFile(to: path)
+            readerStale = false
+            readerFailing = false
+        } catch {
+            if !readerFailing { readerFailure?(error) }
+            readerFailing = true
+        }
+    }
+
+    /// Builds a reader file from the committed state and renames it to `path`.
+    public func writeReaderFile(to path: String) throws(StoreError) {
+        var temporary = ""
+        _ = try Self.createTemporary(Self.temporaryPrefix(path), name: &temporary)
+        var renamed = false
+        defer { if !renamed { unlink(temporary) } }
+        try Self.wrap { () throws(SQLiteError) in
+            // Its own connection: the copy reads the state database in one read transaction of its
+            // own, and the writer's connection never has another database attached.
+            let copy = try Database(path: temporary, mode: .readWrite)
+            try copy.execute("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF")
+            try copy.run("ATTACH DATABASE ? AS live", [.text(self.path)])  // not allowed inside a transaction
+            try copy.execute("BEGIN")
+            for migration in Schema.migrations { try copy.execute(migration) }
+            try copy.execute("PRAGMA user_version = \(Schema.currentVersion)")
+            try copy.execute(
+                """
+                INSERT OR REPLACE INTO meta SELECT * FROM live.meta WHERE key = 'device_id';
+                INSERT INTO defaults SELECT * FROM live.defaults;
+                INSERT INTO active_values SELECT * FROM live.active_values;
+                INSERT OR REPLACE INTO snapshots SELECT * FROM live.snapshots;
+                INSERT OR REPLACE INTO fetch_state SELECT * FROM live.fetch_state;
+                INSERT OR REPLACE INTO stale SELECT * FROM live.stale;
+                INSERT INTO activities SELECT * FROM live.activities;
+                INSERT INTO events SELECT * FROM live.events WHERE id =
+                    (SELECT max(id) FROM live.events WHERE kind = 'database-recovered');
+                COMMIT;
+                DETACH DATABASE live;
+                """)
+        }
+        // Not synced: the file is derived, and its fsync cost more than the commit itself (1 to 20 ms
+        // for 3,000 keys, BENCHMARKS.md). A crash of the process leaves the old file or the new one,
+        // whole (the kernel has every byte written before the rename); a power cut can at worst leave
+        // a damaged one (ext4 flushes a file renamed over another first, by default), which readers
+        // detect and read around, and which the daemon rebuilds at start.
+        guard rename(temporary, path) == 0 else {
+            throw Self.ioError(SystemError("rename \(temporary) to \(path)"))
+        }
+        renamed = true
+    }
+
+    /// A new empty file at `prefix` + six random characters, mode 0644 (the reader file is for
+    /// everyone), open until the returned descriptor goes.
+    private static func createTemporary(_ prefix: String, name: inout String) throws(StoreError) -> FileDescriptor {
+        var template = Array((prefix + "XXXXXX").utf8CString)
+        let created = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard let fd = FileDescriptor(returnedBy: created) else {
+            throw ioError(SystemError("create \(prefix)XXXXXX"))
+        }
+        name = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        guard fchmod(fd.rawValue, 0o644) == 0 else {
+            let error = SystemError("chmod \(name)")
+            unlink(name)
+            throw ioError(error)
+        }
+        return fd
+    }
+
+    /// Removes what a writer killed while building a reader file left behind.
+    private func removeTemporaryReaderFiles() {
+        guard let path = readerPath, let slash = path.lastIndex(of: "/") else { return }
+        let directory = String(path[..<slash])
+        let prefix = String(Self.temporaryPrefix(path)[path.index(after: slash)...])
+        for name in FileBytes.directoryEntries(directory.isEmpty ? "/" : directory) where name.hasPrefix(prefix) {
+            unlink(directory + "/" + name)
+        }
+    }
+
+    private static func ioError(_ error: SystemError) -> StoreError {
+        .sqlite(SQLiteError(code: 10 /* SQLITE_IOERR */, message: error.description, sql: nil))
+    }
+}

@@ -1,0 +1,153 @@
+import Glibc
+import RCCore
+import TestSupport
+import Testing
+
+@testable import RCStore
+
+/// The reader file (`StateStore+ReaderFile`): rewritten after each change readers see, replaced by
+/// `rename(2)` so a reader on the old file keeps its view, and read without locks.
+@Suite struct ReaderFileTests {
+    private let t0 = Timestamp(milliseconds: 1_700_000_000_000)
+
+    /// A writable store keeping `reader.db` beside it; `failures` collects what it could not write.
+    private func withStore<T>(_ body: (StateStore, TemporaryDirectory) throws -> T) throws -> T {
+        try TemporaryDirectory.with { (dir) throws in
+            let store = try StateStore.openForWriting(path: dir.file("state.db"))
+            store.maintainReaderFile(at: dir.file("reader.db")) { Issue.record("reader file not written: \($0)") }
+            return try body(store, dir)
+        }
+    }
+
+    private func inode(_ path: String) -> ino_t? {
+        var info = stat()
+        return stat(path, &info) == 0 ? info.st_ino : nil
+    }
+
+    private func mode(_ path: String) -> mode_t? {
+        var info = stat()
+        return stat(path, &info) == 0 ? info.st_mode & 0o7777 : nil
+    }
+
+    private func update(_ store: StateStore, _ values: [String: String], version: String, at: Timestamp) throws {
+        try store.recordFetch(.update(values: values, templateVersion: version, etag: nil), at: at, activate: true)
+    }
+
+    @Test func theReaderFileHoldsWhatReadersReadAfterEachCommit() throws {
+        try withStore { store, dir in
+            try store.replaceDefaults(["d": "default", "k": "fallback"])
+            try update(store, ["k": "remote"], version: "7", at: t0)
+            try store.markStale(reason: "pushed", at: t0)
+            let reader = try #require(try StateStore.openReaderFile(path: dir.file("reader.db")))
+            #expect(try reader.value(forKey: "k") == ConfigValue(key: "k", text: "remote", source: .remote))
+            #expect(try reader.allValues() == (try store.allValues()))
+            let status = try reader.status()
+            let truth = try store.status()
+            #expect(status.deviceId == truth.deviceId && status.deviceId != nil)
+            #expect(status.stale == truth.stale && status.stale.isSet)
+            #expect(status.active == truth.active && status.active.keys == 1)
+            #expect(status.lastSuccess == truth.lastSuccess && status.lastStatus == .success)
+            // Only what readers print: no notes, no event log, no fetched values.
+            try store.setNote("secret", "x")
+            let fresh = try #require(try StateStore.openReaderFile(path: dir.file("reader.db")))
+            #expect(try fresh.note("secret") == nil)
+            #expect(try fresh.events().isEmpty)
+        }
+    }
+
+    @Test func aReaderOnTheOldFileKeepsItsWholeViewWhileTheFileIsReplaced() throws {
+        try withStore { store, dir in
+            let many = Dictionary(uniqueKeysWithValues: (0..<500).map { ("key\($0)", "one \($0)") })
+            try update(store, many, version: "1", at: t0)
+            let path = dir.file("reader.db")
+            let before = inode(path)
+            let old = try #require(try StateStore.openReaderFile(path: path))
+            #expect(try old.value(forKey: "key7")?.text == "one 7")
+            for round in 2...20 {
+                try update(
+                    store, Dictionary(uniqueKeysWithValues: (0..<500).map { ("key\($0)", "v\(round) \($0)") }),
+                    version: "\(round)", at: t0 + .seconds(Int64(round)))
+            }
+            #expect(inode(path) != before, "the file is replaced by rename, never rewritten in place")
+            // The old view, whole and unchanged: every key, every value of round 1.
+            let oldValues = try old.allValues()
+            #expect(oldValues.count == 500 && oldValues.allSatisfy { $0.text.hasPrefix("one ") })
+            #expect(try old.status().active.templateVersion == "1")
+            let new = try #require(try StateStore.openReaderFile(path: path))
+            #expect(try new.value(forKey: "key7")?.text == "v20 7")
+            #expect(try new.status().active.templateVersion == "20")
+        }
+    }
+
+    @Test func modesAndNoLeftoversAfterManyWrites() throws {
+        try withStore { store, dir in
+            for round in 0..<30 { try store.markStale(reason: "r\(round)", at: t0) }
+            #expect(mode(dir.file("reader.db")) == 0o644, "everyone reads the reader file")
+            #expect(mode(dir.file("state.db")) == 0o640, "the database is born private")
+            #expect(mode(dir.file("state.db-wal")) == 0o640, "SQLite gives its WAL the database's mode")
+            let names = FileBytes.directoryEntries(dir.path).filter { !$0.hasPrefix(".") }.sorted()
+            #expect(names == ["reader.db", "state.db", "state.db-shm", "state.db-wal"])
+        }
+    }
+
+    @Test func aWriterKilledMidBuildLeavesATemporaryTheNextOneRemoves() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let leftover = try dir.write("reader.db.tmp-AbC123", "half a database")
+            let store = try StateStore.openForWriting(path: dir.file("state.db"))
+            store.maintainReaderFile(at: dir.file("reader.db")) { Issue.record("\($0)") }
+            #expect(!FileBytes.exists(leftover))
+            #expect(try StateStore.openReaderFile(path: dir.file("reader.db")) != nil)
+        }
+    }
+
+    @Test func aChangeReadersDoNotSeeKeepsTheFileButMarksItCurrent() throws {
+        try withStore { store, dir in
+            let path = dir.file("reader.db")
+            let before = inode(path)
+            #expect(StateStore.readerFileIsCurrent(path, database: dir.file("state.db")))
+            // A sqlite3 edit by hand makes the database newer than the reader file (the file's time
+            // set back: file times move in clock ticks, and this all runs within one)...
+            let raw = try Database(path: dir.file("state.db"), mode: .readWrite)
+            try raw.execute("UPDATE meta SET value = value WHERE key = 'device_id'")
+            var earlier = [timespec(tv_sec: time(nil) - 10, tv_nsec: 0), timespec(tv_sec: time(nil) - 10, tv_nsec: 0)]
+            #expect(utimensat(AT_FDCWD, path, &earlier, 0) == 0)
+            #expect(!StateStore.readerFileIsCurrent(path, database: dir.file("state.db")))
+            // ...and the writer's commits that readers cannot see (notes) only touch it: current again.
+            try store.setNote("n", "1")
+            #expect(inode(path) == before)
+            #expect(StateStore.readerFileIsCurrent(path, database: dir.file("state.db")))
+        }
+    }
+
+    @Test func aFailedWriteIsReportedOnceAndTriedAgainByTheNextCommit() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let store = try StateStore.openForWriting(path: dir.file("state.db"))
+            let path = dir.file("later/reader.db")  // a directory that does not exist yet
+            var failures: [String] = []
+            store.maintainReaderFile(at: path) { failures.append($0.description) }
+            try store.markStale(reason: "one", at: t0)
+            try store.setNote("n", "1")
+            #expect(failures.count == 1, "\(failures)")
+            #expect(failures.first?.contains("later/reader.db.tmp-") == true, "\(failures)")
+            try FileBytes.makeDirectories(dir.file("later"))
+            try store.setNote("n", "2")  // not a visible change, but the file is still owed
+            let reader = try #require(try StateStore.openReaderFile(path: path))
+            #expect(try reader.status().stale.reason == "one")
+            #expect(failures.count == 1)
+        }
+    }
+
+    @Test func anyPathIsOpenedAsItselfNotAsAURI() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            try FileBytes.makeDirectories(dir.file("a?b#c%41"))
+            let store = try StateStore.openForWriting(path: dir.file("a?b#c%41/state.db"))
+            let path = dir.file("a?b#c%41/reader.db")
+            store.maintainReaderFile(at: path) { Issue.record("\($0)") }
+            try store.replaceDefaults(["k": "v"])
+            #expect(try StateStore.openReaderFile(path: path)?.value(forKey: "k")?.text == "v")
+            #expect(Database.immutableURI("/x?y#z%") == "file:///x%3Fy%23z%25?immutable=1")
+            #expect(Database.immutableURI("//host/x") == "file:////host/x?immutable=1")
+            #expect(Database.immutableURI("rel.db") == "file:rel.db?immutable=1")
+        }
+    }
+}
