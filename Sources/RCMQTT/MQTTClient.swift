@@ -226,11 +226,6 @@ public final class MQTTClient: @unchecked Sendable {
         handler?.call(event)
     }
 
-    /// How ``loopForever(timeout:)`` reconnects after a lost connection: `initial` growing to `maximum`.
-    public func setReconnectDelay(initial: Int, maximum: Int, exponential: Bool) {
-        mosquitto_reconnect_delay_set(handle, UInt32(initial), UInt32(maximum), exponential)
-    }
-
     /// Sets (or, with `nil`, clears) the last will the next connect hands the broker; the one of a
     /// connection already open does not change.
     public func setWill(_ will: Will?) throws(MQTTError) {
@@ -314,12 +309,6 @@ public final class MQTTClient: @unchecked Sendable {
     /// One round of network traffic, waiting at most `timeout` for it.
     public func loop(timeout: Duration = .milliseconds(200)) throws(MQTTError) {
         try check(mosquitto_loop(handle, Int32(timeout.milliseconds), 1), "connection failed")
-    }
-
-    /// Runs the network loop until ``disconnect()`` (then it returns) or an error it does not retry
-    /// (then it throws); a lost connection is reconnected inside it (see ``setReconnectDelay(initial:maximum:exponential:)``).
-    public func loopForever(timeout: Duration = .seconds(1)) throws(MQTTError) {
-        try check(mosquitto_loop_forever(handle, Int32(timeout.milliseconds), 1), "network loop ended")
     }
 
     private func check(_ rc: Int32, _ what: String) throws(MQTTError) {
