@@ -12,15 +12,12 @@ enum MQTTPublisher {
         var unreachable = false
     }
 
-    /// The password in `path` (the file's text, white space at both ends trimmed), `nil` without a file.
+    /// The password in `path` (``MQTTPassword``: the daemon's reading), `nil` without a file.
     static func password(fromFile path: String?) throws(Failure) -> String? {
         guard let path else { return nil }
-        let bytes: [UInt8]?
-        do { bytes = try FileBytes.read(path) } catch {
+        do { return try MQTTPassword.read(fromFile: path) } catch {
             throw Failure(description: TextEscaping.terminal(error.description))
         }
-        guard let bytes else { throw Failure(description: "\(TextEscaping.terminal(path)): no such file") }
-        return String(String(decoding: bytes, as: UTF8.self).trimmingSpaces())
     }
 
     static func publish(

@@ -46,8 +46,8 @@ final class ReportCollector: Sendable {
     private let port: Int32
     private let client: MQTTClient
     private let loop: CollectorLoop
-    /// The broker refused MQTT 5: 3.1.1 from then on.
-    private let legacy = Mutex(false)
+    /// MQTT 5, or 3.1.1 from the moment the broker refused the version.
+    private let fallback = Mutex(ProtocolFallback())
     /// This run's marker topic: unique, so another operator's run does not end ours.
     private let markerTopic: String
     private let subscriptions: [String]
@@ -197,7 +197,7 @@ final class ReportCollector: Sendable {
     private func connect() throws(AdminFailure) {
         do {
             try client.connect(
-                host: host, port: port, keepAlive: 15, protocolVersion: legacy.withLock { $0 } ? .v311 : .v5)
+                host: host, port: port, keepAlive: 15, protocolVersion: fallback.withLock { $0.version(for: 0) })
         } catch {
             throw .failure("cannot reach the MQTT broker at \(broker): \(TextEscaping.terminal(error.reason))")
         }
@@ -245,8 +245,7 @@ final class ReportCollector: Sendable {
                 }
             }
         case let .refused(reason, protocolVersion):
-            if protocolVersion && !legacy.withLock({ $0 }) {
-                legacy.withLock { $0 = true }
+            if protocolVersion && fallback.withLock({ $0.refusedVersion(of: 0) }) {
                 session.retryLegacy = true
                 return
             }
