@@ -7,8 +7,8 @@ import Synchronization
 /// One MQTT client connection, owned: the libmosquitto handle is created in `init` and destroyed in
 /// `deinit`. It connects, subscribes, publishes and runs the network loop on the caller's thread
 /// (never the cooperative pool: every call but ``disconnect()`` may block); what the broker does
-/// arrives as ``Event``s on that thread. The daemon's push channel and rcadmin's publisher both use
-/// it. Unchecked Sendable: libmosquitto locks its own state, so ``disconnect()`` may come from
+/// arrives as ``Event``s on that thread. Every user drives it through an ``MQTTSession`` (it is the
+/// session's ``MQTTSessionClient``), which reconnects, rotates and falls back. Unchecked Sendable: libmosquitto locks its own state, so ``disconnect()`` may come from
 /// another thread while the loop runs; the event handler is behind a Mutex.
 public final class MQTTClient: @unchecked Sendable {
     /// How the client identifies itself and secures the connection.
@@ -267,11 +267,6 @@ public final class MQTTClient: @unchecked Sendable {
                     &properties, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), UInt32.max), what)
         }
         try check(mosquitto_connect_bind_v5(handle, host, port, keepAlive, nil, properties), what)
-    }
-
-    /// Opens the connection again, to the same broker, with the same protocol version.
-    public func reconnect() throws(MQTTError) {
-        try check(mosquitto_reconnect(handle), "cannot reconnect")
     }
 
     /// Ends the connection; a loop running on another thread returns.

@@ -143,9 +143,10 @@ public final class MQTTSession: Sendable {
     }
 
     /// Disconnects (a clean DISCONNECT: the broker does not publish the will), wakes a wait between
-    /// rounds, and waits (3 s at most) for the thread to let go of the client. Blocks: from a
-    /// thread of the caller's own; from a task, ``shutDown()``.
-    public func stop() {
+    /// rounds, and waits (3 s at most) for the thread to let go of the client; whether it did.
+    /// Blocks: from a thread of the caller's own; from a task, ``shutDown()``.
+    @discardableResult
+    public func stop() -> Bool {
         let started = state.withLock { state in
             state.stopped = true
             return state.started
@@ -153,25 +154,24 @@ public final class MQTTSession: Sendable {
         client.disconnect()
         wake.signal()
         room.signal()
-        if started { _ = finished.wait(timeout: .now() + .seconds(3)) }
+        let ended = !started || finished.wait(timeout: .now() + .seconds(3)) == .success
         // The handler holds the owners, which hold this session: let go, so the client (its socket
         // and libmosquitto's wake-up pair) is freed with them.
         state.withLock { $0.handler = nil }
+        return ended
     }
 
     /// ``stop()`` on a thread of its own, awaited: never blocks the cooperative pool.
-    public func shutDown() async {
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            if !DetachedThread.start({ [self] in
-                stop()
-                done.resume()
-            }) {
+    @discardableResult
+    public func shutDown() async -> Bool {
+        await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+            if !DetachedThread.start({ [self] in done.resume(returning: stop()) }) {
                 // No thread to be had: stop without waiting for the loop (it ends by itself).
                 state.withLock { $0.stopped = true }
                 client.disconnect()
                 wake.signal()
                 room.signal()
-                done.resume()
+                done.resume(returning: false)
             }
         }
     }

@@ -85,7 +85,9 @@ final class MQTTConnection: Sendable {
     /// Disconnects cleanly (the broker does not publish the will) and waits for the session's
     /// thread, on a thread of its own: never on the cooperative pool.
     func stop() async {
-        await session.shutDown()
+        if !(await session.shutDown()) {
+            log.warning("Failed to end the MQTT network thread within 3 s; going on without waiting for it")
+        }
         handler.withLock { $0 = nil }
     }
 
