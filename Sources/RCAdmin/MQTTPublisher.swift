@@ -13,14 +13,6 @@ enum MQTTPublisher {
         var unreachable = false
     }
 
-    /// The password in `path` (``MQTTPassword``: the daemon's reading), `nil` without a file.
-    static func password(fromFile path: String?) throws(Failure) -> String? {
-        guard let path else { return nil }
-        do { return try MQTTPassword.read(fromFile: path) } catch {
-            throw Failure(description: TextEscaping.terminal(error.description))
-        }
-    }
-
     /// Connects (MQTT 5, or 3.1.1 to a broker that refuses it: ``MQTTSession``), publishes once
     /// connected and returns on the broker's PUBACK. Blocks: call it from a thread of its own. No
     /// reconnect: the first failed or lost connection ends it (the relay tries again later).

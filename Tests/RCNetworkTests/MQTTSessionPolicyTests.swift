@@ -197,3 +197,38 @@ import Testing
         }
     }
 }
+
+/// ``MQTTCredentials``: the one way a login reaches the client's options, for the daemon and rcadmin.
+@Suite struct MQTTCredentialsTests {
+    @Test func theLoginAndTLSFilesReachTheOptionsWithThePasswordRead() throws {
+        try TemporaryDirectory.with { dir in
+            let file = try dir.write("pw", "secret\n")
+            var options = MQTTClient.Options()
+            try MQTTCredentials(
+                username: "u", passwordFile: file, caFile: "/ca", certificateFile: "/c", keyFile: "/k"
+            ).apply(to: &options, tls: true)
+            #expect(options.username == "u" && options.password == "secret" && options.tls)
+            #expect(options.caFile == "/ca" && options.certificateFile == "/c" && options.keyFile == "/k")
+        }
+    }
+
+    @Test func aPasswordFileWithoutAUserIsNotRead() throws {
+        var options = MQTTClient.Options()
+        try MQTTCredentials(passwordFile: "/nonexistent/pw").apply(to: &options, tls: false)
+        #expect(options.username == nil && options.password == nil)
+    }
+
+    @Test func anUnreadablePasswordFileIsASetupErrorSayingWhy() {
+        var options = MQTTClient.Options()
+        #expect {
+            try MQTTCredentials(username: "u", passwordFile: "/nonexistent/pw").apply(to: &options, tls: false)
+        } throws: { ($0 as? MQTTError)?.kind == .setup && "\($0)".contains("/nonexistent/pw") }
+    }
+
+    @Test func aClientCertificateNeedsTLS() {
+        var options = MQTTClient.Options()
+        #expect {
+            try MQTTCredentials(certificateFile: "/c", keyFile: "/k").apply(to: &options, tls: false)
+        } throws: { "\($0)" == MQTTCredentials.certificateNeedsTLS }
+    }
+}

@@ -42,18 +42,12 @@ final class MQTTConnection: Sendable {
         guard !brokers.isEmpty else { throw SetupError(description: "MQTT= names no broker") }
         var options = MQTTClient.Options(clientId: clientId, cleanSession: cleanSession)
         options.threaded = true  // the session's thread writes; see ``MQTTSession/stop()``
-        if let username = credentials.username {
-            options.username = username
-            if let file = credentials.passwordFile {
-                do { options.password = try MQTTPassword.read(fromFile: file) } catch {
-                    throw SetupError(description: "cannot read MQTTPasswordFile=\(file): \(error.reason)")
-                }
+        do { try credentials.apply(to: &options, tls: tls ?? false) } catch {
+            guard error.kind == .setup, let file = credentials.passwordFile else {
+                throw SetupError(description: "cannot set up MQTT: \(error)")
             }
+            throw SetupError(description: "cannot read MQTTPasswordFile=\(file): \(error.reason)")
         }
-        options.tls = tls ?? false
-        options.caFile = credentials.caFile
-        options.certificateFile = credentials.certificateFile
-        options.keyFile = credentials.keyFile
         let client: MQTTClient
         do { client = try MQTTClient(options) } catch {
             throw SetupError(description: "cannot set up MQTT (MQTTCAFile=, MQTTClientCertificate=, TLS): \(error)")
@@ -136,13 +130,7 @@ final class MQTTConnection: Sendable {
 /// Who the daemon is to a broker: `[Push]`'s MQTTUsername=/MQTTPasswordFile=/MQTTCAFile=/
 /// MQTTClientCertificate=/MQTTClientKey=, or `[Report]`'s for a report connection of its own (each
 /// defaulting to `[Push]`'s; the certificate and its key as a pair).
-struct MQTTCredentials: Sendable {
-    var username: String?
-    var passwordFile: String?
-    var caFile: String?
-    var certificateFile: String?
-    var keyFile: String?
-
+extension MQTTCredentials {
     static func push(_ config: AgentConfig) -> MQTTCredentials {
         MQTTCredentials(
             username: config.mqttUsername, passwordFile: config.mqttPasswordFile, caFile: config.mqttCAFile,
