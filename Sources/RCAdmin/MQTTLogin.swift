@@ -54,19 +54,17 @@ struct MQTTLogin: Sendable {
         caFile == nil && certificateFile == nil && keyFile == nil && username == nil && passwordFile == nil
     }
 
-    /// The client options for a broker with (`tls`) or without TLS. The password file is read now,
-    /// at every call: a rotated password is used without a restart of the relay.
+    /// The client options for a broker with (`tls`) or without TLS, through RCMQTT's
+    /// ``MQTTCredentials`` (the daemon's reading of the password file). Read at every call: a
+    /// rotated password is used without a restart of the relay.
     func clientOptions(tls: Bool) throws(MQTTPublisher.Failure) -> MQTTClient.Options {
-        if !tls, certificateFile != nil {
-            throw MQTTPublisher.Failure(description: "a client certificate needs an mqtts:// broker")
-        }
         var options = MQTTClient.Options()  // no client id: a random one, with a clean session
-        options.username = username
-        options.password = try MQTTPublisher.password(fromFile: passwordFile)
-        options.tls = tls
-        options.caFile = caFile
-        options.certificateFile = certificateFile
-        options.keyFile = keyFile
+        let credentials = MQTTCredentials(
+            username: username, passwordFile: passwordFile, caFile: caFile, certificateFile: certificateFile,
+            keyFile: keyFile)
+        do { try credentials.apply(to: &options, tls: tls) } catch {
+            throw MQTTPublisher.Failure(description: TextEscaping.terminal(error.description))
+        }
         return options
     }
 }

@@ -1,3 +1,4 @@
+import Dispatch
 import RCCore
 import RCMQTT
 import Synchronization
@@ -12,71 +13,104 @@ enum MQTTPublisher {
         var unreachable = false
     }
 
-    /// The password in `path` (the file's text, white space at both ends trimmed), `nil` without a file.
-    static func password(fromFile path: String?) throws(Failure) -> String? {
-        guard let path else { return nil }
-        let bytes: [UInt8]?
-        do { bytes = try FileBytes.read(path) } catch {
-            throw Failure(description: TextEscaping.terminal(error.description))
-        }
-        guard let bytes else { throw Failure(description: "\(TextEscaping.terminal(path)): no such file") }
-        return String(String(decoding: bytes, as: UTF8.self).trimmingSpaces())
-    }
-
+    /// Connects (MQTT 5, or 3.1.1 to a broker that refuses it: ``MQTTSession``), publishes once
+    /// connected and returns on the broker's PUBACK. Blocks: call it from a thread of its own. No
+    /// reconnect: the first failed or lost connection ends it (the relay tries again later).
     static func publish(
         url: String, topic: String, payload: String, login: MQTTLogin, timeout: Duration = .seconds(30)
     ) throws(Failure) {
         guard let (tls, host, port) = MQTTAddress.parse(url) else {
             throw Failure(description: "not an mqtt:// or mqtts:// URL: \(TextEscaping.terminal(url))")
         }
-        let options = try login.clientOptions(tls: tls)
+        var options = try login.clientOptions(tls: tls)
+        options.threaded = true  // the session's thread runs the loop; the publish comes from its event
         let client: MQTTClient
         do { client = try MQTTClient(options) } catch { throw Failure(description: error.description) }
-        // What the broker said, from the event handler (which runs inside `loop`, on this thread).
+        var configuration = MQTTSession.Configuration(brokers: [MQTTBroker(host: host, port: port)])
+        configuration.keepAlive = 30
+        configuration.loopTimeout = .milliseconds(200)
+        let session = MQTTSession(client: client, configuration)
+        // What the broker said, from the session's thread.
         let outcome = Outcome()
-        client.onEvent { [unowned client] event in
+        let bytes = Array(payload.utf8)
+        session.onEvent { [unowned session] event in
             switch event {
-            case .published:
-                outcome.set(.acknowledged)
-                client.disconnect()  // the loop below then ends
-            case let .refused(reason, _): outcome.set(.refused(reason))
+            case .connected:
+                do throws(MQTTError) {
+                    outcome.sent(try session.publish(bytes, topic: topic, qos: 1, retain: false))
+                } catch {
+                    outcome.set(.failed("cannot publish to \(topic): \(error.reason)", connected: true))
+                }
+            case let .published(messageId): outcome.acknowledged(messageId)
+            case let .refused(_, reason): outcome.set(.refused(reason))
+            case let .failed(_, reason, lost, _, _, _): outcome.set(.failed(reason, connected: lost))
             default: break
             }
         }
-        do {
-            try client.connect(host: host, port: port, keepAlive: 30)
-            try client.publish(Array(payload.utf8), topic: topic, qos: 1)
-        } catch {
-            throw Failure(description: error.description, unreachable: true)
+        guard session.start() else { throw Failure(description: "cannot start a thread for the MQTT connection") }
+        defer { session.stop() }  // on this thread, which is the caller's own
+        switch outcome.wait(timeout) {
+        case .acknowledged?: return
+        case let .refused(reason)?:
+            throw Failure(description: "\(host):\(port) refused the connection: \(reason)")
+        case let .failed(reason, connected)?:
+            throw Failure(
+                description: connected
+                    ? "connection to \(host):\(port) failed: \(reason)"
+                    : "cannot connect to \(host):\(port): \(reason)",
+                unreachable: true)
+        case nil:
+            throw Failure(
+                description: "the broker did not acknowledge the message within \(DurationText.format(timeout))",
+                unreachable: true)
         }
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            var failure: MQTTError?
-            do { try client.loop(timeout: .milliseconds(200)) } catch { failure = error }
-            switch outcome.value {
-            case .acknowledged?: return
-            case let .refused(reason)?: throw Failure(description: "\(host):\(port) refused the connection: \(reason)")
-            case nil:
-                if let failure {
-                    throw Failure(
-                        description: "connection to \(host):\(port) failed: \(failure.reason)", unreachable: true)
-                }
-            }
-        }
-        throw Failure(
-            description: "the broker did not acknowledge the message within \(DurationText.format(timeout))",
-            unreachable: true)
     }
 
     private enum Answer {
         case acknowledged
         case refused(String)
+        case failed(String, connected: Bool)
     }
 
-    /// The broker's first answer, set from the event handler.
+    /// The broker's first answer, set from the session's thread, waited for on the caller's.
     private final class Outcome: Sendable {
-        private let answer = Mutex<Answer?>(nil)
-        func set(_ value: Answer) { answer.withLock { if $0 == nil { $0 = value } } }
-        var value: Answer? { answer.withLock { $0 } }
+        private struct State {
+            var answer: Answer?
+            var messageId: Int32?
+            var acknowledged: Set<Int32> = []
+        }
+        private let state = Mutex(State())
+        private let answered = DispatchSemaphore(value: 0)
+
+        func set(_ value: Answer) {
+            let first = state.withLock { state in
+                guard state.answer == nil else { return false }
+                state.answer = value
+                return true
+            }
+            if first { answered.signal() }
+        }
+
+        /// The publish was queued with this id (its PUBACK may have come already).
+        func sent(_ messageId: Int32) {
+            let done = state.withLock { state in
+                state.messageId = messageId
+                return state.acknowledged.contains(messageId)
+            }
+            if done { set(.acknowledged) }
+        }
+
+        func acknowledged(_ messageId: Int32) {
+            let done = state.withLock { state in
+                state.acknowledged.insert(messageId)
+                return state.messageId == messageId
+            }
+            if done { set(.acknowledged) }
+        }
+
+        func wait(_ timeout: Duration) -> Answer? {
+            _ = answered.wait(timeout: .now() + .milliseconds(Int(timeout.milliseconds)))
+            return state.withLock { $0.answer }
+        }
     }
 }

@@ -187,7 +187,7 @@ struct MQTTService: Service {
             if let reporter { group.addTask { await reporter.run() } }
         }
         await reporter?.goodbye()
-        connection.stop()
+        await connection.stop()  // on a thread of its own: it waits for the network thread
     }
 
     func retire() async { channel?.unsubscribe() }

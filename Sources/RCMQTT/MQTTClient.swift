@@ -7,8 +7,8 @@ import Synchronization
 /// One MQTT client connection, owned: the libmosquitto handle is created in `init` and destroyed in
 /// `deinit`. It connects, subscribes, publishes and runs the network loop on the caller's thread
 /// (never the cooperative pool: every call but ``disconnect()`` may block); what the broker does
-/// arrives as ``Event``s on that thread. The daemon's push channel and rcadmin's publisher both use
-/// it. Unchecked Sendable: libmosquitto locks its own state, so ``disconnect()`` may come from
+/// arrives as ``Event``s on that thread. Every user drives it through an ``MQTTSession`` (it is the
+/// session's ``MQTTSessionClient``), which reconnects, rotates and falls back. Unchecked Sendable: libmosquitto locks its own state, so ``disconnect()`` may come from
 /// another thread while the loop runs; the event handler is behind a Mutex.
 public final class MQTTClient: @unchecked Sendable {
     /// How the client identifies itself and secures the connection.
@@ -226,11 +226,6 @@ public final class MQTTClient: @unchecked Sendable {
         handler?.call(event)
     }
 
-    /// How ``loopForever(timeout:)`` reconnects after a lost connection: `initial` growing to `maximum`.
-    public func setReconnectDelay(initial: Int, maximum: Int, exponential: Bool) {
-        mosquitto_reconnect_delay_set(handle, UInt32(initial), UInt32(maximum), exponential)
-    }
-
     /// Sets (or, with `nil`, clears) the last will the next connect hands the broker; the one of a
     /// connection already open does not change.
     public func setWill(_ will: Will?) throws(MQTTError) {
@@ -274,11 +269,6 @@ public final class MQTTClient: @unchecked Sendable {
         try check(mosquitto_connect_bind_v5(handle, host, port, keepAlive, nil, properties), what)
     }
 
-    /// Opens the connection again, to the same broker, with the same protocol version.
-    public func reconnect() throws(MQTTError) {
-        try check(mosquitto_reconnect(handle), "cannot reconnect")
-    }
-
     /// Ends the connection; a loop running on another thread returns.
     public func disconnect() {
         mosquitto_disconnect(handle)
@@ -314,12 +304,6 @@ public final class MQTTClient: @unchecked Sendable {
     /// One round of network traffic, waiting at most `timeout` for it.
     public func loop(timeout: Duration = .milliseconds(200)) throws(MQTTError) {
         try check(mosquitto_loop(handle, Int32(timeout.milliseconds), 1), "connection failed")
-    }
-
-    /// Runs the network loop until ``disconnect()`` (then it returns) or an error it does not retry
-    /// (then it throws); a lost connection is reconnected inside it (see ``setReconnectDelay(initial:maximum:exponential:)``).
-    public func loopForever(timeout: Duration = .seconds(1)) throws(MQTTError) {
-        try check(mosquitto_loop_forever(handle, Int32(timeout.milliseconds), 1), "network loop ended")
     }
 
     private func check(_ rc: Int32, _ what: String) throws(MQTTError) {

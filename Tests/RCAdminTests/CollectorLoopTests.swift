@@ -14,18 +14,21 @@ import Testing
         let broker = try Mosquitto(in: directory)
         var options = MQTTClient.Options()
         options.threaded = true
-        let client = try MQTTClient(options)
-        let loop = CollectorLoop(client: client)
+        var configuration = MQTTSession.Configuration(brokers: [MQTTBroker(host: "127.0.0.1", port: Int32(broker.port))]
+        )
         // mosquitto drops a client it has not heard from in 1.5 keepalives: 7.5 s here (5 s is
         // libmosquitto's least).
-        try client.connect(host: "127.0.0.1", port: Int32(broker.port), keepAlive: 5)
+        configuration.keepAlive = 5
+        configuration.maximumBacklog = CollectorLoop.maximumBacklog
+        let session = MQTTSession(client: try MQTTClient(options), configuration)
+        let loop = CollectorLoop(session: session)
         #expect(loop.start())
         var items: [CollectorLoop.Item] = []
         let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, !items.contains(where: { if case .event(.connected) = $0 { true } else { false } }) {
+        while Date() < deadline, !items.contains(where: { if case .connected = $0 { true } else { false } }) {
             items += loop.take(waiting: .milliseconds(100))
         }
-        #expect(items.contains { if case .event(.connected) = $0 { true } else { false } })
+        #expect(items.contains { if case .connected = $0 { true } else { false } })
         // The reader is busy (this is the work being simulated, not a wait for an event) for twice
         // the keepalive. When the loop ran between the reader's rounds, this lost the
         // connection.
@@ -34,22 +37,22 @@ import Testing
         #expect(
             !during.contains {
                 switch $0 {
-                case .failed, .event(.disconnected): true
+                case .failed, .disconnected: true
                 default: false
                 }
             }, "\(during)")
         // And the connection carries messages still.
-        _ = try client.subscribe("t", qos: 0)
+        _ = try session.subscribe("t", qos: 0)
         var received = false
         let until = Date().addingTimeInterval(10)
         var published = false
         while Date() < until, !received {
             for item in loop.take(waiting: .milliseconds(100)) {
                 switch item {
-                case .event(.subscribed):
-                    _ = try client.publish(Array("hello".utf8), topic: "t", qos: 1)
+                case .subscribed:
+                    _ = try session.publish(Array("hello".utf8), topic: "t", qos: 1, retain: false)
                     published = true
-                case let .event(.message(_, payload)):
+                case let .message(_, payload):
                     received = payload == Array("hello".utf8)
                     loop.consumed(payload.count)
                 default: break
@@ -57,7 +60,6 @@ import Testing
             }
         }
         #expect(published && received)
-        client.disconnect()
         loop.stop()
     }
 }

@@ -23,9 +23,18 @@ import Testing
         try broker.connect(subscriber)
         let loopEnded = DispatchSemaphore(value: 0)
         let loopError = LoopResult()
+        let disconnecting = Mutex(false)
         #expect(
             DetachedThread.start {
-                do throws(MQTTError) { try subscriber.loopForever() } catch { loopError.set(error) }
+                // Until disconnect() from another thread: the loop then reports the end (the
+                // disconnect event, or "not connected" once the socket is closed).
+                do throws(MQTTError) {
+                    while !heard.all.contains(where: { if case .disconnected = $0 { true } else { false } }) {
+                        try subscriber.loop(timeout: .milliseconds(200))
+                    }
+                } catch {
+                    if !(disconnecting.withLock { $0 } && error.kind == .notConnected) { loopError.set(error) }
+                }
                 loopEnded.signal()
             })
         #expect(heard.wait { $0.contains { if case .subscribed = $0 { true } else { false } } }, "\(heard.all)")
@@ -51,6 +60,7 @@ import Testing
             }, "\(heard.all)")
         publisher.disconnect()
         // disconnect() from another thread ends the subscriber's loop cleanly.
+        disconnecting.withLock { $0 = true }
         subscriber.disconnect()
         #expect(loopEnded.wait(timeout: .now() + .seconds(10)) == .success)
         #expect(loopError.error == nil, "the loop ended with an error, not as asked")

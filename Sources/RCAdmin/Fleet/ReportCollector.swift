@@ -16,12 +16,13 @@ import Synchronization
 /// and a lost connection rebuilds the picture from the retained set anyway.
 ///
 /// Every call blocks (connect, the network loop): run it on a thread of its own, never on the
-/// cooperative pool. The network loop runs on a thread of its own (``CollectorLoop``), so reading
-/// reports, however many and however costly, never holds up the keepalive; its events are queued
-/// and handled on the caller's thread, so the inbox has one owner and needs no lock. A message
-/// over ``DeviceReport/maximumSize`` is dropped before any copy of it and listed as unreadable.
-/// The command speaks MQTT 5 first, telling the broker that limit (which then does not send
-/// larger messages at all), and MQTT 3.1.1 to a broker that refuses the version (NATS).
+/// cooperative pool. The connection is an ``MQTTSession`` whose thread runs the network loop
+/// (``CollectorLoop``), so reading reports, however many and however costly, never holds up the
+/// keepalive; its events are queued and handled on the caller's thread, so the inbox has one owner
+/// and needs no lock. A message over ``DeviceReport/maximumSize`` is dropped before any copy of it
+/// and listed as unreadable. The session speaks MQTT 5 first, telling the broker that limit (which
+/// then does not send larger messages at all), and MQTT 3.1.1 to a broker that refuses the version
+/// (NATS); in a watch it reconnects after a lost connection, once a second.
 final class ReportCollector: Sendable {
     /// Where the broker is and how to log in, from the command line.
     struct Settings: Sendable {
@@ -44,10 +45,8 @@ final class ReportCollector: Sendable {
     private let settings: Settings
     private let host: String
     private let port: Int32
-    private let client: MQTTClient
+    private let session: MQTTSession
     private let loop: CollectorLoop
-    /// The broker refused MQTT 5: 3.1.1 from then on.
-    private let legacy = Mutex(false)
     /// This run's marker topic: unique, so another operator's run does not end ours.
     private let markerTopic: String
     private let subscriptions: [String]
@@ -60,8 +59,17 @@ final class ReportCollector: Sendable {
         do { options = try settings.login.clientOptions(tls: tls) } catch { throw .failure(error.description) }
         options.threaded = true  // the loop runs on its own thread; this one subscribes and publishes
         options.maximumPayload = DeviceReport.maximumSize
+        let client: MQTTClient
         do { client = try MQTTClient(options) } catch { throw .failure(TextEscaping.terminal(error.description)) }
-        loop = CollectorLoop(client: client)
+        var configuration = MQTTSession.Configuration(brokers: [MQTTBroker(host: host, port: port)])
+        configuration.keepAlive = 15
+        configuration.maximumBacklog = CollectorLoop.maximumBacklog
+        // One broker: every failure is a full round; a lost watch comes back once a second.
+        configuration.reconnectBase = .seconds(1)
+        configuration.reconnectCap = .seconds(1)
+        configuration.loopTimeout = .milliseconds(100)
+        session = MQTTSession(client: client, configuration)
+        loop = CollectorLoop(session: session)
         self.settings = settings
         self.host = host
         self.port = port
@@ -88,8 +96,8 @@ final class ReportCollector: Sendable {
         var changed = false
         /// Why the connection ended, when it did.
         var lost: String?
-        /// The broker refused MQTT 5: connect again in 3.1.1 once the loop has ended.
-        var retryLegacy = false
+        /// Why the connection could not be made, when it could not.
+        var unreachable: String?
     }
 
     /// Connects, collects the retained reports and disconnects. Throws when the broker cannot be
@@ -137,24 +145,31 @@ final class ReportCollector: Sendable {
         var lastError = ""
         while !stop.isSet {
             if let since = lostSince {
-                // Reconnecting: once a second, until the connection is back or the time is up.
+                // The session reconnects (once a second) until the connection is back or the time is up.
                 if ContinuousClock.now - since >= settings.timeout {
                     throw .failure(
                         "lost the connection to the MQTT broker at \(broker) (\(lastError)) and it did not "
                             + "come back within \(DurationText.format(settings.timeout))")
                 }
-                stop.wait(.seconds(1))
-                if stop.isSet { break }
-                do { try client.reconnect() } catch {
-                    lastError = TextEscaping.terminal(error.reason)
-                    continue
+                var reconnected = false
+                for item in loop.take(waiting: .milliseconds(100)) {
+                    switch item {
+                    case .connected: reconnected = true
+                    case let .failed(_, reason, _, _, _, _): lastError = TextEscaping.terminal(reason)
+                    case let .refused(_, reason):
+                        throw .failure(
+                            "the MQTT broker at \(broker) refused the connection: \(TextEscaping.terminal(reason))")
+                    case let .message(_, payload): loop.consumed(payload.count)  // of the connection that was lost
+                    default: break
+                    }
                 }
+                guard reconnected else { continue }
                 lostSince = nil
-                loop.resume()
                 // The old picture stays on screen until the new retained set is in.
                 session = Session(inbox: FleetInbox(base: settings.topic, capacity: settings.capacity))
                 sessionStart = .now
                 Output.note("Reconnected to the MQTT broker at \(broker)")
+                subscribe(&session)
                 continue
             }
             if let reason = try round(&session) {
@@ -193,70 +208,50 @@ final class ReportCollector: Sendable {
         }
     }
 
-    /// Opens the connection (the CONNACK comes in the loop) and starts the loop's thread.
+    /// Starts the session's thread, which connects (the CONNACK comes in the loop).
     private func connect() throws(AdminFailure) {
-        do {
-            try client.connect(
-                host: host, port: port, keepAlive: 15, protocolVersion: legacy.withLock { $0 } ? .v311 : .v5)
-        } catch {
-            throw .failure("cannot reach the MQTT broker at \(broker): \(TextEscaping.terminal(error.reason))")
-        }
         guard loop.start() else { throw .failure("cannot start a thread for the MQTT connection") }
     }
 
     private func disconnect() {
-        client.disconnect()
         loop.stop()
     }
 
-    /// One round: waits at most 100 ms for what the network thread got, then handles all of it.
-    /// Returns why the connection ended if it did (escaped); throws what no reconnect can mend.
-    private func round(_ session: inout Session) throws(AdminFailure) -> String? {
-        var failure: MQTTError?
-        for item in loop.take(waiting: .milliseconds(100)) {
-            switch item {
-            case let .event(event): try handle(event, &session)
-            case let .failed(error):
-                guard session.retryLegacy else {
-                    failure = failure ?? error
-                    continue
-                }
-                // The refused MQTT 5 connection is over (the loop stopped): 3.1.1 now.
-                session.retryLegacy = false
-                do {
-                    try client.connect(host: host, port: port, keepAlive: 15, protocolVersion: .v311)
-                } catch {
-                    throw .failure(
-                        "cannot reach the MQTT broker at \(broker): \(TextEscaping.terminal(error.reason))")
-                }
-                loop.resume()
+    /// Asks for the reports (QoS 0, see above); the SUBACKs come as events.
+    private func subscribe(_ session: inout Session) {
+        session.connected = true
+        for topic in subscriptions {
+            do { session.pending.insert(try self.session.subscribe(topic, qos: 0)) } catch {
+                session.lost = session.lost ?? TextEscaping.terminal(error.reason)
             }
         }
-        return session.lost ?? failure.map { TextEscaping.terminal($0.reason) }
     }
 
-    private func handle(_ event: MQTTClient.Event, _ session: inout Session) throws(AdminFailure) {
+    /// One round: waits at most 100 ms for what the network thread got, then handles all of it.
+    /// Returns why the connection ended if it did (escaped); throws what no reconnect can mend,
+    /// and a broker that could not be reached at all.
+    private func round(_ session: inout Session) throws(AdminFailure) -> String? {
+        for item in loop.take(waiting: .milliseconds(100)) { try handle(item, &session) }
+        if let reason = session.unreachable, !session.connected {
+            throw .failure("cannot reach the MQTT broker at \(broker): \(reason)")
+        }
+        return session.lost
+    }
+
+    private func handle(_ event: MQTTSession.Event, _ session: inout Session) throws(AdminFailure) {
         switch event {
         case .connected:
-            session.connected = true
-            for topic in subscriptions {
-                do { session.pending.insert(try client.subscribe(topic, qos: 0)) } catch {
-                    throw .failure("cannot subscribe to \(TextEscaping.terminal(topic)): \(error.reason)")
-                }
-            }
-        case let .refused(reason, protocolVersion):
-            if protocolVersion && !legacy.withLock({ $0 }) {
-                legacy.withLock { $0 = true }
-                session.retryLegacy = true
-                return
-            }
+            subscribe(&session)
+        case let .refused(_, reason):
             throw .failure("the MQTT broker at \(broker) refused the connection: \(TextEscaping.terminal(reason))")
-        case let .disconnected(reason):
-            // The end of a connection refused for MQTT 5 is not a loss: 3.1.1 follows.
-            guard !session.retryLegacy else { return }
-            session.lost = session.lost ?? TextEscaping.terminal(reason)
-        case let .subscribed(messageId, grantedQoS):
-            if grantedQoS.contains(where: MQTTClient.isRefusal) {
+        case let .failed(_, reason, lost, _, _, _):
+            if lost || session.connected {
+                session.lost = session.lost ?? TextEscaping.terminal(reason)
+            } else {
+                session.unreachable = session.unreachable ?? TextEscaping.terminal(reason)
+            }
+        case let .subscribed(messageId, refused):
+            if refused {
                 throw .failure(
                     "the MQTT broker at \(broker) refused the subscription to \(TextEscaping.terminal(settings.topic))/+ "
                         + "(does this user have read access to it?)")
@@ -269,7 +264,8 @@ final class ReportCollector: Sendable {
             // this client so far. QoS 1 so that it is not dropped on the way in; it comes back at
             // the subscription's QoS 0. A refused publish is not an error: the quiet period ends
             // the collection instead.
-            _ = try? client.publish(Array("end of retained reports".utf8), topic: markerTopic, qos: 1)
+            _ = try? self.session.publish(
+                Array("end of retained reports".utf8), topic: markerTopic, qos: 1, retain: false)
         case let .message(topic, payload):
             defer { loop.consumed(payload.count) }
             if topic.sameBytes(as: markerTopic) {
@@ -282,8 +278,8 @@ final class ReportCollector: Sendable {
             // Part of the retained set all the same (the quiet period waits for it), and listed.
             session.progress.message(at: .now)
             if session.inbox.receive(topic: topic, payload: [], oversized: size) { session.changed = true }
-        case .published:
-            break
+        case .published, .disconnected, .fellBack, .subscriptionGranted, .subscriptionRefused, .subscribeFailed:
+            break  // the loss comes with its reason as .failed; the session subscribes nothing of its own
         }
     }
 }

@@ -1,4 +1,3 @@
-@preconcurrency import Dispatch
 import RCCore
 import RCMQTT
 import RCService
@@ -22,14 +21,6 @@ final class MQTTChannel: Sendable {
     private let jitter: Duration
     private let refusals: RefusalLog
     private let everConnected = Mutex(false)
-    /// The subscriptions in flight (message id → topic) and how often in a row the broker refused
-    /// each topic, for the retries; the broker the connection is on, `nil` while it is not.
-    private struct Subscriptions {
-        var inFlight: [Int32: String] = [:]
-        var refusals: [String: Int] = [:]
-        var broker: MQTTConnection.Broker?
-    }
-    private let subscriptions = Mutex(Subscriptions())
     /// What the connection did, in the order the network thread saw it: the channel's own task
     /// (``run()``) hands it to the agent, so `status` never shows an older state after a newer one ("connecting" after
     /// "connected" when a task per callback raced), and messages are handled in arrival order.
@@ -52,6 +43,8 @@ final class MQTTChannel: Sendable {
         (events, eventInput) = AsyncStream.makeStream()
         jitter = config.jitter
         topics = [config.mqttTopic, config.mqttTopic + "/" + deviceId]
+        // Asked for on every connect by the session, a refused one again with backoff.
+        connection.setSubscriptions(topics)
         // Queued now, before the connection starts: it must come before whatever its thread reports.
         eventInput.yield(.state("mqtt \(connection.currentBroker.name) connecting"))
     }
@@ -132,7 +125,6 @@ final class MQTTChannel: Sendable {
         switch event {
         case let .connected(broker): didConnect(broker)
         case let .disconnected(broker):
-            subscriptions.withLock { $0 = Subscriptions() }
             eventInput.yield(.state("mqtt \(broker.name) disconnected, reconnecting"))
         case let .message(topic, payload): eventInput.yield(.message(payload, topic: topic))
         case let .oversized(topic, size):
@@ -140,54 +132,23 @@ final class MQTTChannel: Sendable {
                 "oversized",
                 "Ignoring an MQTT message on \(topic): \(size) bytes, over the limit of "
                     + "\(MQTTClient.defaultMaximumPayload) (not read)")
-        case .published: break  // the report's acknowledgements, when it shares the connection
-        case let .subscribed(messageId, refused): didSubscribe(messageId, refused: refused)
-        }
-    }
-
-    private func subscribe(_ topic: String, on broker: MQTTConnection.Broker) {
-        do {
-            let messageId = try connection.subscribe(topic)
-            subscriptions.withLock { $0.inFlight[messageId] = topic }
-        } catch {
-            log.warning("Failed to subscribe to \(topic) on \(broker.name): \(error.reason)")
-        }
-    }
-
-    /// A refused subscription leaves the device deaf on that topic while the connection looks
-    /// healthy (a broker's ACL, a cluster that could not create the subscription's storage in
-    /// time): it is logged, shown in status, and asked for again, 1 s doubling to 5 min, ±50%, on
-    /// the same connection (a reconnect would cost every device a fetch).
-    private func didSubscribe(_ messageId: Int32, refused: Bool) {
-        let (topic, refusals, broker) = subscriptions.withLock { state in
-            let topic = state.inFlight.removeValue(forKey: messageId)
-            guard let topic else { return (String?.none, 0, state.broker) }
-            let before = state.refusals[topic] ?? 0
-            state.refusals[topic] = refused ? before + 1 : 0
-            return (topic, refused ? before + 1 : before, state.broker)
-        }
-        guard let topic, let broker else { return }
-        guard refused else {
-            if refusals > 0 {
-                log.info("MQTT broker \(broker.name) took the subscription to \(topic) after \(refusals) refusals")
-                eventInput.yield(.state(connectedState(broker)))
+        case let .subscriptionGranted(topic, broker, afterRefusals):
+            guard afterRefusals > 0 else { return }
+            log.info("MQTT broker \(broker.name) took the subscription to \(topic) after \(afterRefusals) refusals")
+            eventInput.yield(.state(connectedState(broker)))
+        case let .subscriptionRefused(topic, broker, _, retryIn, worthLogging):
+            // A refused subscription leaves the device deaf on that topic while the connection
+            // looks healthy (a broker's ACL, a cluster that could not create the subscription's
+            // storage in time): logged, shown in status, and asked for again by the session, 1 s
+            // doubling to 5 min, ±50%, on the same connection (a reconnect would cost every device a fetch).
+            if worthLogging {
+                log.warning(
+                    "MQTT broker \(broker.name) refused the subscription to \(topic); pings there are not heard; "
+                        + "retrying in \(DurationText.format(retryIn))")
             }
-            return
-        }
-        let step = Backoff.step(failures: refusals, base: .seconds(1), cap: .seconds(300))
-        let delay = Duration.milliseconds(Int64(Double(step.milliseconds) * Double.random(in: 0.5...1.5)))
-        if refusals == 1 || refusals.isMultiple(of: 10) {
-            log.warning(
-                "MQTT broker \(broker.name) refused the subscription to \(topic); pings there are not heard; "
-                    + "retrying in \(DurationText.format(delay))")
-        }
-        eventInput.yield(.state("mqtt \(broker.name) connected, subscription to \(topic) refused, retrying"))
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(delay.milliseconds))) {
-            [weak self] in
-            guard let self else { return }
-            // On the connection it was refused on only: a new connection subscribes everything anyway.
-            guard let current = subscriptions.withLock({ $0.broker }), current == broker else { return }
-            subscribe(topic, on: current)
+            eventInput.yield(.state("mqtt \(broker.name) connected, subscription to \(topic) refused, retrying"))
+        case .published, .subscribed, .failed, .refused, .fellBack, .subscribeFailed:
+            break  // the report's acknowledgements; what the connection logs itself
         }
     }
 
@@ -196,8 +157,6 @@ final class MQTTChannel: Sendable {
     }
 
     private func didConnect(_ broker: MQTTConnection.Broker) {
-        subscriptions.withLock { $0 = Subscriptions(broker: broker) }
-        for topic in topics { subscribe(topic, on: broker) }
         let first = everConnected.withLock { ever in
             defer { ever = true }
             return !ever

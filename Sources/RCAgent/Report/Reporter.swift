@@ -57,7 +57,9 @@ final class Reporter: Sendable {
             broker.withLock { $0 = nil }
             inbox.send(.disconnected)
         case let .published(messageId): inbox.send(.published(messageId: messageId))
-        case .message, .oversized, .subscribed: break  // the push channel's, when it shares the connection
+        case .message, .oversized, .subscribed, .subscriptionGranted, .subscriptionRefused, .subscribeFailed, .failed,
+            .refused, .fellBack:
+            break  // the push channel's, when it shares the connection; what the connection logs
         }
     }
 
