@@ -164,9 +164,9 @@ struct HookEvent: Sendable {
 final class HookRunner: Sendable {
     /// Where the hooks are and how long each may run: a reload changes them in place, so the one
     /// hook thread stays the only one (a replaced runner let its hook overlap the new runner's).
+    /// Read once per event: the directory is listed again for each, and one event's hooks all come
+    /// from one directory, with one timeout, even when a reload lands while they run.
     private let settings: Mutex<(directory: String, timeout: Duration)>
-    private var directory: String { settings.withLock { $0.directory } }
-    private var timeout: Duration { settings.withLock { $0.timeout } }
     private let log: Logger
     /// The events waiting for the hook thread, and whether that thread runs.
     private struct Queue {
@@ -189,7 +189,10 @@ final class HookRunner: Sendable {
 
     /// The hooks that would run now, in order: executable regular files, no hidden files, editor
     /// backups or package-manager leftovers.
-    var hooks: [String] {
+    var hooks: [String] { Self.hooks(in: settings.withLock { $0.directory }) }
+
+    /// The hooks in `directory` that would run now (see ``hooks``).
+    static func hooks(in directory: String) -> [String] {
         FileBytes.directoryEntries(directory)
             .filter { name in
                 !name.hasPrefix(".") && !name.hasSuffix("~") && !(name.hasPrefix("#") && name.hasSuffix("#"))
@@ -240,13 +243,14 @@ final class HookRunner: Sendable {
             }
             return queue.pending.removeFirst()
         }) {
-            for name in hooks { run(name, event) }
+            let (directory, timeout) = settings.withLock { $0 }
+            for name in Self.hooks(in: directory) { run(name, event, directory: directory, timeout: timeout) }
         }
     }
 
     /// Runs one hook for one event: spawned with only stdin, stdout and stderr open, the event as JSON
     /// on stdin, its output logged line by line under its name, killed at ``HookTimeout``.
-    private func run(_ name: String, _ event: HookEvent) {
+    private func run(_ name: String, _ event: HookEvent, directory: String, timeout: Duration) {
         let path = directory + "/" + name
         // Every end closes when this function returns, unless closed or handed over before.
         var ends: [Int32] = [0, 0]
@@ -326,7 +330,7 @@ final class HookRunner: Sendable {
             FileDescriptor(writer).close()
             log.warning("Failed to start the thread that writes hook \(name)'s stdin; it gets an empty stdin")
         }
-        let timedOut = relayOutput(of: name, from: outputRead.rawValue)
+        let timedOut = relayOutput(of: name, from: outputRead.rawValue, timeout: timeout)
         outputRead.close()
         if timedOut {
             kill(-pid, SIGKILL)
@@ -346,7 +350,7 @@ final class HookRunner: Sendable {
     }
 
     /// Logs the hook's output line by line until it closes it; `true` when the timeout ran out first.
-    private func relayOutput(of name: String, from fd: Int32) -> Bool {
+    private func relayOutput(of name: String, from fd: Int32, timeout: Duration) -> Bool {
         let deadline = ContinuousClock.now + timeout
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)

@@ -266,15 +266,10 @@ public struct AgentConfig: Sendable {
     /// A short fingerprint of every setting: the daemon reports the one it runs with, so `doctor`
     /// can tell when the files on disk say something else (a reload is due).
     public var digest: String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         let text =
             assignments.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }
             + signals.sorted { $0.name < $1.name }.flatMap { [$0.name, $0.value] }
-        for byte in text.joined(separator: "\u{0}").utf8 {
-            hash ^= UInt64(byte)
-            hash &*= 0x100_0000_01b3
-        }
-        return String(hash, radix: 16)
+        return String(FNV1a.hash(text.joined(separator: "\u{0}").utf8), radix: 16)
     }
 
     /// The sections agent.conf knows.

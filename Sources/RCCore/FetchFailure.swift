@@ -28,4 +28,9 @@ public struct FetchFailure: Error, CustomStringConvertible, Sendable {
     }
 
     public var description: String { message }
+
+    /// Whether an HTTP `status` throttles: the server asking for a pause (429 Too Many Requests,
+    /// 503 Service Unavailable), to be honoured with its `Retry-After`. The one set for every
+    /// source and every Firebase call, so `status` and the throttle mean the same everywhere.
+    public static func throttles(status: Int) -> Bool { status == 429 || status == 503 }
 }

@@ -2,29 +2,6 @@
     import Glibc
 #endif
 
-/// An operating-system error with the call that failed (`open /x: No such file or directory`),
-/// or with a reason of the program's own (`open /x: is a FIFO, not a regular file`).
-public struct SystemError: Error, CustomStringConvertible, Sendable {
-    public let operation: String
-    public let errno: Int32
-    /// Replaces the system's text for `errno` when set.
-    public let reason: String?
-
-    public init(_ operation: String, errno: Int32 = Glibc.errno) {
-        self.operation = operation
-        self.errno = errno
-        reason = nil
-    }
-
-    public init(_ operation: String, reason: String, errno: Int32) {
-        self.operation = operation
-        self.errno = errno
-        self.reason = reason
-    }
-
-    public var description: String { "\(operation): \(reason ?? String(cString: strerror(errno)))" }
-}
-
 /// Linux's O_PATH on x86-64, arm and arm64 (asm-generic), which Glibc's module leaves out (_GNU_SOURCE).
 private let O_PATH: Int32 = 0o10_000_000
 

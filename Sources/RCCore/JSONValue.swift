@@ -137,12 +137,20 @@ public enum JSONValue: Sendable, Equatable {
             // by Unicode's rules (Python's splitlines, JavaScript before ES2019) would cut one JSON
             // line (a watch line, a list) in two: escaped, every document stays one line for all.
             case let c where c.value < 0x20 || c.value == 0x85 || c.value == 0x2028 || c.value == 0x2029:
-                let hex = String(c.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                out += unicodeEscape(c)
             default: out.unicodeScalars.append(scalar)
             }
         }
         out += "\""
+    }
+
+    /// `scalar` as JSON's `\uXXXX` escape (RFC 8259 section 7): a surrogate pair outside the Basic
+    /// Multilingual Plane.
+    public static func unicodeEscape(_ scalar: Unicode.Scalar) -> String {
+        String(scalar).utf16.map { unit in
+            let hex = String(unit, radix: 16)
+            return "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        }.joined()
     }
 }
 

@@ -197,7 +197,7 @@ public actor InstallationClient {
     private static func failure(_ what: String, _ response: HTTPResponse) -> FirebaseError {
         let text = FirebaseError.describe(response, call: "Firebase Installations: cannot \(what)")
         return FirebaseError(
-            response.status == 429 || response.status == 503 ? .throttled(retryAfter: nil) : .other, text,
+            FetchFailure.throttles(status: response.status) ? .throttled(retryAfter: nil) : .other, text,
             permanent: FirebaseError.isPermanent(response))
     }
 

@@ -1,3 +1,5 @@
+import RCCore
+
 /// Splits Firebase's realtime invalidation stream into its top-level JSON objects: the body is a
 /// sequence of objects, possibly wrapped in an array and split anywhere by the transfer. Braces are
 /// counted outside strings; bytes between objects are skipped. Not thread-safe: one per stream.
@@ -14,8 +16,7 @@ package struct RealtimeStreamFramer: Sendable {
     // The scan's state between chunks: each byte is looked at once, however the transfer splits
     // the stream.
     private var depth = 0
-    private var inString = false
-    private var escaped = false
+    private var strings = JSONStringTracker()
     /// The object being read went past the limit: its bytes are dropped until it ends.
     private var skipping = false
     /// Objects skipped for their size so far.
@@ -33,18 +34,9 @@ package struct RealtimeStreamFramer: Sendable {
         var start: Int? = depth > 0 ? 0 : nil
         for index in bytes.indices {
             let byte = bytes[index]
-            if inString {
-                if escaped {
-                    escaped = false
-                } else if byte == UInt8(ascii: "\\") {
-                    escaped = true
-                } else if byte == UInt8(ascii: "\"") {
-                    inString = false
-                }
-                continue
-            }
+            // Strings open only inside an object (depth stays put within one): their braces do not count.
+            if depth > 0 && strings.take(byte) { continue }
             switch byte {
-            case UInt8(ascii: "\"") where depth > 0: inString = true
             case UInt8(ascii: "{"):
                 if depth == 0 { start = index }  // bytes between objects are skipped
                 depth += 1

@@ -61,7 +61,7 @@ public struct RemoteConfigFetcher: Sendable {
                 // The auth token was refused: get a new one and try once more.
                 await installations.invalidateToken()
                 continue
-            case 429, 502, 503, 504:
+            case let status where FetchFailure.throttles(status: status):
                 throw FirebaseError(
                     .throttled(retryAfter: response.retryAfter()),
                     FirebaseError.describe(response, call: "Firebase fetch"))

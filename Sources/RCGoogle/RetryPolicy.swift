@@ -31,8 +31,10 @@ public struct RetryPolicy: Sendable {
     /// The backoff after the `failures`-th failure in a row (1-based), ±50% jitter, at most
     /// ``maximumDelay``.
     func backoff(failures: Int) -> Duration {
-        let base = Double(Backoff.step(failures: failures, base: initialDelay, cap: maximumDelay).milliseconds)
-        return .milliseconds(Int64(min(base * (0.5 + random()), Double(maximumDelay.milliseconds))))
+        min(
+            Jitter.halfAround(
+                Backoff.step(failures: failures, base: initialDelay, cap: maximumDelay), random: random()),
+            maximumDelay)
     }
 
     /// Sends `request` until it gets an answer that is not a retryable status, or the attempts or

@@ -156,3 +156,73 @@ import Testing
         #expect(daemon.stop() == 0)
     }
 }
+
+extension ReloadTests {
+    /// Regression (failed until the fix): after a reload that changes a restart-only setting,
+    /// the daemon reported the digest of the files, not of the config it runs, so `doctor` passed
+    /// while the daemon wrote one StateDirectory and `rcagent get` read another.
+    @Test func doctorFailsWhileARestartOnlySettingWaitsForARestart() throws {
+        let sandbox = try Sandbox()
+        let daemon = try sandbox.startServing(version: 1)
+        let elsewhere = sandbox.root.appendingPathComponent("elsewhere").path
+        try dropIn(sandbox, "10-state.conf", "[Agent]\nStateDirectory=\(elsewhere)\n")
+        let reload = try sandbox.cli("reload")
+        #expect(reload.status == 0, "\(reload.stderr)")
+        #expect(reload.stdout.contains("Agent.StateDirectory"), "\(reload.stdout)")
+        // The daemon still serves the old state; the CLI, reading the files, looks elsewhere.
+        #expect(try sandbox.cli("get", "key_0").stdout != "v1\n")
+        let doctor = try sandbox.cli("doctor")
+        #expect(doctor.status == 1, "\(doctor.stdout)")
+        #expect(doctor.stdout.contains("restart"), "\(doctor.stdout)")
+        #expect(daemon.stop() == 0)
+    }
+}
+
+extension ReloadTests {
+    /// `reload` changes state: a peer that may only read (here: nobody, let through by a socket
+    /// opened to everyone) is refused, and the daemon goes on with the config it has. (A guard:
+    /// this passes.)
+    @Test(.enabled(if: getuid() == 0, "needs root: runs the CLI as another user"))
+    func aReloadFromAPeerThatMayNotChangeStateIsRefused() throws {
+        let sandbox = try Sandbox()
+        let daemon = try sandbox.startServing(version: 1)
+        #expect(chmod(sandbox.socketPath, 0o666) == 0)
+        chmod(sandbox.root.path, 0o755)
+        try dropIn(sandbox, "10-interval.conf", "[Agent]\nMinimumFetchInterval=1h\n")
+        let refused = try runProcess(
+            "/usr/bin/setpriv",
+            [
+                "--reuid", "65534", "--regid", "65534", "--clear-groups", Binaries.url("rcagent").path, "reload",
+                "--config", sandbox.configPath,
+            ])
+        #expect(refused.status != 0, "\(refused.stdout)")
+        #expect(refused.stderr.contains("may not change the agent's state"), "\(refused.stderr)")
+        #expect(!daemon.log.contains("Reloading the config"), "\(daemon.log)")
+        #expect(try sandbox.cli("reload").stdout == "reloaded: Agent.MinimumFetchInterval changed\n")
+        #expect(daemon.stop() == 0)
+    }
+}
+
+extension ReloadTests {
+    /// A reload that lands while a fetch hangs: it answers at once (the agent is not held by the
+    /// transfer), the hung round ends by its FetchTimeout, and the new source serves right after.
+    /// (A guard: this passes.)
+    @Test func aReloadDuringAHungFetchAnswersAtOnceAndTheNewSourceServes() throws {
+        let sandbox = try Sandbox()
+        let server = try ConfigServer(in: sandbox)
+        try server.setMode(["kind": "hang"])
+        try sandbox.writeConfig(extra: "[Source]\nType=http\nURL=\(server.url)\n[Agent]\nFetchTimeout=8s\n")
+        let daemon = try sandbox.startDaemon()
+        #expect(eventually { !server.requests.isEmpty }, "the start-up fetch is under way: \(daemon.log)")
+
+        try sandbox.publish(Sandbox.document(version: 3))
+        try dropIn(sandbox, "10-file.conf", "[Source]\nType=file\nPath=\(sandbox.remotePath)\n")
+        let clock = ContinuousClock()
+        let started = clock.now
+        let reload = try sandbox.cli("reload")
+        #expect(reload.status == 0, "\(reload.stderr)")
+        #expect(clock.now - started < .seconds(5), "the reload waited for the hung transfer")
+        #expect(try eventually(20) { try sandbox.cli("get", "key_0").stdout == "v3\n" }, "\(daemon.log)")
+        #expect(daemon.stop() == 0)
+    }
+}

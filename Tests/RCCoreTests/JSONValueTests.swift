@@ -44,6 +44,12 @@ import Testing
         #expect(try JSONValue.parse(text) == value)
     }
 
+    @Test func unicodeEscapesAreFourHexDigitsAndSurrogatePairsBeyondTheBMP() {
+        #expect(JSONValue.unicodeEscape("\u{1}") == #"\u0001"#)
+        #expect(JSONValue.unicodeEscape("\u{202E}") == #"\u202e"#)
+        #expect(JSONValue.unicodeEscape("\u{1F600}") == #"\ud83d\ude00"#)
+    }
+
     @Test func equalityIsStructural() {
         #expect(JSONValue.integer(1) != .double(1.5))
         #expect(JSONValue.integer(1) != .string("1"))

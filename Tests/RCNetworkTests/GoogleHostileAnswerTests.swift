@@ -103,7 +103,8 @@ import Testing
 
     /// SIGTERM during a token exchange that is waiting out a Retry-After: the caller's cancellation
     /// reaches the exchange, which stops at once instead of finishing its retries.
-    @Test func cancellingTheCallerStopsATokenExchangeWaitingToRetry() async throws {
+    @Test(.timeLimit(.minutes(10)))
+    func cancellingTheCallerStopsATokenExchangeWaitingToRetry() async throws {
         try await TemporaryDirectory.with { directory in
             let tokenServer = try HostileGoogle(
                 in: directory,
@@ -116,13 +117,10 @@ import Testing
             retry.attempts = 2
             let tokens = AccessTokens(account: try keys.account, scopes: [GoogleScope.remoteConfig], retry: retry)
             let task = Task { () async throws(GoogleError) -> String in try await tokens.token() }
-            // Polled without blocking: `eventually` would hold one of the two cooperative threads the
-            // exchange itself needs. The bound is for a failing run only: while the whole suite runs,
-            // synchronous tests can hold both threads for a minute and more.
-            let deadline = ContinuousClock.now + .seconds(300)
-            while tokenServer.requests.isEmpty && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            // Polled without blocking (the async `eventually`): the synchronous one would hold one of
+            // the two cooperative threads the exchange itself needs. The bound is for a failing run
+            // only: while the whole suite runs, synchronous tests can hold both threads for a minute and more.
+            #expect(await eventually(.seconds(300)) { !tokenServer.requests.isEmpty })
             #expect(tokenServer.requests.count == 1, "the first exchange arrived")
             task.cancel()
             // No clock: an exchange that ignored the cancellation would wait out the Retry-After, ask

@@ -29,8 +29,7 @@ enum Output {
         var out = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {
             if scalar.value >= 0x7F && TextEscaping.needsEscaping(scalar) {
-                let hex = String(scalar.value, radix: 16)
-                out.append(contentsOf: ("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).unicodeScalars)
+                out.append(contentsOf: JSONValue.unicodeEscape(scalar).unicodeScalars)
             } else {
                 out.append(scalar)
             }

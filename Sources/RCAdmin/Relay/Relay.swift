@@ -224,6 +224,6 @@ final class Relay: Sendable {
     /// do not retry in step.
     static func backoff(_ failures: Int) -> Duration {
         let base = Backoff.step(failures: failures, base: .seconds(1), cap: .seconds(300))
-        return base + .milliseconds(Int64.random(in: 0...(base.milliseconds / 5)))
+        return base + Jitter.upTo(base / 5)
     }
 }

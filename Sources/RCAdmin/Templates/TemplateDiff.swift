@@ -360,22 +360,9 @@ public enum TemplateValueText {
     /// sorts object members, and a reviewer should see them in the order the value has them.
     static func compacted(_ text: String) -> String {
         var out: [UInt8] = []
-        var inString = false
-        var escaped = false
+        var strings = JSONStringTracker()
         for byte in text.utf8 {
-            if inString {
-                if escaped {
-                    escaped = false
-                } else if byte == UInt8(ascii: "\\") {
-                    escaped = true
-                } else if byte == UInt8(ascii: "\"") {
-                    inString = false
-                }
-            } else if byte == UInt8(ascii: "\"") {
-                inString = true
-            } else if isJSONSpace(byte) {
-                continue
-            }
+            if !strings.take(byte) && isJSONSpace(byte) { continue }
             out.append(byte)
         }
         return String(decoding: out, as: UTF8.self)

@@ -39,7 +39,7 @@ extension Agent {
         case let .fetch(trigger, reply):
             scheduler.request(trigger, reply: reply)
         case let .fetchAfter(trigger, jitter):
-            let delay = Duration.milliseconds(Int64.random(in: 0...max(jitter.milliseconds, 0)))
+            let delay = Jitter.upTo(jitter)
             scheduler.scheduleIfUnset(.delayed(trigger), at: .now + delay)
         case let .systemChanged(change):
             scheduler.schedule(.systemChange([change]), at: .now + Self.systemChangeDebounce)

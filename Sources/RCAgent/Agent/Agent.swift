@@ -231,7 +231,7 @@ actor Agent {
         for attempt in 1...3 {
             // The same spread as the MQTT channel's, from the same setting: Jitter=0 fetches at once.
             if let target {
-                let wait = Duration.milliseconds(Int64.random(in: 0...max(config.jitter.milliseconds, 0)))
+                let wait = Jitter.upTo(config.jitter)
                 if attempt == 1 {
                     let when = wait > .zero ? "in \(DurationText.format(wait))" : "at once"
                     log.info("Realtime: template \(target) published; fetching \(when)")

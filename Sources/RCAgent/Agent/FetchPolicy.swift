@@ -78,7 +78,6 @@ public struct FetchPolicy: Sendable {
 
     /// The wait after the `step`-th consecutive failure (1-based), with ±50% jitter.
     public func backoff(step: Int, random: Double = Double.random(in: 0..<1)) -> Duration {
-        let base = Double(Backoff.step(failures: step, base: backoffBase, cap: backoffCap).milliseconds)
-        return .milliseconds(Int64(base * (0.5 + random)))
+        Jitter.halfAround(Backoff.step(failures: step, base: backoffBase, cap: backoffCap), random: random)
     }
 }

@@ -40,11 +40,6 @@ public struct FileSource: ConfigSource {
 
     /// FNV-1a over the bytes: a change detector, not a security measure.
     static func etag(of bytes: [UInt8]) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes {
-            hash ^= UInt64(byte)
-            hash &*= 0x100_0000_01b3
-        }
-        return "fnv1a-" + String(hash, radix: 16)
+        "fnv1a-" + String(FNV1a.hash(bytes), radix: 16)
     }
 }

@@ -48,7 +48,7 @@ public struct HTTPSource: ConfigSource {
             }
         case 304 where validator != nil:
             return .notModified
-        case 429, 503:
+        case let status where FetchFailure.throttles(status: status):
             let retryAfter = response.retryAfter()
             throw SourceError(
                 .throttled(retryAfter: retryAfter), "GET \(url): HTTP \(response.status)" + Self.snippet(response.body))

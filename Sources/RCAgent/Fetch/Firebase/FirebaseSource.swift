@@ -21,11 +21,18 @@ public final class FirebaseSource: ConfigSource {
             credentialsPath: config.stateDirectory + "/installation.json", base: base)
         fetcher = RemoteConfigFetcher(
             endpoints: endpoints, installations: installations, appId: appId,
-            appVersion: config.appVersion ?? config.appPackage.flatMap { try? DpkgStatus.installedVersion(of: $0) }
-                ?? "0",
+            appVersion: Self.appVersion(config: config, environment: environment),
             packageName: config.appPackage, signals: config.signals,
             facts: DeviceFacts.current(environment: environment), base: base)
         realtime = RealtimeStream(endpoints: endpoints, appId: appId, installations: installations, base: base)
+    }
+
+    /// The installed app version the fetch reports, as the device report and `check-update` read it
+    /// (``InstalledApp``: `[App] Version=`, else dpkg's version of `[App] Package=`); "0" when there
+    /// is none.
+    static func appVersion(config: AgentConfig, environment: [String: String]) -> String {
+        let statusFile = InstalledApp.dpkgStatusFile(environment: environment)
+        return (try? InstalledApp.version(config: config, dpkgStatusFile: statusFile))?.version ?? "0"
     }
 
     public var name: String { "firebase project \(fetcher.endpoints.project)" }
