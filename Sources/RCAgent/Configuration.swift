@@ -187,7 +187,8 @@ struct MQTTService: Service {
             if let reporter { group.addTask { await reporter.run() } }
         }
         await reporter?.goodbye()
-        connection.stop()
+        // Off the cooperative pool: the stop waits up to 3 s for the network thread to let go.
+        await DetachedThread.run { connection.stop() }
     }
 
     func retire() async { channel?.unsubscribe() }

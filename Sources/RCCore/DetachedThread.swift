@@ -34,6 +34,21 @@ public enum DetachedThread {
         return true
     }
 
+    /// Runs the blocking `body` on a thread of its own and resumes the caller when it is done; on
+    /// the caller's thread when no thread can be started (better late than never: a stop).
+    public static func run(_ body: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let started = start {
+                body()
+                continuation.resume()
+            }
+            if !started {
+                body()
+                continuation.resume()
+            }
+        }
+    }
+
     /// Runs the blocking `body` on a thread of its own and resumes the caller with its result,
     /// holding no cooperative-pool thread meanwhile (there are as many as cores). `noThread` is
     /// the error when no thread can be started. The one way async code calls blocking code.
