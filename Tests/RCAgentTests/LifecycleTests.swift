@@ -5,6 +5,9 @@ import Testing
 
 /// The one lifecycle of the long-running programs: the stop's order, its deadline, and signals
 /// caught from the start.
+///
+/// The time limits are long: under the whole suite, the synchronous end-to-end tests can hold
+/// every cooperative-pool thread for minutes (these ran in milliseconds alone, in 4 minutes there).
 @Suite struct LifecycleTests {
     @Test func partsStopInReverseStartOrder() async {
         let stopped = Mutex<[String]>([])
@@ -16,21 +19,24 @@ import Testing
         #expect(stopped.withLock { $0 } == ["fetch loop", "socket", "state"])
     }
 
-    @Test(.timeLimit(.minutes(1))) func aPartPastTheDeadlineIsCancelledAndTheRestAreNotAwaited() async {
-        let (cancelled, cancelledInput) = AsyncStream<String>.makeStream()
-        // Ends only when cancelled, like a transfer that heeds nothing else.
-        let stalled = Lifecycle.Part("stalled fetch") {
+    /// A part that ends only when cancelled (like a transfer that heeds nothing else), and says so.
+    static func untilCancelled(_ name: String, tell: AsyncStream<String>.Continuation) -> Lifecycle.Part {
+        Lifecycle.Part(name) {
             let (never, input) = AsyncStream<Never>.makeStream()
             await withTaskCancellationHandler {
                 for await _ in never {}
             } onCancel: {
                 input.finish()
             }
-            cancelledInput.yield("stalled fetch")
+            tell.yield(name)
         }
-        let earlier = Lifecycle.Part("socket") {
-            if Task.isCancelled { cancelledInput.yield("socket") }
-        }
+    }
+
+    @Test(.timeLimit(.minutes(10))) func aPartPastTheDeadlineIsCancelledAndTheRestAreNotAwaited() async {
+        let (cancelled, cancelledInput) = AsyncStream<String>.makeStream()
+        let stalled = Self.untilCancelled("stalled fetch", tell: cancelledInput)
+        // Stopped after the deadline, in a task cancelled from the start: it hears so whenever it runs.
+        let earlier = Self.untilCancelled("socket", tell: cancelledInput)
         let late = await Lifecycle.stop([earlier, stalled], within: .milliseconds(200))
         #expect(late == ["stalled fetch", "socket"])
         var seen: Set<String> = []
@@ -41,7 +47,7 @@ import Testing
         #expect(seen == ["stalled fetch", "socket"])
     }
 
-    @Test(.timeLimit(.minutes(1))) func aSignalBeforeAnyoneListensIsNotLost() async throws {
+    @Test(.timeLimit(.minutes(10))) func aSignalBeforeAnyoneListensIsNotLost() async throws {
         let lifecycle = try Lifecycle(signals: [SIGUSR2])
         // Sent before anything iterates the stream; without the handler it would end the process.
         raise(SIGUSR2)
