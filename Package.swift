@@ -6,7 +6,7 @@
 //   network modules, shared by the daemon and the operator tool, none of them knowing either:
 //     RCHTTP (libcurl) → RCFirebase (installations, fetch, realtime), RCGoogle (service accounts, the Remote
 //     Config and FCM admin APIs); RCMQTT (libmosquitto)
-//   RCService (journald log lines, sd_notify) for both long-running programs.
+//   RCService (journald log lines, sd_notify, the signal-and-stop lifecycle) for both long-running programs.
 //   RCAgent → RCStore, RCTemplate, RCHTTP, RCFirebase, RCMQTT, RCService;
 //   RCAdmin (rcadmin) → RCHTTP, RCFirebase, RCGoogle, RCMQTT, RCService, never RCAgent.
 // `rcagent` → RCClient → RCStore + RCCore must never reach libcurl, libmosquitto or full Foundation.

@@ -88,7 +88,7 @@ public enum AdminTool {
         }
         // A closed pipe (`rcadmin template get | head`) is a failed write, not the end of the process.
         signal(SIGPIPE, SIG_IGN)
-        let failure = waitFor { () async -> AdminFailure? in
+        let failure = blockingWait { () async -> AdminFailure? in
             do throws(AdminFailure) { try await command.run(options, environment) } catch { return error }
             return nil
         }
@@ -101,27 +101,6 @@ public enum AdminTool {
         if failure.kind == .usage { text += "\(command.usageLine)\nRun 'rcadmin \(command.name) --help' for more.\n" }
         Output.error(text)
         return failure.exitCode
-    }
-
-    /// Runs `body` on the cooperative pool and blocks this (main) thread until it is done: the
-    /// commands are async (libcurl transfers, retries with sleeps), `main` is not.
-    static func waitFor(_ body: @escaping @Sendable () async -> AdminFailure?) -> AdminFailure? {
-        let result = ResultBox()
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            result.set(await body())
-            done.signal()
-        }
-        done.wait()
-        return result.value
-    }
-
-    /// The task's result, handed to the waiting thread (the semaphore orders the two accesses;
-    /// the lock makes that visible to the compiler).
-    private final class ResultBox: Sendable {
-        private let stored = Mutex<AdminFailure?>(nil)
-        func set(_ value: AdminFailure?) { stored.withLock { $0 = value } }
-        var value: AdminFailure? { stored.withLock { $0 } }
     }
 
     /// A usage error outside any one command (and the relay's): the message and the overview.

@@ -69,7 +69,8 @@ public enum Daemon {
     /// Everything after the config: the state, the agent, the services; READY=1; the lifecycle loop
     /// until a signal or a failed service; then the shutdown. Throws only before READY=1.
     static func run(config: AgentConfig, loader: ConfigLoader, log: Logger) async throws -> Int32 {
-        signal(SIGPIPE, SIG_IGN)
+        // First, before anything starts: a SIGTERM from now on is a stop, however early.
+        let lifecycle = try Lifecycle(signals: [SIGTERM, SIGINT, SIGHUP])
         let notifier = SystemdNotifier()
         // Before touching the state: a live daemon on our socket owns it.
         if UnixSocket.answers(config.socket) {
@@ -87,7 +88,7 @@ public enum Daemon {
 
         // What ends the daemon, or reloads it: a signal, `rcagent reload`, or a service that
         // stopped working (then exit 1, and systemd starts the daemon again).
-        let (lifecycle, lifecycleInput) = AsyncStream<LifecycleEvent>.makeStream()
+        let (events, lifecycleInput) = AsyncStream<LifecycleEvent>.makeStream()
         let serviceFailed: @Sendable (String) -> Void = { lifecycleInput.yield(.serviceFailed($0)) }
         // Everything that can fail at start fails before the socket is bound and READY=1 is sent.
         let configured = try configuration.services(agent: agent, deviceId: deviceId, log: log)
@@ -96,10 +97,9 @@ public enum Daemon {
         }
         let server = try ControlServer(config: config, requests: requests, log: log)
         try server.start(onFailure: serviceFailed)
-        let signals = try SignalStream([SIGTERM, SIGINT, SIGHUP])
         let fixed = fixedServices(agent: agent, server: server, notifier: notifier, log: log)
         let signalForwarding = TaskService(name: "signal handler") {
-            for await signal in signals.stream { lifecycleInput.yield(.signal(signal)) }
+            for await signal in lifecycle.signals.stream { lifecycleInput.yield(.signal(signal)) }
         }
 
         notifier.ready(status: "Serving template \(status.active.templateVersion ?? "-") (\(status.active.keys) keys)")
@@ -110,59 +110,78 @@ public enum Daemon {
 
         // Every service is a child of this one task group: the daemon's lifetime is the group's.
         // This task reads the lifecycle stream, so reloads happen one at a time, in order.
-        var running = Running(configuration: configuration, services: ServiceSet(configured))
+        let initial = Running(configuration: configuration, services: ServiceSet(configured))
         // Discarding: a service set a reload replaced ends, and nothing holds on to its task.
-        let exitStatus = await withDiscardingTaskGroup(returning: Int32.self) { group in
-            for service in fixed + [signalForwarding] {
-                group.addTask { await service.supervised(onFailure: serviceFailed) }
-            }
-            group.addTask { [services = running.services] in await services.run(onFailure: serviceFailed) }
-            func reloadNow(_ why: String) async -> Result<ReloadResponse, ControlError> {
-                log.notice("Reloading the config (\(why))")
-                notifier.reloading()
-                let result = await reload(&running, loader: loader, agent: agent, deviceId: deviceId, log: log) { set in
-                    group.addTask { await set.run(onFailure: serviceFailed) }
+        // In a task of its own, so that the stop can give up on it at ``stopDeadline``.
+        let (stopped, stoppedInput) = AsyncStream<Int32>.makeStream()
+        let serving = Task {
+            var running = initial
+            await withDiscardingTaskGroup { group in
+                for service in fixed + [signalForwarding] {
+                    group.addTask { await service.supervised(onFailure: serviceFailed) }
                 }
-                if case .failure = result {
-                    // Stays in `systemctl status` until the next fetch round says something new.
-                    notifier.ready(status: "Reload failed: the config does not load; running the previous one")
-                } else {
-                    notifier.ready(status: "Reloaded")
-                    await agent.updateStatusLine()
+                group.addTask { [services = running.services] in await services.run(onFailure: serviceFailed) }
+                func reloadNow(_ why: String) async -> Result<ReloadResponse, ControlError> {
+                    log.notice("Reloading the config (\(why))")
+                    notifier.reloading()
+                    let result = await reload(&running, loader: loader, agent: agent, deviceId: deviceId, log: log) {
+                        set in
+                        group.addTask { await set.run(onFailure: serviceFailed) }
+                    }
+                    if case .failure = result {
+                        // Stays in `systemctl status` until the next fetch round says something new.
+                        notifier.ready(status: "Reload failed: the config does not load; running the previous one")
+                    } else {
+                        notifier.ready(status: "Reloaded")
+                        await agent.updateStatusLine()
+                    }
+                    return result
                 }
-                return result
-            }
-            var exitStatus: Int32 = 0
-            events: for await event in lifecycle {
-                switch event {
-                case .signal(SIGHUP): _ = await reloadNow("SIGHUP")
-                case let .reload(reply): reply(await reloadNow("rcagent reload"))
-                case let .signal(signal):
-                    log.notice("Stopping (signal \(signal))")
-                    break events
-                case let .serviceFailed(reason):
-                    log.error("\(reason); stopping (exit status 1) so that the daemon is started again")
-                    exitStatus = 1
-                    break events
+                var exitStatus: Int32 = 0
+                events: for await event in events {
+                    switch event {
+                    case .signal(SIGHUP): _ = await reloadNow("SIGHUP")
+                    case let .reload(reply): reply(await reloadNow("rcagent reload"))
+                    case let .signal(signal):
+                        log.notice("Stopping (signal \(signal))")
+                        break events
+                    case let .serviceFailed(reason):
+                        log.error("\(reason); stopping (exit status 1) so that the daemon is started again")
+                        exitStatus = 1
+                        break events
+                    }
                 }
+                notifier.stopping()
+                stoppedInput.yield(exitStatus)
+                // Cancellation is shutdown: each service stops its part (the socket file goes, watchers
+                // are disconnected, waiting fetches hear "shutting down", MQTT disconnects keeping its
+                // session) and the group returns once all of them have ended.
+                group.cancelAll()
             }
-            notifier.stopping()
-            // Cancellation is shutdown: each service stops its part (the socket file goes, watchers
-            // are disconnected, waiting fetches hear "shutting down", MQTT disconnects keeping its
-            // session) and the group returns once all of them have ended. A fetch under way is let
-            // finish: its transfer is bounded by FetchTimeout.
-            group.cancelAll()
-            return exitStatus
+        }
+        var stoppedIterator = stopped.makeAsyncIterator()
+        let exitStatus = await stoppedIterator.next() ?? 1
+        // A fetch under way may take up to FetchTimeout; the stop waits for it only until the
+        // deadline, then leaves it behind (the state is a SQLite transaction: it is never half written).
+        let late = await Lifecycle.stop([Lifecycle.Part("services") { await serving.value }], within: stopDeadline)
+        if !late.isEmpty {
+            log.warning(
+                "Stopping with the \(late.joined(separator: ", ")) still running after "
+                    + "\(DurationText.format(stopDeadline)) (a fetch in flight is abandoned)")
         }
         // Reloads asked for while stopping are told so; the rest of the stream is dropped.
         lifecycleInput.finish()
-        for await case let .reload(reply) in lifecycle {
+        for await case let .reload(reply) in events {
             reply(.failure(ControlError(.shuttingDown, "the daemon is shutting down")))
         }
         notifier.flush()
         log.notice("Stopped")
         return exitStatus
     }
+
+    /// How long a stop waits for the services to end: a fetch in flight (up to FetchTimeout) is
+    /// abandoned after it, well within systemd's TimeoutStopSec.
+    static let stopDeadline: Duration = .seconds(5)
 
     /// The services every config has: the control socket, the fetch loop, the wall-clock watch
     /// and the systemd watchdog.

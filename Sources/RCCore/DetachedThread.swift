@@ -33,10 +33,43 @@ public enum DetachedThread {
         }
         return true
     }
+
+    /// Runs the blocking `body` on a thread of its own and resumes the caller when it is done; on
+    /// the caller's thread when no thread can be started (better late than never: a stop).
+    public static func run(_ body: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let started = start {
+                body()
+                continuation.resume()
+            }
+            if !started {
+                body()
+                continuation.resume()
+            }
+        }
+    }
+
+    /// Runs the blocking `body` on a thread of its own and resumes the caller with its result,
+    /// holding no cooperative-pool thread meanwhile (there are as many as cores). `noThread` is
+    /// the error when no thread can be started. The one way async code calls blocking code.
+    public static func run<T: Sendable, E: Error>(
+        noThread: @autoclosure @escaping @Sendable () -> E, _ body: @escaping @Sendable () throws(E) -> T
+    ) async throws(E) -> T {
+        let result: Result<T, E> = await withCheckedContinuation { continuation in
+            let started = start {
+                do throws(E) { continuation.resume(returning: .success(try body())) } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+            if !started { continuation.resume(returning: .failure(noThread())) }
+        }
+        return try result.get()
+    }
 }
 
-/// Runs an async operation from a plain thread and waits for its result. Only for our own
-/// blocking threads (connection handlers), never from the cooperative pool.
+/// Runs an async operation from a plain thread and waits for its result: the one way blocking
+/// code calls async code (a program's main thread, the control socket's connection threads).
+/// Never from the cooperative pool, which it would hold while it waits.
 package func blockingWait<T: Sendable>(_ operation: @escaping @Sendable () async -> T) -> T {
     let slot = ResultSlot<T>()
     sem_init(&slot.semaphore, 0, 0)

@@ -38,19 +38,8 @@ public enum HTTPClient {
     private static func perform(_ request: HTTPRequest, stream: StreamReceiver?) async throws(HTTPError) -> HTTPResponse
     {
         try initializeOnce()
-        let result: Result<HTTPResponse, HTTPError> = await withCheckedContinuation { continuation in
-            let started = DetachedThread.start {
-                do throws(HTTPError) {
-                    continuation.resume(returning: .success(try CurlTransfer().perform(request, stream: stream)))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-            if !started {
-                continuation.resume(
-                    returning: .failure(HTTPError(kind: .transport, message: "cannot start a transfer thread")))
-            }
-        }
-        return try result.get()
+        return try await DetachedThread.run(
+            noThread: HTTPError(kind: .transport, message: "cannot start a transfer thread")
+        ) { () throws(HTTPError) in try CurlTransfer().perform(request, stream: stream) }
     }
 }

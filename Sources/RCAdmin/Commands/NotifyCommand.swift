@@ -110,20 +110,12 @@ struct PushDestinations: Sendable {
     /// has only two threads. `what` names the payload in the error.
     func publish(_ payload: String, url: String, what: String) async throws(AdminFailure) {
         let fullTopic = mqttTopic
-        let result: Result<Void, MQTTPublisher.Failure> = await withCheckedContinuation { continuation in
-            let started = DetachedThread.start {
-                do throws(MQTTPublisher.Failure) {
-                    try MQTTPublisher.publish(url: url, topic: fullTopic, payload: payload, login: login)
-                    continuation.resume(returning: .success(()))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
+        do throws(MQTTPublisher.Failure) {
+            try await DetachedThread.run(noThread: MQTTPublisher.Failure(description: "cannot start a thread")) {
+                () throws(MQTTPublisher.Failure) in
+                try MQTTPublisher.publish(url: url, topic: fullTopic, payload: payload, login: login)
             }
-            if !started {
-                continuation.resume(returning: .failure(MQTTPublisher.Failure(description: "cannot start a thread")))
-            }
-        }
-        if case let .failure(error) = result {
+        } catch {
             throw AdminFailure(error.unreachable ? .unavailable : .failure, "cannot publish \(what): \(error)")
         }
     }

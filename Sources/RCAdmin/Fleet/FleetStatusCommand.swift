@@ -1,6 +1,7 @@
 @preconcurrency import Dispatch
 import Glibc
 import RCCore
+import RCService
 
 /// `rcadmin fleet status`: the fleet as its agents report it (`[Report] MQTTStatusTopic=`), read
 /// from the broker's retained reports. Wires the options to ``ReportCollector`` (MQTT),
@@ -89,7 +90,9 @@ enum FleetStatusCommand {
     /// Collects once, prints the summary; an incomplete picture is printed, then reported as a failure.
     static func status(_ collector: ReportCollector, topic: String, json: Bool, limit: Int?) async throws(AdminFailure)
     {
-        let collection = try await onOwnThread { () throws(AdminFailure) in try collector.collect() }
+        let collection = try await DetachedThread.run(noThread: .failure("cannot start a thread")) {
+            () throws(AdminFailure) in try collector.collect()
+        }
         let summary = collection.inbox.summary
         if json {
             Output.json(FleetStatusOutput.json(summary, topic: topic, complete: collection.complete, at: .now()))
@@ -110,14 +113,13 @@ enum FleetStatusCommand {
     /// Follows the reports until SIGINT or SIGTERM, one line per change of the picture.
     static func watch(_ collector: ReportCollector, json: Bool) async throws(AdminFailure) {
         let stop = StopSignal()
-        var sources: [DispatchSourceSignal] = []
-        for number in [SIGINT, SIGTERM] {
-            // Only the dispatch source acts on it: the default action would end the process mid-line.
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { stop.set() }
-            source.resume()
-            sources.append(source)
+        // Through the one lifecycle: a signal from here on stops the watch, however early.
+        let lifecycle: Lifecycle
+        do { lifecycle = try Lifecycle(signals: [SIGINT, SIGTERM]) } catch {
+            throw .failure("cannot catch signals: \(error)")
+        }
+        let signalled = Task {
+            if await lifecycle.nextSignal() != nil { stop.set() }
         }
         // Nobody reads any more (`--watch | head -3`): done. SIGPIPE is ignored and a fleet at
         // rest prints nothing, so neither a failed write nor a signal would end the watch.
@@ -127,9 +129,9 @@ enum FleetStatusCommand {
         readerCheck.resume()
         defer {
             readerCheck.cancel()
-            withExtendedLifetime(sources) {}
+            signalled.cancel()
         }
-        try await onOwnThread { () throws(AdminFailure) in
+        try await DetachedThread.run(noThread: .failure("cannot start a thread")) { () throws(AdminFailure) in
             var last = ""
             var overflowNoted = false
             try collector.watch(stop: stop) { inbox in
@@ -159,21 +161,5 @@ enum FleetStatusCommand {
     static func readerIsGone() -> Bool {
         var descriptor = pollfd(fd: 1, events: Int16(POLLOUT), revents: 0)
         return poll(&descriptor, 1, 0) == 1 && descriptor.revents & Int16(POLLERR | POLLHUP) != 0
-    }
-
-    /// Runs the blocking `body` on a thread of its own and waits for it without holding a
-    /// cooperative-pool thread (there are two).
-    static func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws(AdminFailure) -> T)
-        async throws(AdminFailure) -> T
-    {
-        let result: Result<T, AdminFailure> = await withCheckedContinuation { continuation in
-            let started = DetachedThread.start {
-                do throws(AdminFailure) { continuation.resume(returning: .success(try body())) } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-            if !started { continuation.resume(returning: .failure(.failure("cannot start a thread"))) }
-        }
-        return try result.get()
     }
 }

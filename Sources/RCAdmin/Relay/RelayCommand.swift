@@ -1,4 +1,3 @@
-@preconcurrency import Dispatch
 import Glibc
 import RCCore
 import RCFirebase
@@ -19,16 +18,14 @@ struct MQTTPingTarget: PingTarget {
 
     func ping(version: Int64) async throws(RelayError) {
         let payload = StalePing.mqttPayload(templateVersion: String(version))
-        let result: Result<Void, RelayError> = await onThread { [self] in
+        try await DetachedThread.run(noThread: RelayError("cannot start a thread")) { () throws(RelayError) in
             do throws(MQTTPublisher.Failure) {
                 // The password file is read for every ping: a rotated password needs no restart.
                 try MQTTPublisher.publish(url: url, topic: topic, payload: payload, login: login)
-                return .success(())
             } catch {
-                return .failure(RelayError(error.description))
+                throw RelayError(error.description)
             }
         }
-        try result.get()
     }
 }
 
@@ -44,15 +41,6 @@ struct FCMPingTarget: PingTarget {
             _ = try await fcm.send(StalePing.fcmMessage(topic: topic, templateVersion: String(version)))
         } catch {
             throw RelayError(error.description)
-        }
-    }
-}
-
-/// Runs `body` on a thread of its own: MQTT's calls block, which must never hold a cooperative-pool thread.
-func onThread<T: Sendable>(_ body: @escaping @Sendable () -> Result<T, RelayError>) async -> Result<T, RelayError> {
-    await withCheckedContinuation { continuation in
-        if !DetachedThread.start({ continuation.resume(returning: body()) }) {
-            continuation.resume(returning: .failure(RelayError("cannot start a thread")))
         }
     }
 }
@@ -73,6 +61,11 @@ extension AdminTool {
         """
 
     static func relay(_ arguments: [String], environment: [String: String]) -> Int32 {
+        // First, before anything starts: a SIGTERM from now on is a stop, however early.
+        let lifecycle: Lifecycle
+        do { lifecycle = try Lifecycle(signals: [SIGTERM, SIGINT]) } catch {
+            return failure("cannot catch signals: \(error)")
+        }
         // The commands' own parser: `--config=FILE` as well, a repeated or valueless option refused,
         // and what is echoed back escaped.
         let options: ParsedOptions
@@ -151,12 +144,8 @@ extension AdminTool {
             stream: RealtimeStream(endpoints: endpoints, appId: appId, installations: installations, base: base),
             fetcher: fetcher, targets: targets, ledger: ledger, project: project, log: log,
             notifier: SystemdNotifier())
-        let end = Mutex(Relay.End.cancelled)
-        runUntilSignalled(log: log) {
-            let reason = await relay.run()
-            end.withLock { $0 = reason }
-        }
-        return end.withLock { $0 } == .refused ? refusedStatus : 0
+        let end = blockingWait { await runUntilSignalled(lifecycle, log: log) { await relay.run() } }
+        return end == .refused ? refusedStatus : 0
     }
 
     /// The exit status when the project refuses the relay for good (featureDisabled, 403, an API
@@ -171,46 +160,40 @@ extension AdminTool {
     static let stopGrace: Duration = .seconds(5)
 
     /// Runs `body` in a task that SIGTERM or SIGINT cancels, and waits for it, at most
-    /// ``stopGrace`` after the signal.
-    private static func runUntilSignalled(log: Logger, _ body: @escaping @Sendable () async -> Void) {
-        signal(SIGPIPE, SIG_IGN)
-        let done = DispatchSemaphore(value: 0)
-        let finished = StopFlag()
+    /// ``stopGrace`` after the signal. Returns how the relay ended (`.cancelled` after a signal).
+    private static func runUntilSignalled(
+        _ lifecycle: Lifecycle, log: Logger, _ body: @escaping @Sendable () async -> Relay.End
+    ) async -> Relay.End {
+        // nil: a signal came first.
+        let (ended, endedInput) = AsyncStream<Relay.End?>.makeStream()
         let task = Task {
-            await body()
-            finished.set()
-            done.signal()
+            let end = await body()
+            endedInput.yield(end)
+            return end
         }
-        var sources: [DispatchSourceSignal] = []
-        for number in [SIGTERM, SIGINT] {
-            // Handled by the dispatch source only: the default action would end the process at once.
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
+        let signalled = Task {
+            if let number = await lifecycle.nextSignal() {
                 log.notice("Stopping (signal \(number))")
-                task.cancel()
-                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(stopGrace.milliseconds))) {
-                    guard !finished.isSet else { return }
-                    log.warning(
-                        "Stopping with a ping still in flight after \(DurationText.format(stopGrace)); "
-                            + "a version it did not record is sent again at the next start")
-                    done.signal()
-                }
+                endedInput.yield(nil)
             }
-            source.resume()
-            sources.append(source)
         }
-        done.wait()
+        var iterator = ended.makeAsyncIterator()
+        var end = await iterator.next() ?? nil
+        signalled.cancel()
+        if end == nil {
+            task.cancel()
+            let late = await Lifecycle.stop([Lifecycle.Part("relay") { _ = await task.value }], within: stopGrace)
+            if late.isEmpty {
+                end = await task.value
+            } else {
+                log.warning(
+                    "Stopping with a ping still in flight after \(DurationText.format(stopGrace)); "
+                        + "a version it did not record is sent again at the next start")
+            }
+        }
         let notifier = SystemdNotifier()
         notifier.stopping()
         notifier.flush()  // sent from a queue: out before the process exits
-        withExtendedLifetime(sources) {}
+        return end ?? .cancelled
     }
-}
-
-/// Whether the relay's task has ended, for the stop's grace timer on another thread.
-private final class StopFlag: Sendable {
-    private let value = Mutex(false)
-    func set() { value.withLock { $0 = true } }
-    var isSet: Bool { value.withLock { $0 } }
 }

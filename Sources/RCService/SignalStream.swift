@@ -1,3 +1,4 @@
+@preconcurrency import Dispatch
 import Glibc
 import RCCore
 
@@ -5,15 +6,16 @@ import RCCore
 nonisolated(unsafe) private var signalPipe: Int32 = -1
 
 /// Termination and reload signals as an async sequence, through the self-pipe pattern: a handler
-/// installed with sigaction writes the signal's number to a pipe, read through a
-/// ``DescriptorWatch``. Whichever thread the kernel picks runs the handler, so no signal is lost;
-/// libdispatch's signal sources could lose one sent right after start-up, while a thread that does
-/// not block it (the main thread, parked in `dispatch_main`) took it first under `SIG_IGN`.
-final class SignalStream: Sendable {
-    let stream: AsyncStream<Int32>
-    private let watch: DescriptorWatch
+/// installed with sigaction writes the signal's number to a pipe, read on a dispatch queue of its
+/// own. Whichever thread the kernel picks runs the handler, so no signal is lost: one sent before
+/// anyone iterates waits in the pipe. libdispatch's signal sources could lose one sent right after
+/// start-up, while a thread that did not block it took it first under `SIG_IGN`. One per process
+/// (the handler writes to one pipe): ``Lifecycle`` makes it, first thing.
+public final class SignalStream: Sendable {
+    public let stream: AsyncStream<Int32>
+    private let source: any DispatchSourceRead
 
-    init(_ signals: [Int32]) throws {
+    init(_ signals: [Int32]) throws(SystemError) {
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else { throw SystemError("pipe") }
         for end in ends {
@@ -23,7 +25,9 @@ final class SignalStream: Sendable {
         signalPipe = ends[1]
         let (stream, continuation) = AsyncStream<Int32>.makeStream()
         self.stream = stream
-        watch = DescriptorWatch(fd: ends[0], label: "rcagent.signals") { fd in
+        let fd = ends[0]
+        source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: DispatchQueue(label: "rc.signals"))
+        source.setEventHandler {
             var numbers = [UInt8](repeating: 0, count: 64)
             while true {
                 let n = numbers.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
@@ -31,6 +35,7 @@ final class SignalStream: Sendable {
                 for number in numbers[0..<n] { continuation.yield(Int32(number)) }
             }
         }
+        source.resume()
         var action = sigaction()
         action.__sigaction_handler.sa_handler = { number in
             let saved = errno
@@ -40,8 +45,13 @@ final class SignalStream: Sendable {
         }
         action.sa_flags = SA_RESTART
         sigemptyset(&action.sa_mask)
-        for number in signals where sigaction(number, &action, nil) != 0 {
-            throw SystemError("sigaction \(number)")
+        var caught = sigset_t()
+        sigemptyset(&caught)
+        for number in signals {
+            guard sigaction(number, &action, nil) == 0 else { throw SystemError("sigaction \(number)") }
+            sigaddset(&caught, number)
         }
+        // A mask inherited blocked (a parent that blocks SIGTERM) would keep the handler from ever running.
+        pthread_sigmask(SIG_UNBLOCK, &caught, nil)
     }
 }
