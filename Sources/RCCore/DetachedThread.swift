@@ -1,5 +1,4 @@
 import Glibc
-import RCCore
 
 /// Starts `body` on a new detached OS thread: for blocking work (sockets, curl transfers, the MQTT
 /// network loop) that must not sit on the cooperative pool. In RCCore because the daemon and the
