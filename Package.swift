@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "CLazyLibraries"),
 
         .target(name: "RCCore"),
-        .target(name: "RCStore", dependencies: ["RCCore", "CSQLite"]),
+        .target(name: "RCStore", dependencies: ["RCCore", "CSQLite", "CLinux"]),
         .target(name: "RCHTTP", dependencies: ["RCCore", "CCurl", "CLazyLibraries"]),
         .target(name: "RCMQTT", dependencies: ["RCCore", "CMosquitto", "CLazyLibraries"]),
         .target(name: "RCFirebase", dependencies: ["RCCore", "RCHTTP"]),

@@ -23,6 +23,10 @@ static inline int rcagent_accept_cloexec(int fd) {
 // setfsgid(2) (also _GNU_SOURCE only): the group new files get, for the calling thread alone.
 static inline int rcagent_setfsgid(unsigned int gid) { return (int)syscall(SYS_setfsgid, gid); }
 
+// setfsuid(2): the user the calling thread alone opens and creates files as (root writing in a
+// directory another user owns, as that user: a link that user planted leads nowhere root can reach).
+static inline int rcagent_setfsuid(unsigned int uid) { return (int)syscall(SYS_setfsuid, uid); }
+
 // pipe2(2) with O_CLOEXEC (_GNU_SOURCE only): a hook's pipes must not leak into another hook.
 static inline int rcagent_pipe_cloexec(int fds[2]) { return (int)syscall(SYS_pipe2, fds, RCAGENT_CLOEXEC); }
 

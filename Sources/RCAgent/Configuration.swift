@@ -173,7 +173,9 @@ struct MQTTService: Service {
             channel?.handle(event)
             reporter?.handle(event)
             // The channel gives a message's room back once handled; without one nothing holds it.
-            if channel == nil, case let .message(_, payload) = event { connection.consumed(payload.count) }
+            if channel == nil, case let .message(topic, payload) = event {
+                connection.consumed(topic: topic, payload: payload)
+            }
         }
         await reporter?.prepare()
         if !connection.start() {

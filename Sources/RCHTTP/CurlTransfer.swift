@@ -313,30 +313,24 @@ private final class TransferState {
     /// 100 Continue) starts the headers again, and the blank line after a streamed 200's headers
     /// tells the stream receiver it is open.
     func receiveHeader(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
+        // By its bytes (``HeaderLine``): a line of combining marks must not cost its square.
         let line = data.withMemoryRebound(to: UInt8.self, capacity: count) {
-            String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
+            HeaderLine.parse(UnsafeBufferPointer(start: $0, count: count))
         }
-        if line == "\r\n" || line == "\n", let stream {
-            var status = 0
-            _ = rc_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-            if status == 200 { stream.onOpen() }
-        } else if line.hasPrefix("HTTP/") {
+        switch line {
+        case .end:
+            if let stream {
+                var status = 0
+                _ = rc_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+                if status == 200 { stream.onOpen() }
+            }
+        case .status:
             headers = []  // a new response (redirect, 100 Continue): only the last one's headers count
-        } else if let colon = line.firstIndex(of: ":") {
-            let name = line[..<colon].lowercased()
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: " \t\r\n")
-            // A bare CR or a NUL inside the value (the line ends at LF): dropped, as if not sent.
-            if HeaderField.isValidValue(value) { headers.append((name, value)) }
+        case let .field(name, value):
+            headers.append((name, value))
+        case .ignored:
+            break  // a bare CR or a NUL in the value, a name that is not a token: as if not sent
         }
         return count
-    }
-}
-
-extension StringProtocol {
-    fileprivate func trimmingCharacters(in set: String) -> String {
-        let drop: (Character) -> Bool = { set.contains($0) }
-        guard let start = firstIndex(where: { !drop($0) }) else { return "" }
-        let end = lastIndex(where: { !drop($0) })!
-        return String(self[start...end])
     }
 }

@@ -56,7 +56,7 @@ public struct HTTPResponse: Sendable {
     /// The last value of the header `name` (any case), if the response has it.
     public func header(_ name: String) -> String? {
         let lower = name.lowercased()
-        return headers.last { $0.name == lower }?.value
+        return headers.last { $0.name.sameBytes(as: lower) }?.value
     }
 }
 

@@ -14,7 +14,7 @@ import Synchronization
 /// logger, its owner says things its own way.
 ///
 /// Messages are handed on unparsed (the thread must keep the keepalive going whatever a payload
-/// costs); what is handed on and not yet ``consumed(_:)`` is bounded (`maximumBacklog`): past it
+/// costs); what is handed on and not yet ``consumed(topic:payload:)`` is bounded (`maximumBacklog`): past it
 /// the thread stops reading until the owner catches up.
 public final class MQTTSession: Sendable {
     /// What the session needs besides its client.
@@ -55,7 +55,7 @@ public final class MQTTSession: Sendable {
         case refused(MQTTBroker, reason: String)
         /// The broker does not speak MQTT 5: it is asked again at once, in 3.1.1, from now on.
         case fellBack(MQTTBroker)
-        /// A message, at most the client's maximum payload: call ``consumed(_:)`` with its size once done.
+        /// A message, at most the client's maximum payload: call ``consumed(topic:payload:)`` once done.
         case message(topic: String, payload: [UInt8])
         /// A message larger than the client's limit, dropped without a copy.
         case oversized(topic: String, size: Int)
@@ -87,7 +87,7 @@ public final class MQTTSession: Sendable {
         var handler: (@Sendable (Event) -> Void)?
         /// Set by the CONNACK of the current attempt: refused for its protocol version.
         var protocolRefused = false
-        /// Bytes of messages handed on and not yet consumed.
+        /// What the messages handed on and not yet consumed cost (``cost(topic:payload:)``).
         var backlog = 0
         var topics: [String] = []
         var qos: Int32 = 1
@@ -176,11 +176,23 @@ public final class MQTTSession: Sendable {
         }
     }
 
-    /// The owner is done with `size` bytes of a ``Event/message(topic:payload:)``.
-    public func consumed(_ size: Int) {
-        state.withLock { $0.backlog = max(0, $0.backlog - size) }
+    /// The owner is done with a ``Event/message(topic:payload:)``.
+    public func consumed(topic: String, payload: [UInt8]) {
+        let cost = Self.cost(topic: topic, payload: payload)
+        state.withLock { $0.backlog = max(0, $0.backlog - cost) }
         room.signal()
     }
+
+    /// What a message waiting for its owner holds, counted against `maximumBacklog`: its payload,
+    /// its topic (up to 64 KiB) and a fixed share for the event and its queue slot. Counting only
+    /// the payload let a flood of empty messages queue without bound, none of them counting.
+    static func cost(topic: String, payload: [UInt8]) -> Int {
+        payload.count + topic.utf8.count + messageOverhead
+    }
+
+    /// The bytes a queued message holds besides its payload and topic (the event, an array and a
+    /// string header, the queue's slot), rounded up.
+    static let messageOverhead = 128
 
     // MARK: - Calls from any thread (the client locks its own state)
 
@@ -340,7 +352,7 @@ public final class MQTTSession: Sendable {
                         topic: topic, broker: broker, refusals: refusals, retryIn: wait, worthLogging: worthLogging))
             }
         case let .message(topic, payload):
-            state.withLock { $0.backlog += payload.count }
+            state.withLock { $0.backlog += Self.cost(topic: topic, payload: payload) }
             deliver(.message(topic: topic, payload: payload))
         case let .oversized(topic, size): deliver(.oversized(topic: topic, size: size))
         case let .published(messageId): deliver(.published(messageId: messageId))

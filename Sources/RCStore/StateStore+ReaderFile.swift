@@ -1,3 +1,4 @@
+internal import CLinux
 import Glibc
 import RCCore
 
@@ -44,7 +45,24 @@ extension StateStore {
     /// so by its time (see ``readerFileIsCurrent(_:database:)``).
     func touchReaderFile() {
         guard !readerStale, let path = readerPath else { return }
-        _ = utimensat(AT_FDCWD, path, nil, 0)
+        asFileOwner { _ = utimensat(AT_FDCWD, path, nil, 0) }
+    }
+
+    /// Runs `body` with the calling thread's file-system ids set to ``fileOwner`` when root writes
+    /// for another user. The state directory is that user's: between `mkstemp` and SQLite's open of
+    /// the temporary name (by name, following links), or at `reader.db` itself, that user could put a
+    /// symbolic link, and root would create or write the file it names (`/etc/nologin`, say). As
+    /// that user, the link leads only where that user could write anyway. Per thread (setfsuid(2)),
+    /// and `body` never suspends, so no other work runs with these ids.
+    func asFileOwner<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        guard let (uid, gid) = fileOwner, geteuid() == 0 else { return try body() }
+        let gidBefore = rcagent_setfsgid(UInt32(gid))
+        let uidBefore = rcagent_setfsuid(UInt32(uid))
+        defer {
+            _ = rcagent_setfsuid(UInt32(bitPattern: uidBefore))
+            _ = rcagent_setfsgid(UInt32(bitPattern: gidBefore))
+        }
+        return try body()
     }
 
     /// The prefix of the temporary names a reader file is built under (`reader.db.tmp-XXXXXX`).
@@ -71,7 +89,7 @@ extension StateStore {
     func refreshReaderFile() {
         guard readerStale, let path = readerPath else { return }
         do {
-            try writeReaderFile(to: path)
+            try asFileOwner { () throws(StoreError) in try writeReaderFile(to: path) }
             readerStale = false
             readerFailing = false
         } catch {

@@ -19,6 +19,9 @@ public final class StateStore {
     /// committed change has not reached it yet, and who hears that writing it failed.
     var readerPath: String?
     var readerStale = false
+    /// Who the state directory belongs to when root writes for the daemon's user (`mark-stale` with
+    /// the daemon stopped): the reader file is then written with that user's file-system ids.
+    var fileOwner: (uid_t, gid_t)?
     var readerFailing = false
     var readerFailure: ((StoreError) -> Void)?
 
@@ -64,6 +67,7 @@ public final class StateStore {
             if !(try createPrivate(path, owner: owner)) { try Database.checkFile(path) }
             return StateStore(path: path, db: try Database(path: path, mode: .readWrite))
         }
+        store.fileOwner = owner
         try wrap { () throws(SQLiteError) in
             try store.db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON")
         }

@@ -52,9 +52,9 @@ import Testing
                 case .subscribed:
                     _ = try session.publish(Array("hello".utf8), topic: "t", qos: 1, retain: false)
                     published = true
-                case let .message(_, payload):
+                case let .message(topic, payload):
                     received = payload == Array("hello".utf8)
-                    loop.consumed(payload.count)
+                    loop.consumed(topic: topic, payload: payload)
                 default: break
                 }
             }

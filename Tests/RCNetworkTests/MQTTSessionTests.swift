@@ -187,7 +187,31 @@ import Testing
             !log.wait(timeout: .milliseconds(200)) {
                 $0.filter { if case .message = $0 { true } else { false } }.count == 2
             })
-        session.consumed(11)
+        session.consumed(topic: "m", payload: Array(repeating: 1, count: 11))
+        #expect(log.wait { $0.filter { if case .message = $0 { true } else { false } }.count == 2 })
+    }
+
+    /// Empty messages count too (their topic and the event's own share): a flood of them used to
+    /// count nothing against the backlog, so the queue in front of a slow owner grew without bound.
+    @Test func emptyMessagesCountAgainstTheBacklog() throws {
+        let client = FakeMQTTClient([.accept])
+        var configuration = MQTTSession.Configuration(brokers: [Self.brokers[0]])
+        configuration.maximumBacklog = 10
+        configuration.loopTimeout = .milliseconds(5)
+        let session = MQTTSession(client: client, configuration)
+        let log = SessionLog()
+        session.onEvent { log.append($0) }
+        #expect(session.start())
+        defer { session.stop() }
+        #expect(log.wait { $0.contains { if case .connected = $0 { true } else { false } } })
+        client.deliver(topic: "m", payload: [])
+        #expect(log.wait { $0.contains { if case .message = $0 { true } else { false } } })
+        client.deliver(topic: "m", payload: [])
+        #expect(
+            !log.wait(timeout: .milliseconds(200)) {
+                $0.filter { if case .message = $0 { true } else { false } }.count == 2
+            })
+        session.consumed(topic: "m", payload: [])
         #expect(log.wait { $0.filter { if case .message = $0 { true } else { false } }.count == 2 })
     }
 }

@@ -17,6 +17,14 @@ import Testing
         #expect(RetryAfter.parse("Sun, 06 Nov 1994 25:49:37 GMT", now: now) == nil)
     }
 
+    /// Both forms are ASCII; anything else is refused by its bytes before any String work (trimming and
+    /// splitting compare graphemes: a value of combining marks cost the square of its length).
+    @Test func aValueThatIsNotASCIIIsRefusedByItsBytes() {
+        #expect(RetryAfter.parse("Fr\u{ED}, 15 Jan 2027 08:01:30 GMT", now: now) == nil, "the day name went unchecked")
+        #expect(RetryAfter.parse(String(repeating: "\u{0301}\u{0316}", count: 20_000), now: now) == nil)
+        #expect(RetryAfter.parse("Fri, 15 Jan 2027 08:01:30 GMT", now: now) == .seconds(90))
+    }
+
     @Test func aDateAheadIsTheTimeUntilIt() {
         // 1_800_000_000 s is Fri, 15 Jan 2027 08:00:00 GMT.
         #expect(RetryAfter.parse("Fri, 15 Jan 2027 08:01:30 GMT", now: now) == .seconds(90))

@@ -6,7 +6,7 @@ import Synchronization
 /// The network side of a ``ReportCollector``: an ``MQTTSession`` (a thread of its own runs the
 /// client's loop, so the keepalive goes on however long the reports take to read; it reconnects,
 /// with the MQTT 5 → 3.1.1 fallback) whose events are queued here for the collector's thread,
-/// which takes the queue and parses. What is handed on and not yet ``consumed(_:)`` is bounded in
+/// which takes the queue and parses. What is handed on and not yet ``consumed(topic:payload:)`` is bounded in
 /// bytes (``maximumBacklog``, the session's): past it the session waits for the collector to
 /// catch up before it reads more.
 final class CollectorLoop: Sendable {
@@ -36,7 +36,7 @@ final class CollectorLoop: Sendable {
     func start() -> Bool { session.start() }
 
     /// Waits at most `timeout` for something to arrive, then takes all that came. Call
-    /// ``consumed(_:)`` with each message's size once it is read.
+    /// ``consumed(topic:payload:)`` with each message once it is read.
     func take(waiting timeout: Duration) -> [Item] {
         if items.withLock({ $0.isEmpty }) {
             _ = arrived.wait(timeout: .now() + .milliseconds(Int(timeout.milliseconds)))
@@ -47,7 +47,7 @@ final class CollectorLoop: Sendable {
         }
     }
 
-    func consumed(_ size: Int) { session.consumed(size) }
+    func consumed(topic: String, payload: [UInt8]) { session.consumed(topic: topic, payload: payload) }
 
     /// Disconnects and waits (3 s at most) for the session's thread. Blocks: the collector's
     /// thread is its own, never the cooperative pool.

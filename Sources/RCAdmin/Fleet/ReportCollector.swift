@@ -159,7 +159,8 @@ final class ReportCollector: Sendable {
                     case let .refused(_, reason):
                         throw .failure(
                             "the MQTT broker at \(broker) refused the connection: \(TextEscaping.terminal(reason))")
-                    case let .message(_, payload): loop.consumed(payload.count)  // of the connection that was lost
+                    case let .message(topic, payload):
+                        loop.consumed(topic: topic, payload: payload)  // of the connection that was lost
                     default: break
                     }
                 }
@@ -267,7 +268,7 @@ final class ReportCollector: Sendable {
             _ = try? self.session.publish(
                 Array("end of retained reports".utf8), topic: markerTopic, qos: 1, retain: false)
         case let .message(topic, payload):
-            defer { loop.consumed(payload.count) }
+            defer { loop.consumed(topic: topic, payload: payload) }
             if topic.sameBytes(as: markerTopic) {
                 session.progress.marker(at: .now)
             } else {

@@ -10,8 +10,16 @@ import Synchronization
 package final class DocumentReader: Sendable {
     private let context: EvaluationContext
     private let log: Logger
-    /// The conditions already reported, so each is logged once however often it comes back.
+    /// The conditions already reported, so each is logged once however often it comes back; at most
+    /// ``maximumRemembered`` of them (a server naming new ones in every document must not grow the
+    /// daemon with every fetch: past the bound only the last document's are remembered).
     private let alreadyReported = Mutex<Set<ByteKey>>([])
+
+    /// The most condition names remembered as reported.
+    package static let maximumRemembered = 1_000
+
+    /// How many condition names are remembered as reported.
+    package var rememberedCount: Int { alreadyReported.withLock { $0.count } }
 
     package init(deviceId: String, signals: [(name: String, value: String)], log: Logger) {
         context = EvaluationContext(deviceId: deviceId, signals: Dictionary(signals.map { ($0.name, $0.value) }) { $1 })
@@ -39,7 +47,11 @@ package final class DocumentReader: Sendable {
         let evaluation = try TemplateEvaluator.evaluate(json, name: name, context: context)
         let fresh = alreadyReported.withLock { reported in
             let new = evaluation.unsupportedConditions.filter { !reported.contains(ByteKey($0)) }
-            reported.formUnion(new.map { ByteKey($0) })
+            if reported.count + new.count > Self.maximumRemembered {
+                reported = Set(evaluation.unsupportedConditions.prefix(Self.maximumRemembered).map { ByteKey($0) })
+            } else {
+                reported.formUnion(new.map { ByteKey($0) })
+            }
             return new
         }
         if !fresh.isEmpty {

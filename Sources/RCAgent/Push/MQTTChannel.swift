@@ -79,7 +79,7 @@ final class MQTTChannel: Sendable {
                 agent.requestAfterJitter(.pushReconnect, jitter: jitter)
             }
         case let .message(payload, topic):
-            defer { connection.consumed(payload.count) }
+            defer { connection.consumed(topic: topic, payload: payload) }
             let message: PushMessage
             do {
                 message = try PushMessage.parse(try JSONValue.parse(payload))

@@ -88,8 +88,8 @@ final class MQTTConnection: Sendable {
     /// The most message bytes handed on and not yet consumed: 16 push messages at the limit.
     static let maximumBacklog = 16 * MQTTClient.defaultMaximumPayload
 
-    /// The receiver of a message is done with `size` of its bytes.
-    func consumed(_ size: Int) { session.consumed(size) }
+    /// The receiver of a message is done with it.
+    func consumed(topic: String, payload: [UInt8]) { session.consumed(topic: topic, payload: payload) }
 
     func unsubscribe(_ topic: String) throws(MQTTError) { try session.unsubscribe(topic) }
 
