@@ -228,7 +228,7 @@ public final class StateStore {
                     "UPDATE stale SET is_set = 1, reason = ?, since = ?",
                     [reason.map(SQLValue.text) ?? .null, .integer(now.milliseconds)])
                 try appendEvent(
-                    "stale-set", at: now, detail: .object([("reason", reason.map(JSONValue.string) ?? .null)]))
+                    .staleSet, at: now, detail: .object([("reason", reason.map(JSONValue.string) ?? .null)]))
             }
             return !wasSet
         }
@@ -244,7 +244,7 @@ public final class StateStore {
                     throttle_until = throttle_until - ?1, next_fetch_at = next_fetch_at - ?1
                 """, [.integer(step.milliseconds)])
             try appendEvent(
-                "clock-stepped-back", at: now, detail: .object([("milliseconds", .integer(step.milliseconds))]))
+                .clockSteppedBack, at: now, detail: .object([("milliseconds", .integer(step.milliseconds))]))
         }
     }
 
@@ -273,7 +273,7 @@ public final class StateStore {
                     """, [templateVersion.map(SQLValue.text) ?? .null, etag.map(SQLValue.text) ?? .null, at])
                 try succeed(status: .success, at: now)
                 try appendEvent(
-                    "fetched", at: now,
+                    .fetched, at: now,
                     detail: .object([
                         ("templateVersion", templateVersion.map(JSONValue.string) ?? .null),
                         ("keys", .integer(Int64(values.count))),
@@ -297,7 +297,7 @@ public final class StateStore {
                         .integer(Int64(backoffStep)), nextAttempt.map { .integer($0.milliseconds) } ?? .null,
                         throttledUntil.map { .integer($0.milliseconds) } ?? .null,
                     ])
-                try appendEvent("fetch-failed", at: now, detail: .object([("error", .string(error))]))
+                try appendEvent(.fetchFailed, at: now, detail: .object([("error", .string(error))]))
                 return nil
             case let .throttled(until):
                 try db.run(
@@ -320,7 +320,7 @@ public final class StateStore {
     private func clearStale(at now: Timestamp) throws(SQLiteError) {
         guard try staleFlag().isSet else { return }
         try db.run("UPDATE stale SET is_set = 0, reason = NULL, since = NULL")
-        try appendEvent("stale-cleared", at: now, detail: .object([]))
+        try appendEvent(.staleCleared, at: now, detail: .object([]))
     }
 
     /// Makes the fetched snapshot active. Returns `nil` when nothing was pending.
@@ -375,7 +375,7 @@ public final class StateStore {
             """, [.integer(now.milliseconds)])
         try db.run("UPDATE snapshots SET pending = 0 WHERE kind = 'fetched'")
         try appendEvent(
-            "activated", at: now,
+            .activated, at: now,
             detail: .object([
                 ("changedKeys", .array(changedKeys.map(JSONValue.string))),
                 ("templateVersion", templateVersion.map(JSONValue.string) ?? .null),
