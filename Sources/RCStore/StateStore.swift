@@ -154,8 +154,29 @@ public final class StateStore {
         }
     }
 
-    public func status() throws(StoreError) -> StoreStatus {
+    /// Where the database is in its history: it changes with every write of this store (its
+    /// connection's change count) and every commit of another process (`PRAGMA data_version`).
+    /// Two equal versions read the same ``status()``, so a reader may keep the status it read.
+    public struct Version: Sendable, Equatable {
+        let own: Int64
+        let others: Int64
+    }
+
+    /// The database's ``Version`` now: one small statement.
+    public func version() throws(StoreError) -> Version {
         try Self.wrap { () throws(SQLiteError) in
+            let others = try db.query("PRAGMA data_version") { $0.integer(0) ?? 0 }.first ?? 0
+            return Version(own: db.totalChanges, others: others)
+        }
+    }
+
+    /// How many times ``status()`` ran on this store (seven statements each): for the tests that
+    /// count the daemon's reads.
+    public private(set) var statusReads = 0
+
+    public func status() throws(StoreError) -> StoreStatus {
+        statusReads += 1
+        return try Self.wrap { () throws(SQLiteError) in
             let deviceId = try db.query("SELECT value FROM meta WHERE key = 'device_id'") { $0.text(0) }.first ?? nil
             let stale = try staleFlag()
             func snapshot(_ kind: String, table: String) throws(SQLiteError) -> (SnapshotInfo, Bool) {

@@ -15,7 +15,7 @@ extension Agent {
     /// the installed app and the update verdict over the active update keys, the activities.
     func deviceReport(deviceId: String, online: Bool) -> DeviceReport {
         let now = Timestamp.now()
-        let status = try? store.status()
+        let status = try? board.storeStatus(of: store)
         if installedApp == nil { refreshInstalledApp() }
         let installed = try? installedApp?.get()
         return DeviceReport(
@@ -63,5 +63,5 @@ extension Agent {
 
     func stopObservingChanges(_ id: Int) { events.stopObserving(id) }
 
-    func setReportState(_ state: String?) { reportState = state }
+    func setReportState(_ state: String?) { board.report = state }
 }
