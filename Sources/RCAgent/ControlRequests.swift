@@ -16,10 +16,11 @@ struct ControlRequests: Sendable {
             case .ping:
                 return PingResponse(pid: Int64(getpid())).json
             case .status:
+                let board = await agent.statusBoard()
                 return StatusResponse(
-                    pid: Int64(getpid()), state: await agent.fetching ? "fetching" : "idle",
-                    nextFetchAt: await agent.nextFetch?.iso8601, push: await agent.pushState,
-                    config: await agent.configDigest, report: await agent.reportState
+                    pid: Int64(getpid()), state: board.fetching ? "fetching" : "idle",
+                    nextFetchAt: board.nextFetch?.iso8601, push: board.push, config: board.config,
+                    report: board.report
                 ).json
             case let .fetch(force, ignoreThrottle, wait):
                 let outcome = await agent.fetch(.manual(force: force, ignoreThrottle: ignoreThrottle), wait: wait)

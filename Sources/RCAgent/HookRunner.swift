@@ -7,13 +7,8 @@ import Synchronization
 /// One event the hooks hear about: an activation (with its changed keys), the stale flag
 /// changing, or a Live Activity starting, changing, ending or going away (with the activity).
 struct HookEvent: Sendable {
-    enum Kind: String, Sendable {
-        case activated, staleSet = "stale-set", staleCleared = "stale-cleared"
-        case activityStarted = "activity-started", activityUpdated = "activity-updated"
-        case activityEnded = "activity-ended", activityRemoved = "activity-removed"
-
-        var isActivity: Bool { rawValue.hasPrefix("activity-") }
-    }
+    /// One of the kinds that ``AgentEventKind/reachesHooks``.
+    typealias Kind = AgentEventKind
 
     struct Change: Sendable {
         var old: String?

@@ -36,7 +36,7 @@ enum StateRecovery {
             log.error("Failed to open \(config.databasePath): \(error); moved it to \(aside), starting from defaults")
             let store = try StateStore.open(config: config)
             try store.markStale(reason: "the state database was corrupt and was moved to \(aside)", at: now)
-            try store.recordEvent("database-recovered", detail: .object([("movedTo", .string(aside))]), at: now)
+            try store.recordEvent(.databaseRecovered, detail: .object([("movedTo", .string(aside))]), at: now)
             return store
         }
     }

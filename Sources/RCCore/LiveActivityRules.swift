@@ -120,12 +120,12 @@ public enum LiveActivityRules {
         }
 
         /// `activity-started`, `-updated`, `-ended` or `-removed`: the event a change logs.
-        public var eventKind: String? {
+        public var eventKind: AgentEventKind? {
             switch self {
-            case .started: "activity-started"
-            case .updated: "activity-updated"
-            case .ended: "activity-ended"
-            case .removed: "activity-removed"
+            case .started: .activityStarted
+            case .updated: .activityUpdated
+            case .ended: .activityEnded
+            case .removed: .activityRemoved
             case .ignored, .refused: nil
             }
         }

@@ -20,6 +20,11 @@ final class Database {
     }
 
     private let handle: OpaquePointer
+    /// Statements prepared once and kept by their SQL text (``cachedStatement(_:)``).
+    private var cache: [String: Statement] = [:]
+    /// The most statements the cache keeps. The SQL the code runs is its own constant text, a few
+    /// dozen statements; past the bound a statement is prepared for its one use, as before.
+    static let cacheLimit = 64
 
     init(path: String, mode: Mode) throws(SQLiteError) {
         var db: OpaquePointer?
@@ -56,6 +61,8 @@ final class Database {
     }
 
     deinit {
+        // Each statement is finalized as it goes; the connection closes once none is left.
+        cache = [:]
         sqlite3_close_v2(handle)
     }
 
@@ -129,12 +136,31 @@ final class Database {
         var statement: OpaquePointer?
         let rc = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
         guard rc == SQLITE_OK, let statement else { throw error(rc, sql: sql) }
-        return Statement(statement, database: self, sql: sql)
+        return Statement(statement, sql: sql)
     }
+
+    /// The statement for `sql`, prepared on its first use and kept for the next ones (the daemon
+    /// runs the same few queries on every ping and fetch), reset and without bindings. A statement
+    /// still in use (a query run from inside another's row) is not shared: that use gets one of its own.
+    func cachedStatement(_ sql: String) throws(SQLiteError) -> Statement {
+        if let statement = cache[sql], !statement.isBusy {
+            statement.reset()
+            return statement
+        }
+        let statement = try prepare(sql)
+        if cache[sql] == nil && cache.count < Self.cacheLimit { cache[sql] = statement }
+        return statement
+    }
+
+    /// How many statements the cache keeps.
+    var cachedStatements: Int { cache.count }
 
     /// Runs `sql` with `values` and returns every row, each column read by `row`.
     func query<T>(_ sql: String, _ values: [SQLValue] = [], row: (Row) -> T) throws(SQLiteError) -> [T] {
-        let statement = try prepare(sql)
+        let statement = try cachedStatement(sql)
+        // Reset at once, even after an error: a read left open would hold its snapshot (and the
+        // WAL a checkpoint wants to recycle) until the next use.
+        defer { statement.reset() }
         try statement.bind(values)
         var rows: [T] = []
         while let current = try statement.step() { rows.append(row(current)) }
@@ -143,7 +169,8 @@ final class Database {
 
     /// Runs a statement that returns no rows.
     func run(_ sql: String, _ values: [SQLValue] = []) throws(SQLiteError) {
-        let statement = try prepare(sql)
+        let statement = try cachedStatement(sql)
+        defer { statement.reset() }
         try statement.bind(values)
         while try statement.step() != nil {}
     }
@@ -167,18 +194,18 @@ final class Database {
     /// Rows inserted, updated or deleted on this connection since it opened.
     var totalChanges: Int64 { sqlite3_total_changes64(handle) }
 
-    fileprivate func failure(_ code: Int32, sql: String) -> SQLiteError { error(code, sql: sql) }
 }
 
-/// A prepared statement, finalized in `deinit`.
+/// A prepared statement, finalized in `deinit`. It does not keep its ``Database``: the cache
+/// there keeps it (SQLite's `close_v2` waits for the last statement of a connection).
 final class Statement {
-    private let handle: OpaquePointer
-    private let database: Database
+    fileprivate let handle: OpaquePointer
     private let sql: String
+    /// Counts steps and resets: a ``Row`` read after the step or reset that ended it reads nothing.
+    fileprivate private(set) var generation = 0
 
-    fileprivate init(_ handle: OpaquePointer, database: Database, sql: String) {
+    fileprivate init(_ handle: OpaquePointer, sql: String) {
         self.handle = handle
-        self.database = database
         self.sql = sql
     }
 
@@ -186,9 +213,23 @@ final class Statement {
         sqlite3_finalize(handle)
     }
 
-    func bind(_ values: [SQLValue]) throws(SQLiteError) {
+    /// Stepped and not yet reset or done: it holds a read (or write) open.
+    var isBusy: Bool { sqlite3_stmt_busy(handle) != 0 }
+
+    /// Ends the current run (and any read it holds open) and forgets the bindings; the rows it
+    /// gave read nothing from now on.
+    func reset() {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
+        generation &+= 1
+    }
+
+    private func failure(_ code: Int32) -> SQLiteError {
+        SQLiteError(code: code, message: String(cString: sqlite3_errmsg(sqlite3_db_handle(handle))), sql: sql)
+    }
+
+    func bind(_ values: [SQLValue]) throws(SQLiteError) {
+        reset()
         for (offset, value) in values.enumerated() {
             let index = Int32(offset + 1)
             let rc: Int32 =
@@ -197,7 +238,7 @@ final class Statement {
                 case let .integer(i): sqlite3_bind_int64(handle, index, i)
                 case let .text(s): bindText(s, index)
                 }
-            guard rc == SQLITE_OK else { throw database.failure(rc, sql: sql) }
+            guard rc == SQLITE_OK else { throw failure(rc) }
         }
     }
 
@@ -216,27 +257,43 @@ final class Statement {
     /// Advances to the next row; `nil` when the statement is done. A row is only valid until
     /// the next step: `Row` accessors copy the column data out.
     func step() throws(SQLiteError) -> Row? {
+        generation &+= 1
         switch sqlite3_step(handle) {
-        case SQLITE_ROW: return Row(handle: handle)
+        case SQLITE_ROW: return Row(statement: self)
         case SQLITE_DONE: return nil
-        case let rc: throw database.failure(rc, sql: sql)
+        case let rc: throw failure(rc)
         }
     }
 }
 
-/// The current row of a statement. Every accessor copies, so values outlive the row.
+/// The current row of a statement. Every accessor copies, so values outlive the row. The row
+/// itself does not outlive its statement's next step or reset: read after them, every column is
+/// NULL, never another row's (a cached statement is reset after each query and reused by the next).
 struct Row {
-    fileprivate let handle: OpaquePointer
+    private let statement: Statement
+    private let generation: Int
 
-    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+    fileprivate init(statement: Statement) {
+        self.statement = statement
+        generation = statement.generation
+    }
+
+    /// The statement's handle while this row is its current one.
+    private var handle: OpaquePointer? { statement.generation == generation ? statement.handle : nil }
+
+    func isNull(_ column: Int32) -> Bool {
+        guard let handle else { return true }
+        return sqlite3_column_type(handle, column) == SQLITE_NULL
+    }
 
     func text(_ column: Int32) -> String? {
-        guard let bytes = sqlite3_column_text(handle, column) else { return nil }
+        guard let handle, let bytes = sqlite3_column_text(handle, column) else { return nil }
         let count = Int(sqlite3_column_bytes(handle, column))
         return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
     }
 
     func integer(_ column: Int32) -> Int64? {
-        isNull(column) ? nil : sqlite3_column_int64(handle, column)
+        guard let handle, !isNull(column) else { return nil }
+        return sqlite3_column_int64(handle, column)
     }
 }

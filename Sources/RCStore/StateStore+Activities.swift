@@ -57,7 +57,7 @@ extension StateStore {
                     }
                     try forget(evicted, now: now)
                     try appendEvent(
-                        "activity-removed", at: now,
+                        .activityRemoved, at: now,
                         detail: Self.removal(evicted, reason: "evicted: at most \(Self.maximumActivities) activities"))
                 }
             }
@@ -128,17 +128,17 @@ extension StateStore {
                 switch LiveActivityRules.expire(activity, now: now) {
                 case let .ended(ended)?:
                     try save(ended)
-                    try appendEvent("activity-ended", at: now, detail: ended.json)
+                    try appendEvent(.activityEnded, at: now, detail: ended.json)
                     expiry.ended.append(ended.id)
                 case let .removed(ended)?:
                     try forget(ended, now: now)
                     try appendEvent(
-                        "activity-removed", at: now, detail: Self.removal(ended, reason: "ended 8 h after its start"))
+                        .activityRemoved, at: now, detail: Self.removal(ended, reason: "ended 8 h after its start"))
                     expiry.removed.append(ended.id)
                 default:
                     guard activity.endedAt != nil, LiveActivityRules.deadline(of: activity) <= now else { continue }
                     try forget(activity, now: now)
-                    try appendEvent("activity-removed", at: now, detail: Self.removal(activity, reason: "dismissed"))
+                    try appendEvent(.activityRemoved, at: now, detail: Self.removal(activity, reason: "dismissed"))
                     expiry.removed.append(activity.id)
                 }
             }
@@ -153,7 +153,7 @@ extension StateStore {
         try write { () throws in
             guard let activity = try storedActivity(id: id)?.at(now) else { return nil }
             try forget(activity, now: now)
-            try appendEvent("activity-removed", at: now, detail: Self.removal(activity, reason: reason))
+            try appendEvent(.activityRemoved, at: now, detail: Self.removal(activity, reason: reason))
             return activity
         }
     }

@@ -26,19 +26,20 @@ extension StateStore {
     }
 
     /// The newest event of `kind` the bounded log still holds.
-    public func lastEvent(_ kind: String) throws(StoreError) -> StoredEvent? {
+    public func lastEvent(_ kind: AgentEventKind) throws(StoreError) -> StoredEvent? {
         try Self.wrap { () throws(SQLiteError) in
             try db.query(
-                "SELECT id, at, kind, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT 1", [.text(kind)],
+                "SELECT id, at, kind, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT 1",
+                [.text(kind.rawValue)],
                 row: Self.event
             ).first
         }
     }
 
     /// Appends an event outside any other change (activity messages, daemon notes).
-    public func recordEvent(_ kind: String, detail: JSONValue, at now: Timestamp) throws(StoreError) {
+    public func recordEvent(_ kind: AgentEventKind, detail: JSONValue, at now: Timestamp) throws(StoreError) {
         // The reader file holds the last `database-recovered` event only (status shows it).
-        try write(readerVisible: kind == "database-recovered") { try appendEvent(kind, at: now, detail: detail) }
+        try write(readerVisible: kind == .databaseRecovered) { try appendEvent(kind, at: now, detail: detail) }
     }
 
     /// The events this store's writes logged since the last call, oldest first (events written by
@@ -51,14 +52,14 @@ extension StateStore {
     /// Appends an event, then trims the log to ``eventLimit`` events and ``eventBytesLimit`` bytes,
     /// oldest first, in the caller's transaction: the log never holds more, whatever the details
     /// weigh (the newest event stays, even alone over the byte bound).
-    func appendEvent(_ kind: String, at now: Timestamp, detail: JSONValue) throws(SQLiteError) {
+    func appendEvent(_ kind: AgentEventKind, at now: Timestamp, detail: JSONValue) throws(SQLiteError) {
         let text = detail.compactText
-        let size = Int64(kind.utf8.count + text.utf8.count)
+        let size = Int64(kind.rawValue.utf8.count + text.utf8.count)
         let id = try db.query(
             "INSERT INTO events (at, kind, detail, size) VALUES (?, ?, ?, ?) RETURNING id",
-            [.integer(now.milliseconds), .text(kind), .text(text), .integer(size)]
+            [.integer(now.milliseconds), .text(kind.rawValue), .text(text), .integer(size)]
         ) { $0.integer(0) ?? 0 }
-        uncommitted.append(StoredEvent(id: id.first ?? 0, at: now, kind: kind, detail: detail))
+        uncommitted.append(StoredEvent(id: id.first ?? 0, at: now, kind: kind.rawValue, detail: detail))
         try db.run("DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?", [.integer(Self.eventLimit)])
         // The newest events whose sizes add up to the bound stay, and the newest one whatever its size.
         // Both reads use the covering index `events_size` (id order, sizes only), never a detail; the

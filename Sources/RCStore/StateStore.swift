@@ -158,40 +158,11 @@ public final class StateStore {
         }
     }
 
-    public func status() throws(StoreError) -> StoreStatus {
-        try Self.wrap { () throws(SQLiteError) in
-            let deviceId = try db.query("SELECT value FROM meta WHERE key = 'device_id'") { $0.text(0) }.first ?? nil
-            let stale = try staleFlag()
-            func snapshot(_ kind: String, table: String) throws(SQLiteError) -> (SnapshotInfo, Bool) {
-                let keys = try db.query("SELECT count(*) FROM \(table)") { $0.integer(0) ?? 0 }.first ?? 0
-                let row = try db.query(
-                    "SELECT template_version, etag, \(kind == "active" ? "activated_at" : "fetched_at"), pending FROM snapshots WHERE kind = ?",
-                    [.text(kind)]
-                ) { row in
-                    (
-                        SnapshotInfo(
-                            templateVersion: row.text(0), etag: row.text(1), at: row.integer(2).map(Timestamp.init),
-                            keys: Int(keys)), row.integer(3) == 1
-                    )
-                }.first
-                return row ?? (SnapshotInfo(templateVersion: nil, etag: nil, at: nil, keys: Int(keys)), false)
-            }
-            let (active, _) = try snapshot("active", table: "active_values")
-            let (fetched, pending) = try snapshot("fetched", table: "fetched_values")
-            return try db.query(
-                "SELECT last_attempt_at, last_success_at, status, error, throttle_until, backoff_step, next_fetch_at FROM fetch_state"
-            ) { row in
-                StoreStatus(
-                    deviceId: deviceId, stale: stale, active: active, fetched: fetched, pending: pending,
-                    lastAttempt: row.integer(0).map(Timestamp.init), lastSuccess: row.integer(1).map(Timestamp.init),
-                    lastStatus: row.text(2).flatMap(FetchStatus.init(rawValue:)), lastError: row.text(3),
-                    throttledUntil: row.integer(4).map(Timestamp.init), backoffStep: Int(row.integer(5) ?? 0),
-                    nextFetchAt: row.integer(6).map(Timestamp.init))
-            }.first!
-        }
-    }
+    /// How many times ``status()`` ran on this store (seven statements each): for the tests that
+    /// count the daemon's reads.
+    public internal(set) var statusReads = 0
 
-    private func staleFlag() throws(SQLiteError) -> StaleFlag {
+    func staleFlag() throws(SQLiteError) -> StaleFlag {
         try db.query("SELECT is_set, reason, since FROM stale") { row in
             StaleFlag(isSet: row.integer(0) == 1, reason: row.text(1), since: row.integer(2).map(Timestamp.init))
         }.first ?? .clear
@@ -232,7 +203,7 @@ public final class StateStore {
                     "UPDATE stale SET is_set = 1, reason = ?, since = ?",
                     [reason.map(SQLValue.text) ?? .null, .integer(now.milliseconds)])
                 try appendEvent(
-                    "stale-set", at: now, detail: .object([("reason", reason.map(JSONValue.string) ?? .null)]))
+                    .staleSet, at: now, detail: .object([("reason", reason.map(JSONValue.string) ?? .null)]))
             }
             return !wasSet
         }
@@ -248,7 +219,7 @@ public final class StateStore {
                     throttle_until = throttle_until - ?1, next_fetch_at = next_fetch_at - ?1
                 """, [.integer(step.milliseconds)])
             try appendEvent(
-                "clock-stepped-back", at: now, detail: .object([("milliseconds", .integer(step.milliseconds))]))
+                .clockSteppedBack, at: now, detail: .object([("milliseconds", .integer(step.milliseconds))]))
         }
     }
 
@@ -277,7 +248,7 @@ public final class StateStore {
                     """, [templateVersion.map(SQLValue.text) ?? .null, etag.map(SQLValue.text) ?? .null, at])
                 try succeed(status: .success, at: now)
                 try appendEvent(
-                    "fetched", at: now,
+                    .fetched, at: now,
                     detail: .object([
                         ("templateVersion", templateVersion.map(JSONValue.string) ?? .null),
                         ("keys", .integer(Int64(values.count))),
@@ -301,7 +272,7 @@ public final class StateStore {
                         .integer(Int64(backoffStep)), nextAttempt.map { .integer($0.milliseconds) } ?? .null,
                         throttledUntil.map { .integer($0.milliseconds) } ?? .null,
                     ])
-                try appendEvent("fetch-failed", at: now, detail: .object([("error", .string(error))]))
+                try appendEvent(.fetchFailed, at: now, detail: .object([("error", .string(error))]))
                 return nil
             case let .throttled(until):
                 try db.run(
@@ -324,7 +295,7 @@ public final class StateStore {
     private func clearStale(at now: Timestamp) throws(SQLiteError) {
         guard try staleFlag().isSet else { return }
         try db.run("UPDATE stale SET is_set = 0, reason = NULL, since = NULL")
-        try appendEvent("stale-cleared", at: now, detail: .object([]))
+        try appendEvent(.staleCleared, at: now, detail: .object([]))
     }
 
     /// Makes the fetched snapshot active. Returns `nil` when nothing was pending.
@@ -379,7 +350,7 @@ public final class StateStore {
             """, [.integer(now.milliseconds)])
         try db.run("UPDATE snapshots SET pending = 0 WHERE kind = 'fetched'")
         try appendEvent(
-            "activated", at: now,
+            .activated, at: now,
             detail: .object([
                 ("changedKeys", .array(changedKeys.map(JSONValue.string))),
                 ("templateVersion", templateVersion.map(JSONValue.string) ?? .null),

@@ -64,8 +64,12 @@ public struct KeyChange: Sendable, Equatable {
 public struct StoredEvent: Sendable, Equatable {
     public var id: Int64
     public var at: Timestamp
+    /// As logged: an ``AgentEventKind``'s raw value, or a kind of another version's (see ``known``).
     public var kind: String
     public var detail: JSONValue
+
+    /// The kind, when this version knows it.
+    public var known: AgentEventKind? { AgentEventKind(rawValue: kind) }
 }
 
 /// The outcome of a fetch as the store records it.

@@ -64,7 +64,7 @@ import Testing
         #expect(try start.validated() == start)
         #expect(
             LiveActivityRules.apply(start, to: nil, now: Timestamp(milliseconds: 1_700_000_000_000)).eventKind
-                == "activity-started")
+                == .activityStarted)
     }
 
     @Test func aPlainStringAlertAndTheOlderLocKeysAreRead() throws {

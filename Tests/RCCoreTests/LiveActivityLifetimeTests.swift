@@ -30,7 +30,7 @@ import Testing
             throw Failure("a start dated a day and a second ahead was not refused")
         }
         #expect(reason.contains("more than 24 h ahead of the device clock"), "\(reason)")
-        #expect(LiveActivityRules.apply(start(s0 + 24 * hour), to: nil, now: t0).eventKind == "activity-started")
+        #expect(LiveActivityRules.apply(start(s0 + 24 * hour), to: nil, now: t0).eventKind == .activityStarted)
         // The year-9999 start that froze an activity for good: refused for an existing one too.
         let existing = try started(at: t0)
         let frozen = start(LiveActivityMessage.maximumSeconds)
@@ -73,7 +73,7 @@ import Testing
             dismissalDate: LiveActivityMessage.maximumSeconds)
         let endedAt = t0 + .seconds(1)
         let outcome = LiveActivityRules.apply(end, to: activity, now: endedAt)
-        #expect(outcome.eventKind == "activity-ended")
+        #expect(outcome.eventKind == .activityEnded)
         #expect(outcome.activity?.dismissAt == endedAt + .seconds(4 * hour))
         // A stored date beyond the cap (an older release kept any) does not hold the removal back.
         var stored = try #require(outcome.activity)

@@ -129,7 +129,7 @@ import Testing
     @Test func anEndWithAFutureDismissalDateKeepsItUntilThen() throws {
         let outcomes = run([start(s0), end(s0 + 1, dismissal: s0 + 600)])
         #expect(outcomes[1].activity?.dismissAt == t0 + .seconds(600))
-        #expect(outcomes[1].eventKind == "activity-ended")
+        #expect(outcomes[1].eventKind == .activityEnded)
     }
 
     @Test func anEndWithAPastDismissalDateRemovesAtOnce() throws {
@@ -137,7 +137,7 @@ import Testing
         let outcomes = run([start(s0), end(s0 + 1, dismissal: s0)])
         guard case let .removed(activity) = outcomes[1] else { throw Failure("\(outcomes[1])") }
         #expect(activity.endedAt == t0 + .seconds(1))
-        #expect(outcomes[1].eventKind == "activity-removed")
+        #expect(outcomes[1].eventKind == .activityRemoved)
     }
 
     @Test func anEndWithoutContentKeepsTheLastContent() {

@@ -42,7 +42,7 @@ import Testing
             }
             #expect(try store.activities(now: t0).map(\.id) == ["ended"])
             #expect(try store.events().filter { $0.kind == "activity-removed" }.isEmpty)
-            #expect(try store.applyActivity(start(s0 + 2, id: "real"), now: t0).eventKind == "activity-started")
+            #expect(try store.applyActivity(start(s0 + 2, id: "real"), now: t0).eventKind == .activityStarted)
         }
     }
 
@@ -55,7 +55,7 @@ import Testing
             #expect(try store.expireActivities(now: t0 + .seconds(8 * hour)) == .init(ended: ["order-42"]))
             let ended = try #require(try store.activity(id: "order-42", now: t0 + .seconds(8 * hour)))
             #expect(ended.state == .ended && ended.endedAt == t0 + .seconds(8 * hour))
-            #expect(try store.lastEvent("activity-ended")?.detail == ended.json)
+            #expect(try store.lastEvent(.activityEnded)?.detail == ended.json)
             // The later one's end comes next, then the first one's removal.
             #expect(try store.nextActivityDeadline() == t0 + .seconds(9 * hour))
             #expect(try store.expireActivities(now: t0 + .seconds(9 * hour)) == .init(ended: ["later"]))
@@ -77,7 +77,7 @@ import Testing
         try withStore { store in
             try store.applyActivity(start(s0), now: t0)
             #expect(try store.expireActivities(now: t0 + .seconds(13 * hour)) == .init(removed: ["order-42"]))
-            #expect(try store.lastEvent("activity-removed")?.detail["reason"] == .string("ended 8 h after its start"))
+            #expect(try store.lastEvent(.activityRemoved)?.detail["reason"] == .string("ended 8 h after its start"))
             // Remembered like any removal: the retained start does not bring it back.
             #expect(try store.applyActivity(start(s0), now: t0 + .seconds(13 * hour)).activity == nil)
         }
@@ -90,11 +90,11 @@ import Testing
             let removed = try #require(try store.removeActivity(id: "order-42", now: t0, reason: "removed on request"))
             #expect(removed.id == "order-42")
             #expect(try store.activities(now: t0).isEmpty)
-            let event = try #require(try store.lastEvent("activity-removed"))
+            let event = try #require(try store.lastEvent(.activityRemoved))
             #expect(event.detail["id"] == .string("order-42"))
             #expect(event.detail["reason"] == .string("removed on request"))
             #expect(try store.applyActivity(start(s0), now: t0).activity == nil)
-            #expect(try store.applyActivity(start(s0 + 1), now: t0).eventKind == "activity-started")
+            #expect(try store.applyActivity(start(s0 + 1), now: t0).eventKind == .activityStarted)
         }
     }
 }

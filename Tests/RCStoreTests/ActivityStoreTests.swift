@@ -37,17 +37,17 @@ import Testing
 
     @Test func aSequenceIsAppliedAndLogged() throws {
         try withStore { store, _ in
-            #expect(try store.applyActivity(start(s0), now: t0).eventKind == "activity-started")
+            #expect(try store.applyActivity(start(s0), now: t0).eventKind == .activityStarted)
             #expect(
-                try store.applyActivity(update(s0 + 1, eta: 5), now: t0 + .seconds(1)).eventKind == "activity-updated")
-            #expect(try store.applyActivity(end(s0 + 2), now: t0 + .seconds(2)).eventKind == "activity-ended")
+                try store.applyActivity(update(s0 + 1, eta: 5), now: t0 + .seconds(1)).eventKind == .activityUpdated)
+            #expect(try store.applyActivity(end(s0 + 2), now: t0 + .seconds(2)).eventKind == .activityEnded)
             #expect(try activityEvents(store) == ["activity-started", "activity-updated", "activity-ended"])
             let ended = try #require(try store.activity(id: "order-42", now: t0 + .seconds(3)))
             #expect(ended.state == .ended)
             #expect(ended.contentState == .object([("eta", .integer(5))]))
             #expect(ended.dismissAt == t0 + .seconds(2) + .seconds(4 * 3_600))
             // The event carries the activity as the list shows it.
-            #expect(try store.lastEvent("activity-ended")?.detail == ended.json)
+            #expect(try store.lastEvent(.activityEnded)?.detail == ended.json)
             #expect(
                 store.takeCommittedEvents().map(\.kind).suffix(3) == [
                     "activity-started", "activity-updated", "activity-ended",
@@ -79,7 +79,7 @@ import Testing
     @Test func aFloodOfDistinctIdsStopsAtTheBound() throws {
         try withStore { store, _ in
             for i in 0..<StateStore.maximumActivities {
-                #expect(try store.applyActivity(start(s0, id: "flood-\(i)"), now: t0).eventKind == "activity-started")
+                #expect(try store.applyActivity(start(s0, id: "flood-\(i)"), now: t0).eventKind == .activityStarted)
             }
             let refused = try store.applyActivity(start(s0, id: "one-more"), now: t0)
             guard case let .refused(reason) = refused else {
@@ -91,16 +91,16 @@ import Testing
             #expect(try activityEvents(store).count == StateStore.maximumActivities)
             // Kept ones still change; a start repeated for a kept id is an update, not a new row.
             #expect(try store.applyActivity(update(s0 + 1, id: "flood-0", eta: 1), now: t0).eventKind != nil)
-            #expect(try store.applyActivity(start(s0 + 2, id: "flood-1"), now: t0).eventKind == "activity-updated")
+            #expect(try store.applyActivity(start(s0 + 2, id: "flood-1"), now: t0).eventKind == .activityUpdated)
             // Two ended (flood-3 due first): the next start takes flood-3's place, then flood-2's.
             try store.applyActivity(end(s0 + 3, id: "flood-2", dismissal: s0 + 9_000), now: t0)
             try store.applyActivity(end(s0 + 3, id: "flood-3", dismissal: s0 + 8_000), now: t0)
-            #expect(try store.applyActivity(start(s0, id: "one-more"), now: t0).eventKind == "activity-started")
+            #expect(try store.applyActivity(start(s0, id: "one-more"), now: t0).eventKind == .activityStarted)
             #expect(try store.activity(id: "flood-3", now: t0) == nil)
-            let evicted = try #require(try store.lastEvent("activity-removed"))
+            let evicted = try #require(try store.lastEvent(.activityRemoved))
             #expect(evicted.detail["id"] == .string("flood-3"))
             #expect(evicted.detail["reason"]?.stringValue?.hasPrefix("evicted") == true)
-            #expect(try store.applyActivity(start(s0, id: "two-more"), now: t0).eventKind == "activity-started")
+            #expect(try store.applyActivity(start(s0, id: "two-more"), now: t0).eventKind == .activityStarted)
             #expect(try store.activity(id: "flood-2", now: t0) == nil)
             #expect(try store.activities(now: t0).count == StateStore.maximumActivities)
             if case .refused = try store.applyActivity(start(s0, id: "three-more"), now: t0) {
@@ -179,10 +179,10 @@ import Testing
         try withStore { store, _ in
             try store.applyActivity(start(s0), now: t0)
             let outcome = try store.applyActivity(end(s0 + 1, dismissal: s0), now: t0 + .seconds(1))
-            #expect(outcome.eventKind == "activity-removed")
+            #expect(outcome.eventKind == .activityRemoved)
             #expect(try store.activities(now: t0 + .seconds(1)).isEmpty)
             #expect(try activityEvents(store) == ["activity-started", "activity-removed"])
-            #expect(try store.lastEvent("activity-removed")?.detail["reason"] == .string("dismissal-date passed"))
+            #expect(try store.lastEvent(.activityRemoved)?.detail["reason"] == .string("dismissal-date passed"))
         }
     }
 
@@ -201,7 +201,7 @@ import Testing
                 #expect(reason.contains("was removed"), "\(reason)")
             }
             #expect(try store.activities(now: t0 + .seconds(2)).isEmpty)
-            #expect(try store.applyActivity(start(s0 + 2), now: t0 + .seconds(2)).eventKind == "activity-started")
+            #expect(try store.applyActivity(start(s0 + 2), now: t0 + .seconds(2)).eventKind == .activityStarted)
 
             // Dismissed by the daemon's deadline: remembered the same way.
             try store.applyActivity(end(s0 + 3, id: "order-42"), now: t0 + .seconds(3))
@@ -222,8 +222,8 @@ import Testing
             }
             let later = t0 + .seconds(Int64(count))
             // The two oldest are forgotten (a replay starts them again); the newest is remembered.
-            #expect(try store.applyActivity(start(s0, id: "gone-0"), now: later).eventKind == "activity-started")
-            #expect(try store.applyActivity(start(s0, id: "gone-1"), now: later).eventKind == "activity-started")
+            #expect(try store.applyActivity(start(s0, id: "gone-0"), now: later).eventKind == .activityStarted)
+            #expect(try store.applyActivity(start(s0, id: "gone-1"), now: later).eventKind == .activityStarted)
             #expect(try store.applyActivity(start(s0, id: "gone-2"), now: later).activity == nil)
             #expect(try store.applyActivity(start(s0, id: "gone-\(count - 1)"), now: later).activity == nil)
         }
@@ -233,7 +233,7 @@ import Testing
         try withStore { store, _ in
             try store.applyActivity(start(s0), now: t0)
             try store.applyActivity(end(s0 + 1), now: t0 + .seconds(1))
-            #expect(try store.applyActivity(start(s0 + 2), now: t0 + .seconds(2)).eventKind == "activity-started")
+            #expect(try store.applyActivity(start(s0 + 2), now: t0 + .seconds(2)).eventKind == .activityStarted)
             let activity = try #require(try store.activity(id: "order-42", now: t0 + .seconds(2)))
             #expect(activity.state == .active && activity.endedAt == nil && activity.dismissAt == nil)
             // Running again: its next step is the device's own end, 8 h after this start.
@@ -305,7 +305,7 @@ import Testing
             #expect(try store.status().active.templateVersion == "7")
             #expect(try store.events().map(\.kind) == ["activated"])
             #expect(try store.activities(now: t0).isEmpty)
-            #expect(try store.applyActivity(start(s0), now: t0).eventKind == "activity-started")
+            #expect(try store.applyActivity(start(s0), now: t0).eventKind == .activityStarted)
             // Reading it back with the CLI's connection: the new version, nothing lost.
             let reader = try #require(try StateStore.openForReading(path: path))
             #expect(try reader.value(forKey: "speed")?.text == "3")

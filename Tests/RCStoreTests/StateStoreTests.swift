@@ -602,7 +602,8 @@ import Testing
     @Test func eventsAfterAnIdAndLimit() throws {
         try withStore { (store, _) throws in
             for i in 0..<5 {
-                try store.recordEvent("note", detail: .object([("i", .integer(Int64(i)))]), at: t0 + .seconds(Int64(i)))
+                try store.recordEvent(
+                    .fetchFailed, detail: .object([("i", .integer(Int64(i)))]), at: t0 + .seconds(Int64(i)))
             }
             let all = try store.events()
             #expect(all.map(\.detail) == (0..<5).map { .object([("i", .integer(Int64($0)))]) })
@@ -625,12 +626,12 @@ import Testing
             }
             #expect(try store.events(limit: 10_000).count == Int(StateStore.eventLimit + extra))
 
-            try store.recordEvent("note", detail: .object([]), at: t0)
+            try store.recordEvent(.fetchFailed, detail: .object([]), at: t0)
             let events = try store.events(limit: 10_000)
             #expect(events.count == Int(StateStore.eventLimit))
             #expect(events.first?.id == extra + 2)
             #expect(events.last?.id == StateStore.eventLimit + extra + 1)
-            #expect(events.last?.kind == "note")
+            #expect(events.last?.known == .fetchFailed)
 
             // Every later event keeps it at the limit.
             try store.markStale(reason: nil, at: t1)

@@ -24,7 +24,7 @@ import Testing
             let kept = try #require(try store.status().stale.reason)
             #expect(kept.utf8.count <= StoredText.maximumReasonBytes)
             #expect(kept.hasPrefix("mqtt: CONFIG_STATE=é") && kept.hasSuffix("…"))
-            #expect(try store.lastEvent("stale-set")?.detail["reason"] == .string(kept))
+            #expect(try store.lastEvent(.staleSet)?.detail["reason"] == .string(kept))
         }
     }
 
@@ -36,7 +36,7 @@ import Testing
                 activate: false)
             let error = try #require(try store.status().lastError)
             #expect(error.utf8.count <= StoredText.maximumErrorBytes && error.hasPrefix("HTTP 500: xxx"))
-            #expect(try store.lastEvent("fetch-failed")?.detail["error"] == .string(error))
+            #expect(try store.lastEvent(.fetchFailed)?.detail["error"] == .string(error))
             try store.setNote("topics", body)
             #expect(try store.note("topics")?.utf8.count ?? 0 <= StoredText.maximumNoteBytes)
         }
@@ -48,7 +48,7 @@ import Testing
         try withStore { store, path in
             let big = JSONValue.object([("s", .string(String(repeating: "y", count: 8_000)))])
             for index in 0..<400 {
-                try store.recordEvent("note", detail: big, at: t0 + .seconds(Int64(index)))
+                try store.recordEvent(.fetchFailed, detail: big, at: t0 + .seconds(Int64(index)))
             }
             let raw = try Database(path: path, mode: .readOnly)
             let total =
@@ -67,12 +67,12 @@ import Testing
 
     @Test func anEventOverTheBoundAloneStaysAsTheNewest() throws {
         try withStore { store, _ in
-            try store.recordEvent("small", detail: .object([]), at: t0)
+            try store.recordEvent(.staleSet, detail: .object([]), at: t0)
             let huge = JSONValue.object([("s", .string(String(repeating: "z", count: 1_100_000)))])
-            try store.recordEvent("huge", detail: huge, at: t0)
-            #expect(try store.events().map(\.kind) == ["huge"])
-            try store.recordEvent("after", detail: .object([]), at: t0)
-            #expect(try store.events().map(\.kind) == ["after"])
+            try store.recordEvent(.fetchFailed, detail: huge, at: t0)
+            #expect(try store.events().map(\.known) == [.fetchFailed])
+            try store.recordEvent(.staleCleared, detail: .object([]), at: t0)
+            #expect(try store.events().map(\.known) == [.staleCleared])
         }
     }
 

@@ -8,43 +8,17 @@ struct InstalledVersion: Sendable, Equatable {
     let origin: String
 }
 
-/// The agent's side of the device report (`[Report] MQTTStatusTopic=`): the report made from its
-/// state, and the observers that hear when that state may have changed.
+/// The agent's side of the device report (`[Report] MQTTStatusTopic=`): what the report is made
+/// from (``DeviceReportAssembly`` makes it), and the observers that hear when that state may have changed.
 extension Agent {
-    /// The report of the agent's state now: the active template, the stale flag, the last fetch,
-    /// the installed app and the update verdict over the active update keys, the activities.
+    /// The report of the agent's state now (``DeviceReportAssembly``), from the status board.
     func deviceReport(deviceId: String, online: Bool) -> DeviceReport {
         let now = Timestamp.now()
-        let status = try? store.status()
         if installedApp == nil { refreshInstalledApp() }
-        let installed = try? installedApp?.get()
-        return DeviceReport(
-            deviceId: deviceId, online: online, at: now, agentVersion: BuildInfo.version,
-            templateVersion: status?.active.templateVersion,
-            stale: DeviceReport.Stale(set: status?.stale.isSet ?? false, since: status?.stale.since),
-            lastFetch: DeviceReport.LastFetch(
-                status: status?.lastStatus?.rawValue, at: status?.lastAttempt,
-                error: status?.lastStatus == .failure ? status?.lastError : nil),
-            appInstalled: installed?.version, update: updateVerdict(installed, now: now),
-            activities: (try? store.activities(now: now).count) ?? 0)
-    }
-
-    /// What `rcagent check-update` would say, over the active values of the update keys; `unknown`
-    /// when it cannot tell (no installed version, a value that does not parse, an unreadable store).
-    private func updateVerdict(_ installed: InstalledVersion?, now: Timestamp) -> DeviceReport.Update {
-        guard let installed else { return .unknown }
-        do {
-            let offers = try InstalledApp.offers(config: config) { key in try store.value(forKey: key)?.text }
-            let verdict = try UpdateChecker(scheme: config.versionScheme)
-                .check(installed: installed.version, installedOrigin: installed.origin, offers: offers, now: now)
-            switch verdict.result {
-            case .none: return .none
-            case .recommended: return .recommended
-            case .required: return .required
-            }
-        } catch {
-            return .unknown
-        }
+        return DeviceReportAssembly.report(
+            deviceId: deviceId, online: online, at: now, status: try? board.storeStatus(of: store),
+            installed: try? installedApp?.get(), activities: (try? store.activities(now: now).count) ?? 0,
+            config: config, value: { key in try store.value(forKey: key)?.text })
     }
 
     /// Reads the installed version again (`[App] Package=`: dpkg's status file).
@@ -63,5 +37,5 @@ extension Agent {
 
     func stopObservingChanges(_ id: Int) { events.stopObserving(id) }
 
-    func setReportState(_ state: String?) { reportState = state }
+    func setReportState(_ state: String?) { board.report = state }
 }

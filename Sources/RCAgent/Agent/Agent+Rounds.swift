@@ -104,8 +104,8 @@ extension Agent {
             return .skipped(reason: "backing off after \(status.backoffStep) failed fetch(es)", next: next)
         }
 
-        fetching = true
-        defer { fetching = false }
+        board.fetching = true
+        defer { board.fetching = false }
         notifier.status(
             status.stale.isSet
                 ? "Stale since \(StatusText.clock(status.stale.since)); fetching from \(source.name)"
@@ -148,7 +148,9 @@ extension Agent {
             // Not the disk: the database refused this document itself (a constraint). Writing it
             // again cannot help, so it is a failed fetch like any other bad document.
             unstored = nil
-            guard let status = try? store.status() else { return .failed("cannot store the fetched config: \(error)") }
+            guard let status = try? board.storeStatus(of: store) else {
+                return .failed("cannot store the fetched config: \(error)")
+            }
             return recordFailure(
                 SourceError(.badDocument, "the state database refused the document: \(error)"), status: status,
                 source: source)
@@ -221,14 +223,14 @@ extension Agent {
 
     /// The store's fetch state, first rebased to `now` if the wall clock stepped back behind it.
     func fetchState(now: Timestamp) throws -> StoreStatus {
-        let status = try store.status()
+        let status = try board.storeStatus(of: store)
         guard let step = policy.clockStepBack(status, now: now) else { return status }
         log.warning(
             "The wall clock went back \(DurationText.format(step)) behind the last fetch; fetch times are rebased to it"
         )
         try store.rebaseFetchTimes(back: step, at: now)
         events.publish()
-        return try store.status()
+        return try board.storeStatus(of: store)
     }
 
     /// Records a failed fetch with the backoff or throttle ``FetchPolicy/afterFailure`` computes from

@@ -42,8 +42,8 @@ actor Agent {
     /// Gives back the pages a round mapped once the agent has been quiet this long (tests that
     /// watch the loop's waits set it out of their way).
     let settleDelay: Duration
-    /// A round is running (`status` says "fetching").
-    var fetching = false
+    /// What readers see: the store's status as of the last write, and the agent's own fields.
+    var board = StatusBoard()
 
     /// A fetch result the store refused, kept for the store retry.
     var unstored: (result: SourceResult, at: Timestamp, fetchTime: Duration)?
@@ -53,8 +53,6 @@ actor Agent {
     /// The installed app version the report carries, or why there is none: read at start, on a
     /// reload and after every fetch round (a dpkg upgrade shows up with the next round).
     var installedApp: Result<InstalledVersion, UpdateCheckError>?
-    /// What the device report is doing, for status (`nil` without one).
-    var reportState: String?
 
     init(
         config: AgentConfig, store: StateStore, source: any ConfigSource, log: Logger, notifier: SystemdNotifier,
@@ -194,10 +192,8 @@ actor Agent {
     }
 
     /// What the push channel (MQTT) is doing, for status.
-    private(set) var pushState: String?
-
     func setPushState(_ state: String?) {
-        pushState = state
+        board.push = state
     }
 
     /// Handles an FCM-style message exactly as a push channel delivers it: its Live Activity, if it
@@ -254,7 +250,7 @@ actor Agent {
     /// against the version sent in `lastKnownVersionNumber`, as the SDKs compare it), and the
     /// interval is the timer's: a stream that keeps reconnecting must not spend the fetch quota.
     func wantsFetchOnStreamOpen() -> Bool {
-        guard let status = try? store.status() else { return true }
+        guard let status = try? board.storeStatus(of: store) else { return true }
         return status.stale.isSet || status.lastSuccess == nil
     }
 
@@ -272,12 +268,20 @@ actor Agent {
 
     /// The newest template version the agent has, fetched or active.
     func currentTemplateVersion() throws -> Int64? {
-        let status = try store.status()
+        let status = try board.storeStatus(of: store)
         return [status.active.templateVersion, status.fetched.templateVersion].compactMap { $0.flatMap { Int64($0) } }
             .max()
     }
 
-    func status() throws -> StoreStatus { try store.status() }
+    /// The store's status as the board has it (read again only after a write).
+    func status() throws -> StoreStatus { try board.storeStatus(of: store) }
+
+    /// The board for the socket's `status` answer.
+    func statusBoard() -> AgentStatus {
+        AgentStatus(
+            fetching: board.fetching, nextFetch: nextFetch, push: board.push, config: configDigest,
+            report: board.report)
+    }
 
     /// Returns at once: the watchdog pings only while the actor still answers.
     func heartbeat() {}

@@ -86,7 +86,7 @@ final class EventBroadcaster {
         lastId = max(lastId, events.last?.id ?? lastId)
         for event in events {
             // Activations reach the hooks through ``activated(_:)``, with their values.
-            guard let kind = HookEvent.Kind(rawValue: event.kind), kind != .activated else { continue }
+            guard let kind = event.known, kind.reachesHooks, kind != .activated else { continue }
             hooks.enqueue(kind.isActivity ? HookEvent(activity: kind, detail: event.detail) : HookEvent(kind: kind))
         }
         guard !watchers.isEmpty else { return }

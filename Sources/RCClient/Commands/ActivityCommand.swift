@@ -105,7 +105,7 @@ enum ActivityCommand {
             // Lines of other events, and any a newer daemon writes that this CLI cannot read, are skipped:
             // a renderer following --json must only ever see activity events.
             guard let json = try? JSONValue.parse(line), let event = try? WatchEvent.parse(json),
-                event.kind.hasPrefix("activity-")
+                event.kind.hasPrefix(AgentEventKind.activityPrefix)
             else { continue }
             if invocation.json {
                 // As the daemon sent it: compact JSON, one line (its escapes keep it one line).

@@ -156,7 +156,7 @@ enum WatchCommand {
     /// `2026-11-29T13:47:17Z activated template 7: kiosk_url welcome_message`.
     static func describe(_ event: WatchEvent) -> TerminalText {
         // An activity's fields are whole JSON documents: the activity's own line reads better.
-        if event.kind.hasPrefix("activity-") { return ActivityCommand.describe(event) }
+        if event.kind.hasPrefix(AgentEventKind.activityPrefix) { return ActivityCommand.describe(event) }
         var details = event.fields.map { member -> TerminalText in
             if case let .array(items) = member.value {
                 return "\(member.key)=\(items.map { $0.stringValue ?? $0.compactText }.joined(separator: ","))"

@@ -16,7 +16,7 @@ enum StatusCommand {
         if let store = reader.store {
             do {
                 status = try store.status()
-                recovery = try store.lastEvent("database-recovered")
+                recovery = try store.lastEvent(.databaseRecovered)
             } catch {
                 // Damage the value probe did not reach: reported like a database that does not open.
                 status = nil
