@@ -248,8 +248,11 @@ actor Agent {
     /// Whether a (re)opened realtime stream should fetch by itself: only when the cache is stale or
     /// was never fetched. A newer template is announced by the stream itself (its first message,
     /// against the version sent in `lastKnownVersionNumber`, as the SDKs compare it), and the
-    /// interval is the timer's: a stream that keeps reconnecting must not spend the fetch quota.
+    /// interval is the timer's: a stream that keeps reconnecting must not spend the fetch quota. Nor
+    /// while a round runs (the start-up fetch, as the stream opens beside it): that round settles the
+    /// cache, and if it fails, its own backoff retries.
     func wantsFetchOnStreamOpen() -> Bool {
+        guard !board.fetching else { return false }
         guard let status = try? board.storeStatus(of: store) else { return true }
         return status.stale.isSet || status.lastSuccess == nil
     }
