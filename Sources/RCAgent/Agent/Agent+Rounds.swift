@@ -97,6 +97,17 @@ extension Agent {
                     "the last fetch is recent (MinimumFetchInterval=\(DurationText.format(config.minimumFetchInterval)))",
                 next: next)
         }
+        // Rounds asked for only by realtime announcements whose templates a round before this one already
+        // brought (the start-up fetch, as the stream announced the same template beside it) fetch nothing:
+        // the project's fetch quota is not spent twice on one template.
+        let targets: [Int64?] = triggers.map { trigger in
+            if case let .realtime(_, target?) = trigger { target } else { nil }
+        }
+        if let highest = targets.compactMap({ $0 }).max(), !targets.contains(nil),
+            let current = Self.templateVersion(status), current >= highest
+        {
+            return .skipped(reason: "template \(current) is already here", next: nil)
+        }
         if let until = status.throttledUntil, until > now, !triggers.contains(where: \.ignoresThrottle) {
             return .throttled(until: until)
         }
@@ -122,11 +133,16 @@ extension Agent {
         return record(result, at: .now(), fetchTime: clock.now - started, source: source)
     }
 
+    /// The newest template version the device has, active or fetched.
+    static func templateVersion(_ status: StoreStatus) -> Int64? {
+        [status.active.templateVersion, status.fetched.templateVersion].compactMap { $0.flatMap { Int64($0) } }.max()
+    }
+
     /// The trigger a round tells its source: a reload first (no ETag), then the latest realtime
     /// attempt (Firebase names those fetches), else the first request.
     static func representative(of triggers: [FetchTrigger]) -> FetchTrigger {
         if let reload = triggers.first(where: { !$0.sendsETag }) { return reload }
-        let attempts = triggers.compactMap { if case let .realtime(attempt) = $0 { attempt } else { nil } }
+        let attempts = triggers.compactMap { if case let .realtime(attempt, _) = $0 { attempt } else { nil } }
         if let latest = attempts.max() { return .realtime(attempt: latest) }
         return triggers.first ?? .timer
     }

@@ -234,7 +234,7 @@ actor Agent {
                 }
                 if wait > .zero { try? await Task.sleep(for: wait) }
             }
-            let outcome = await fetch(.realtime(attempt: attempt), wait: true)
+            let outcome = await fetch(.realtime(attempt: attempt, target: target), wait: true)
             guard let target else { return }
             if let current = try? currentTemplateVersion(), current >= target { return }
             switch outcome {
@@ -271,9 +271,7 @@ actor Agent {
 
     /// The newest template version the agent has, fetched or active.
     func currentTemplateVersion() throws -> Int64? {
-        let status = try board.storeStatus(of: store)
-        return [status.active.templateVersion, status.fetched.templateVersion].compactMap { $0.flatMap { Int64($0) } }
-            .max()
+        Self.templateVersion(try board.storeStatus(of: store))
     }
 
     /// The store's status as the board has it (read again only after a write).

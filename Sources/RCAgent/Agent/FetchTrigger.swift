@@ -12,8 +12,9 @@ public enum FetchTrigger: Sendable, Equatable {
     case sourceChanged
     /// `rcagent fetch`.
     case manual(force: Bool, ignoreThrottle: Bool)
-    /// The realtime stream announced a newer template, or reconnected (a message may have been missed).
-    case realtime(attempt: Int)
+    /// The realtime stream announced a newer template (`target`), or reopened while the cache was
+    /// stale (`nil`: a message may have been missed).
+    case realtime(attempt: Int, target: Int64? = nil)
     /// A push channel (MQTT) reconnected: a ping may have been missed while it was down.
     case pushReconnect
     /// The network may have come up, or the wall clock was set (a resume from suspend does), while

@@ -40,7 +40,7 @@ public final class FirebaseSource: ConfigSource {
     /// The `X-Firebase-RC-Fetch-Type` header says why: `REALTIME/<attempt>` after a realtime
     /// invalidation, `BASE/1` otherwise.
     public func fetch(etag: String?, trigger: FetchTrigger) async throws(SourceError) -> SourceResult {
-        if case let .realtime(attempt) = trigger {
+        if case let .realtime(attempt, _) = trigger {
             return try await fetch(etag: etag, type: "REALTIME/\(attempt)")
         }
         return try await fetch(etag: etag, type: "BASE/1")
