@@ -21,15 +21,6 @@ import Testing
     /// The most nesting that fits one request line: `[` repeated to the line limit.
     static let widest = String(repeating: "[", count: 64 * 1024 - 2)
 
-    /// The owner's commands work and the last good value is served: the daemon kept its state.
-    func expectHealthy(_ sandbox: Sandbox, _ daemon: DaemonProcess, value: String = "v1") throws {
-        #expect(daemon.process.isRunning, "\(daemon.log)")
-        #expect(try sandbox.cli("get", "key_0").stdout == value + "\n")
-        let status = try sandbox.cli("status", "--json")
-        #expect(status.status == 0 && status.stdout.contains(#""running":true"#), "\(status.stdout)\(status.stderr)")
-        #expect(try sandbox.cli("mark-stale", "--reason", "owner").status == 0)
-    }
-
     @Test func nestedSocketLinesGetAnErrorAndTheDaemonAnswers() throws {
         let sandbox = try Sandbox()
         let daemon = try sandbox.startServing()
@@ -57,7 +48,7 @@ import Testing
         #expect(slowest < 2, "slowest hostile line took \(slowest) s")
         // The same connection still serves an ordinary request.
         #expect(client.request(#"{"op":"ping"}"#)?["ok"] as? Bool == true)
-        try expectHealthy(sandbox, daemon)
+        try expectDaemonKeptItsState(sandbox, daemon)
         daemon.stop()
     }
 
@@ -82,7 +73,7 @@ import Testing
         try server.serve(Sandbox.document(version: 2), etag: "\"v2\"")
         try broker.publish(MQTTTests.ping)
         #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v2\n" }, "\(daemon.log)")
-        try expectHealthy(sandbox, daemon, value: "v2")
+        try expectDaemonKeptItsState(sandbox, daemon, value: "v2")
         daemon.stop()
     }
 
@@ -103,7 +94,7 @@ import Testing
         let activated = watcher.event(timeout: 20) { $0["event"] as? String == "activated" }
         #expect(activated != nil, "\(daemon.log)")
         #expect(daemon.log.contains("Ignoring an unreadable realtime message"), "\(daemon.log)")
-        try expectHealthy(sandbox, daemon, value: "v2")
+        try expectDaemonKeptItsState(sandbox, daemon, value: "v2")
         daemon.stop()
     }
 
@@ -113,31 +104,12 @@ import Testing
         + (0..<20).map { "\"k\($0)\":" + nested(509, shape: $0) }.joined(separator: ",") + "}}"
 
     @Test func aDeeplyNestedFileDocumentFailsTheFetchQuickly() throws {
-        let sandbox = try Sandbox()
-        let daemon = try sandbox.startServing()
-        try sandbox.publish(Self.deepDocument)
-        let started = Date()
-        let fetch = try sandbox.cli("fetch", "--force", "--wait")
-        #expect(Date().timeIntervalSince(started) < 5, "a failure bound: the old decoder took 40 s")
-        #expect(fetch.status == 1)
-        #expect(fetch.stderr.contains("nesting deeper than 100 levels at line 1"), "\(fetch.stderr)")
-        try expectHealthy(sandbox, daemon)
-        daemon.stop()
+        let took = try expectFileFetchRefuses(Self.deepDocument, saying: "nesting deeper than 100 levels at line 1")
+        #expect(took < 5, "a failure bound: the old decoder took 40 s")
     }
 
     @Test func aDeeplyNestedHTTPDocumentFailsTheFetchQuickly() throws {
-        let sandbox = try Sandbox()
-        let server = try ConfigServer(in: sandbox)
-        try sandbox.writeConfig(extra: "[Source]\nType=http\nURL=\(server.url)")
-        try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
-        let daemon = try sandbox.startDaemon()
-        #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v1\n" })
-        try server.serve(Self.deepDocument, etag: "\"deep\"")
-        let fetch = try sandbox.cli("fetch", "--force", "--wait")
-        #expect(fetch.status == 1)
-        #expect(fetch.stderr.contains("nesting deeper than 100 levels"), "\(fetch.stderr)")
-        try expectHealthy(sandbox, daemon)
-        daemon.stop()
+        try expectHTTPFetchRefuses(Self.deepDocument, saying: "nesting deeper than 100 levels")
     }
 
     @Test func aDeeplyNestedDefaultsFileIsANamedError() throws {
@@ -172,7 +144,7 @@ import Testing
         let status = try sandbox.cli("status", "--json")
         #expect(status.stdout.contains(#""status":"failure""#), "\(status.stdout)")
         #expect(!daemon.log.contains("retrying every"), "not a disk failure:\n\(daemon.log)")
-        try expectHealthy(sandbox, daemon)
+        try expectDaemonKeptItsState(sandbox, daemon)
         daemon.stop()
     }
 }

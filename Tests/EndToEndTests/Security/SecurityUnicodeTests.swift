@@ -21,13 +21,6 @@ import Testing
     static let marksDocument =
         #"{"state":"UPDATE","templateVersion":"2","entries":{"key_0":"v2",""# + marks(50_000) + #"":"x"}}"#
 
-    func expectHealthy(_ sandbox: Sandbox, _ daemon: DaemonProcess, value: String = "v1") throws {
-        #expect(daemon.process.isRunning, "\(daemon.log)")
-        let client = try SocketClient(path: sandbox.socketPath)
-        #expect(client.request(#"{"op":"ping"}"#)?["ok"] as? Bool == true)
-        #expect(try sandbox.cli("get", "key_0").stdout == value + "\n")
-    }
-
     @Test func aMemberNameOfCombiningMarksOnTheSocketIsRefused() throws {
         let sandbox = try Sandbox()
         let daemon = try sandbox.startServing()
@@ -41,34 +34,16 @@ import Testing
             #expect(response.contains(#""ok":false"#), "\(response)")
             #expect(response.contains("more than 30 combining marks in a row"), "\(response)")
         }
-        try expectHealthy(sandbox, daemon)
+        try expectDaemonKeptItsState(sandbox, daemon)
         daemon.stop()
     }
 
     @Test func aMemberNameOfCombiningMarksFailsAFileFetchByName() throws {
-        let sandbox = try Sandbox()
-        let daemon = try sandbox.startServing()
-        try sandbox.publish(Self.marksDocument)
-        let fetch = try sandbox.cli("fetch", "--force", "--wait")
-        #expect(fetch.status == 1)
-        #expect(fetch.stderr.contains("more than 30 combining marks in a row at line 1"), "\(fetch.stderr)")
-        try expectHealthy(sandbox, daemon)
-        daemon.stop()
+        try expectFileFetchRefuses(Self.marksDocument, saying: "more than 30 combining marks in a row at line 1")
     }
 
     @Test func aMemberNameOfCombiningMarksFailsAnHTTPFetchByName() throws {
-        let sandbox = try Sandbox()
-        let server = try ConfigServer(in: sandbox)
-        try sandbox.writeConfig(extra: "[Source]\nType=http\nURL=\(server.url)")
-        try server.serve(Sandbox.document(version: 1), etag: "\"v1\"")
-        let daemon = try sandbox.startDaemon()
-        #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v1\n" })
-        try server.serve(Self.marksDocument, etag: "\"marks\"")
-        let fetch = try sandbox.cli("fetch", "--force", "--wait")
-        #expect(fetch.status == 1)
-        #expect(fetch.stderr.contains("more than 30 combining marks in a row"), "\(fetch.stderr)")
-        try expectHealthy(sandbox, daemon)
-        daemon.stop()
+        try expectHTTPFetchRefuses(Self.marksDocument, saying: "more than 30 combining marks in a row")
     }
 
     /// What stays accepted: 30 marks in a row, and look-alike values, kept as their exact bytes.
@@ -90,7 +65,7 @@ import Testing
         let refused = try sandbox.cli("fetch", "--force", "--wait")
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("different Unicode normalization forms"), "\(refused.stderr)")
-        try expectHealthy(sandbox, daemon, value: "v2")
+        try expectDaemonKeptItsState(sandbox, daemon, value: "v2")
         daemon.stop()
     }
 
