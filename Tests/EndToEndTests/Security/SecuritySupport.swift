@@ -46,3 +46,21 @@ func expectHTTPFetchRefuses(_ document: String, saying reason: String) throws {
     try expectDaemonKeptItsState(sandbox, daemon)
     daemon.stop()
 }
+
+/// The stale flag's reason as `rcagent status --json` reports it (nil when not set).
+func staleReason(_ sandbox: Sandbox) throws -> String? {
+    let json = try sandbox.cli("status", "--json").stdout
+    let status = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+    let stale = status?["stale"] as? [String: Any]
+    return stale?["set"] as? Bool == true ? stale?["reason"] as? String : nil
+}
+
+/// Runs `rcagent ARGS --config` as uid/gid 65534 with exactly `groups` as supplementary groups.
+func asNobody(_ sandbox: Sandbox, groups: [UInt32], _ arguments: String...) throws -> ProcessResult {
+    let groupOption = groups.isEmpty ? "--clear-groups" : "--groups=" + groups.map(String.init).joined(separator: ",")
+    return try sandbox.run(
+        "/usr/bin/setpriv",
+        ["--reuid=65534", "--regid=65534", groupOption, Binaries.url("rcagent").path] + arguments + [
+            "--config", sandbox.configPath,
+        ])
+}
