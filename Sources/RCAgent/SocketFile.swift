@@ -98,7 +98,8 @@ final class SocketFile: Sendable {
     }
 
     /// Who besides the daemon's user (and root) can add or remove names in a directory, or `nil`.
-    private static func otherWriters(_ info: stat) -> String? {
+    /// Who besides root and this process's user can write what `info` describes (nil: nobody).
+    static func otherWriters(_ info: stat) -> String? {
         let mode = String(info.st_mode & 0o7777, radix: 8)
         if info.st_uid != 0 && info.st_uid != geteuid() { return "its owner, uid \(info.st_uid) (mode \(mode))" }
         if info.st_mode & S_IWOTH != 0 { return "every user (mode \(mode))" }

@@ -10,12 +10,25 @@ import RCStore
 enum StateRecovery {
     static func open(config: AgentConfig, log: Logger) throws -> StateStore {
         let store = try openOrRecover(config: config, log: log)
+        warnIfOthersCanWrite(directoryOf: config.databasePath, log: log)
         let reader = StateStore.readerPath(forDatabase: config.databasePath)
         store.maintainReaderFile(at: reader) { error in
             log.error(
                 "Failed to write the reader file \(reader): \(error); readers see an older state until it is written")
         }
         return store
+    }
+
+    /// Whoever can write the state directory can replace `state.db` and `reader.db` (what every
+    /// reader is served) between two writes: said at start, as for the socket's directory.
+    private static func warnIfOthersCanWrite(directoryOf database: String, log: Logger) {
+        let slash = database.lastIndex(of: "/")
+        let directory = slash.map { $0 == database.startIndex ? "/" : String(database[..<$0]) } ?? "."
+        var info = stat()
+        guard stat(directory, &info) == 0, let who = SocketFile.otherWriters(info) else { return }
+        log.warning(
+            "The state directory \(directory) can be written by \(who): they can replace the database or the "
+                + "reader file; use a directory only the daemon's user can write (like /var/lib/rcagent)")
     }
 
     private static func openOrRecover(config: AgentConfig, log: Logger) throws -> StateStore {

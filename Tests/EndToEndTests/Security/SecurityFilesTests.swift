@@ -89,6 +89,21 @@ import Testing
         #expect(stopPromptly(daemon) == 0, "SIGTERM stops the daemon")
     }
 
+    @Test func aStateDirectoryOthersCanWriteIsSaidAtStart() throws {
+        let sandbox = try Sandbox()
+        try sandbox.publish(Sandbox.document(version: 1))
+        var daemon = try sandbox.startDaemon()
+        #expect(!daemon.log.contains("The state directory"), "\(daemon.log)")
+        #expect(stopPromptly(daemon) == 0)
+        #expect(chmod(sandbox.statePath, 0o777) == 0)
+        daemon = try sandbox.startDaemon()
+        #expect(
+            daemon.log.contains("<4>The state directory \(sandbox.statePath) can be written by every user (mode 777)"),
+            "\(daemon.log)")
+        #expect(try sandbox.cli("get", "key_0").stdout == "v1\n")
+        #expect(stopPromptly(daemon) == 0)
+    }
+
     @Test func aDirectoryOrAnotherUsersSymlinkAtPathIsRefused() throws {
         let sandbox = try Sandbox()
         try sandbox.publish(Sandbox.document(version: 1))
