@@ -85,6 +85,8 @@ final class Inbox<Element: Sendable>: Sendable {
                     // the deadline can slip in between the check and the wait.
                     if state.closed || Task.isCancelled { return .some(nil) }
                     if let deadline, ContinuousClock.now >= deadline { return .some(nil) }
+                    // One consumer: a second waiter would orphan the first one's continuation.
+                    precondition(state.waiter == nil, "Inbox.next called while another call waits")
                     state.waiter = continuation
                     state.deadline = deadline
                     // Set under the lock too, so a late ring of an earlier wait that sets it again
