@@ -1,0 +1,77 @@
+/// `fetch` (and the `fetch` member of a `message` answer with `wait`). A refused or failed fetch is
+/// a ``ControlError`` (`throttled`, `fetch-failed`, `shutting-down`).
+public enum FetchResponse: ControlResponse {
+    /// Without `wait`: the fetch was requested.
+    case requested
+    /// A new template was fetched; `changedKeys` is `nil` when it was not activated.
+    case updated(templateVersion: String?, changedKeys: [String]?)
+    case noChange
+    /// Not fetched (not due, or backing off), and when the next fetch is planned.
+    case skipped(reason: String, nextFetchAt: String?)
+
+    public var members: [(key: String, value: JSONValue)] {
+        switch self {
+        case .requested:
+            return [("outcome", .string("requested"))]
+        case let .updated(templateVersion, changedKeys):
+            var members: [(key: String, value: JSONValue)] = [
+                ("outcome", .string("updated")), ("templateVersion", .optional(templateVersion)),
+                ("activated", .bool(changedKeys != nil)),
+            ]
+            if let changedKeys { members.append(("changedKeys", .array(changedKeys.map(JSONValue.string)))) }
+            return members
+        case .noChange:
+            return [("outcome", .string("no-change"))]
+        case let .skipped(reason, nextFetchAt):
+            return [
+                ("outcome", .string("skipped")), ("reason", .string(reason)), ("nextFetchAt", .optional(nextFetchAt)),
+            ]
+        }
+    }
+
+    public init(reading response: ControlResponseReader) throws(ControlResponseError) {
+        let outcome = try response.string("outcome")
+        switch outcome {
+        case "requested": self = .requested
+        case "updated":
+            let activated = try response.bool("activated")
+            self = .updated(
+                templateVersion: try response.optionalString("templateVersion"),
+                changedKeys: activated ? try response.strings("changedKeys") : nil)
+        case "no-change": self = .noChange
+        case "skipped":
+            self = .skipped(
+                reason: try response.string("reason"), nextFetchAt: try response.optionalString("nextFetchAt"))
+        default:
+            throw ControlResponseError(field: response.field("outcome"), "names no outcome (\"\(outcome)\")")
+        }
+    }
+}
+
+/// `activate`.
+public enum ActivateResponse: ControlResponse {
+    /// No fetched template was waiting.
+    case nothingToActivate
+    case activated(templateVersion: String?, changedKeys: [String])
+
+    public var members: [(key: String, value: JSONValue)] {
+        switch self {
+        case .nothingToActivate:
+            [("activated", .bool(false)), ("changedKeys", .array([]))]
+        case let .activated(templateVersion, changedKeys):
+            [
+                ("activated", .bool(true)), ("templateVersion", .optional(templateVersion)),
+                ("changedKeys", .array(changedKeys.map(JSONValue.string))),
+            ]
+        }
+    }
+
+    public init(reading response: ControlResponseReader) throws(ControlResponseError) {
+        let changedKeys = try response.strings("changedKeys")
+        guard try response.bool("activated") else {
+            self = .nothingToActivate
+            return
+        }
+        self = .activated(templateVersion: try response.optionalString("templateVersion"), changedKeys: changedKeys)
+    }
+}
