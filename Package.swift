@@ -48,10 +48,10 @@ let package = Package(
         .target(
             name: "RCAgent",
             dependencies: [
-                "RCCore", "RCStore", "RCTemplate", "RCHTTP", "RCFirebase", "RCMQTT", "RCService", "CSystemd", "CLinux",
+                "RCCore", "RCStore", "RCTemplate", "RCHTTP", "RCFirebase", "RCMQTT", "RCService", "CLinux",
             ]),
         .target(name: "RCClient", dependencies: ["RCCore", "RCStore"]),
-        .target(name: "RCTemplate", dependencies: ["RCCore", "CCrypto", "CPCRE2", "CLazyLibraries"]),
+        .target(name: "RCTemplate", dependencies: ["RCCore", "RCService", "CCrypto", "CPCRE2", "CLazyLibraries"]),
         .target(name: "RCAdmin", dependencies: ["RCCore", "RCMQTT", "RCHTTP", "RCFirebase", "RCGoogle", "RCService"]),
 
         // rcagent and, called as rcagentd, the daemon (main.swift chooses by the name it is called by).
@@ -65,14 +65,16 @@ let package = Package(
 
         // Parser fuzz targets (`make fuzz`; the corpus run is a Reliability suite of EndToEndTests).
         .target(
-            name: "RCFuzzing", dependencies: ["RCCore", "RCTemplate", "RCAgent", "RCHTTP", "RCFirebase", "RCService"]),
+            name: "RCFuzzing", dependencies: ["RCCore", "RCTemplate", "RCHTTP", "RCFirebase", "RCService"]),
         .executableTarget(name: "rcfuzz", dependencies: ["RCFuzzing"]),
 
         .target(name: "TestSupport", dependencies: ["CLinux", "RCCore"], path: "Tests/TestSupport"),
         .testTarget(name: "RCCoreTests", dependencies: ["RCCore", "TestSupport"]),
         .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "TestSupport"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
-        .testTarget(name: "RCAgentTests", dependencies: ["RCAgent", "RCStore", "RCCore", "RCService", "TestSupport"]),
+        .testTarget(
+            name: "RCAgentTests",
+            dependencies: ["RCAgent", "RCStore", "RCCore", "RCService", "RCTemplate", "TestSupport"]),
         .testTarget(name: "RCAdminTests", dependencies: ["RCAdmin", "RCCore", "RCMQTT", "TestSupport"]),
         .testTarget(
             name: "RCNetworkTests",

@@ -1,5 +1,6 @@
 import RCCore
 import RCService
+import RCTemplate
 
 /// What one config makes of the daemon beyond its fixed parts: the source, and the services that
 /// depend on the config (the file source's watch, the Firebase realtime stream, the MQTT channel,

@@ -10,4 +10,7 @@ public enum FNV1a {
         }
         return hash
     }
+
+    /// `fnv1a-<hex>`: the hash as the file source's etags and the evaluation context's tag spell it.
+    public static func tag(_ bytes: some Sequence<UInt8>) -> String { "fnv1a-" + String(hash(bytes), radix: 16) }
 }

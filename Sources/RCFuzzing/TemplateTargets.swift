@@ -1,4 +1,3 @@
-import RCAgent
 import RCCore
 import RCService
 import RCTemplate

@@ -1,5 +1,6 @@
 import RCCore
 import RCService
+import RCTemplate
 import Synchronization
 import Testing
 

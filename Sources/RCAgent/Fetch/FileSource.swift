@@ -1,4 +1,5 @@
 import RCCore
+import RCTemplate
 
 /// The `file` source: a JSON file in either document shape. Its ETag is a hash of the
 /// bytes, so rewriting the same content is a no-change fetch, not a new activation.
@@ -29,17 +30,12 @@ public struct FileSource: ConfigSource {
         } catch {
             throw SourceError(.other, "\(error)")
         }
-        let tag = Self.etag(of: bytes) + ";" + reader.contextTag
+        let tag = FNV1a.tag(bytes) + ";" + reader.contextTag
         if tag == etag { return .notModified }
         do {
             return .document(try reader.read(bytes, name: path), etag: tag)
         } catch {
             throw SourceError(.badDocument, error.description)
         }
-    }
-
-    /// FNV-1a over the bytes: a change detector, not a security measure.
-    static func etag(of bytes: [UInt8]) -> String {
-        "fnv1a-" + String(FNV1a.hash(bytes), radix: 16)
     }
 }

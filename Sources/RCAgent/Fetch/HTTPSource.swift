@@ -1,5 +1,6 @@
 import RCCore
 import RCHTTP
+import RCTemplate
 
 /// The `http` source: GET with `If-None-Match`; 304 means the snapshot the agent has
 /// is current. 429 and 503 are the server asking for a pause (`Retry-After` honoured).

@@ -1,8 +1,8 @@
 import Foundation
-import RCAgent
 import RCCore
 import RCFuzzing
 import RCService
+import RCTemplate
 import Testing
 
 extension Reliability {

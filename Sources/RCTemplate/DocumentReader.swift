@@ -28,12 +28,12 @@ package final class DocumentReader: Sendable {
 
     /// Identifies the evaluation context: sources add it to their ETags, so a change of `[Signals]`
     /// (or of the device id) makes the next fetch evaluate the document again.
-    var contextTag: String {
+    package var contextTag: String {
         let text =
             context.deviceId + "\n"
             + context.signals.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
             .joined(separator: "\n")
-        return FileSource.etag(of: Array(text.utf8))
+        return FNV1a.tag(text.utf8)
     }
 
     /// Parses the document once; a template with `conditions` is then evaluated for this device.
