@@ -138,28 +138,13 @@ import Testing
         let server = try FirebaseServer(in: sandbox)
         try server.publish(version: 1, entries: ["key_0": "v1"])
         // A listening socket nobody accepts on: the kernel completes the connection, nothing answers.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                bind(listener, raw, length) == 0 && listen(listener, 8) == 0
-                    && getsockname(listener, raw, &length) == 0
-            }
-        }
-        try #require(bound)
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        let listener = try SilentListener()
+        let port = listener.port
         let path = try relayConfig(sandbox, server, mqttPort: port)
         let relay = try startRelay(sandbox, config: path)
         // The ping for version 1 has connected: a connection waits in the listener's queue.
         #expect(
-            eventually {
-                var ready = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
-                return poll(&ready, 1, 0) == 1
-            }, "\(relay.log)")
+            eventually { listener.hasWaitingConnection }, "\(relay.log)")
         let signalled = ContinuousClock.now
         #expect(relay.stop() == 0, "\(relay.log)")
         #expect(ContinuousClock.now - signalled < .seconds(15), "\(relay.log)")

@@ -14,30 +14,15 @@ import Testing
         #expect(first.stop() == 0, "\(first.log)")
         // A listening socket nobody accepts on: the kernel completes the connection, curl sends
         // its request, and nothing ever answers.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                bind(listener, raw, length) == 0 && listen(listener, 8) == 0
-                    && getsockname(listener, raw, &length) == 0
-            }
-        }
-        try #require(bound)
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        let listener = try SilentListener()
+        let port = listener.port
         try sandbox.writeConfig(
             extra: "[Source]\nType=http\nURL=http://127.0.0.1:\(port)/config\n[Agent]\nFetchTimeout=60s\n")
         let daemon = try sandbox.startDaemon()
         _ = try sandbox.cli("fetch", "--force")
         // The fetch has connected: its connection waits in the listener's queue.
         #expect(
-            eventually {
-                var ready = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
-                return poll(&ready, 1, 0) == 1
-            }, "\(daemon.log)")
+            eventually { listener.hasWaitingConnection }, "\(daemon.log)")
         let signalled = ContinuousClock.now
         #expect(daemon.stop() == 0, "\(daemon.log)")
         // Against FetchTimeout's 60 s: the deadline is 5 s; the rest is room for a loaded machine.
