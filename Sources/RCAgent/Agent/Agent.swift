@@ -252,10 +252,13 @@ actor Agent {
     /// while a round runs (the start-up fetch, as the stream opens beside it): that round settles the
     /// cache, and if it fails, its own backoff retries.
     func wantsFetchOnStreamOpen() -> Bool {
-        guard !board.fetching else { return false }
+        guard !isFetching else { return false }
         guard let status = try? board.storeStatus(of: store) else { return true }
         return status.stale.isSet || status.lastSuccess == nil
     }
+
+    /// Whether a fetch round runs now.
+    var isFetching: Bool { board.fetching }
 
     /// Whether a realtime announcement of `version` is news.
     func isNewer(_ version: Int64) -> Bool {

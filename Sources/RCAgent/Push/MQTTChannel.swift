@@ -73,6 +73,9 @@ final class MQTTChannel: Sendable {
             await agent.setPushState(state)
             if first { await forgetEarlierTopics() }
             // A ping may have been missed while disconnected (at start too: the broker may hold none).
+            // A round running now (the start-up fetch, as the connection comes up beside it) settles
+            // the cache itself, and its own backoff retries a failure.
+            guard await !agent.isFetching else { return }
             if first {
                 agent.request(.pushReconnect)
             } else {
