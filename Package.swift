@@ -2,14 +2,17 @@
 // rcagent: remote configuration for Linux devices.
 //
 // Layering (the dependency graph is also the startup budget):
-//   C* system libraries → RCCore (pure domain) → RCStore (SQLite state) → RCAgent (daemon) / RCClient (CLI)
+//   C* system libraries → RCCore (pure domain: values, documents, config, protocol; no system calls)
+//     → RCSystem (the OS edge: descriptors, files, Unix sockets, threads, executors, netlink, the clock,
+//        the environment; reading config and dpkg from disk)
+//     → RCStore (SQLite state) → RCAgent (daemon) / RCClient (CLI)
 //   network modules, shared by the daemon and the operator tool, none of them knowing either:
 //     RCHTTP (libcurl) → RCFirebase (installations, fetch, realtime), RCGoogle (service accounts, the Remote
 //     Config and FCM admin APIs); RCMQTT (libmosquitto)
 //   RCService (journald log lines, sd_notify, the signal-and-stop lifecycle) for both long-running programs.
 //   RCAgent → RCStore, RCTemplate, RCHTTP, RCFirebase, RCMQTT, RCService;
 //   RCAdmin (rcadmin) → RCHTTP, RCFirebase, RCGoogle, RCMQTT, RCService, never RCAgent.
-// `rcagent` → RCClient → RCStore + RCCore must never reach libcurl, libmosquitto or full Foundation.
+// `rcagent` → RCClient → RCStore + RCSystem + RCCore must never reach libcurl, libmosquitto or full Foundation.
 //
 // rcagent and rcagentd are one executable, `rcagent`, that runs the daemon when called as `rcagentd` (a
 // link to it): one copy of the Swift runtime on the device instead of two. So that the CLI still starts
@@ -37,22 +40,29 @@ let package = Package(
         // pkgConfig for them: its --libs would link them again.
         .target(name: "CLazyLibraries"),
 
+        // Pure domain: no system calls (no Glibc), so every rule in it is a plain value to test.
         .target(name: "RCCore"),
-        .target(name: "RCStore", dependencies: ["RCCore", "CSQLite", "CLinux"]),
-        .target(name: "RCHTTP", dependencies: ["RCCore", "CCurl", "CLazyLibraries"]),
-        .target(name: "RCMQTT", dependencies: ["RCCore", "CMosquitto", "CLazyLibraries"]),
-        .target(name: "RCFirebase", dependencies: ["RCCore", "RCHTTP"]),
+        .target(name: "RCSystem", dependencies: ["RCCore"]),
+        .target(name: "RCStore", dependencies: ["RCCore", "RCSystem", "CSQLite", "CLinux"]),
+        .target(name: "RCHTTP", dependencies: ["RCCore", "RCSystem", "CCurl", "CLazyLibraries"]),
+        .target(name: "RCMQTT", dependencies: ["RCCore", "RCSystem", "CMosquitto", "CLazyLibraries"]),
+        .target(name: "RCFirebase", dependencies: ["RCCore", "RCSystem", "RCHTTP"]),
         // What a long-running systemd service needs: journald-prefixed log lines and sd_notify.
-        .target(name: "RCService", dependencies: ["RCCore", "CSystemd", "CLazyLibraries"]),
-        .target(name: "RCGoogle", dependencies: ["RCCore", "RCHTTP", "CCrypto", "CLazyLibraries"]),
+        .target(name: "RCService", dependencies: ["RCCore", "RCSystem", "CSystemd", "CLazyLibraries"]),
+        .target(name: "RCGoogle", dependencies: ["RCCore", "RCSystem", "RCHTTP", "CCrypto", "CLazyLibraries"]),
         .target(
             name: "RCAgent",
             dependencies: [
-                "RCCore", "RCStore", "RCTemplate", "RCHTTP", "RCFirebase", "RCMQTT", "RCService", "CLinux",
+                "RCCore", "RCSystem", "RCStore", "RCTemplate", "RCHTTP", "RCFirebase", "RCMQTT", "RCService",
+                "CLinux",
             ]),
-        .target(name: "RCClient", dependencies: ["RCCore", "RCStore"]),
-        .target(name: "RCTemplate", dependencies: ["RCCore", "RCService", "CCrypto", "CPCRE2", "CLazyLibraries"]),
-        .target(name: "RCAdmin", dependencies: ["RCCore", "RCMQTT", "RCHTTP", "RCFirebase", "RCGoogle", "RCService"]),
+        .target(name: "RCClient", dependencies: ["RCCore", "RCSystem", "RCStore"]),
+        .target(
+            name: "RCTemplate",
+            dependencies: ["RCCore", "RCSystem", "RCService", "CCrypto", "CPCRE2", "CLazyLibraries"]),
+        .target(
+            name: "RCAdmin",
+            dependencies: ["RCCore", "RCSystem", "RCMQTT", "RCHTTP", "RCFirebase", "RCGoogle", "RCService"]),
 
         // rcagent and, called as rcagentd, the daemon (main.swift chooses by the name it is called by).
         .executableTarget(
@@ -65,24 +75,25 @@ let package = Package(
 
         // Parser fuzz targets (`make fuzz`; the corpus run is a Reliability suite of EndToEndTests).
         .target(
-            name: "RCFuzzing", dependencies: ["RCCore", "RCTemplate", "RCHTTP", "RCFirebase", "RCService"]),
+            name: "RCFuzzing", dependencies: ["RCCore", "RCSystem", "RCTemplate", "RCHTTP", "RCFirebase", "RCService"]),
         .executableTarget(name: "rcfuzz", dependencies: ["RCFuzzing"]),
 
-        .target(name: "TestSupport", dependencies: ["CLinux", "RCCore"], path: "Tests/TestSupport"),
-        .testTarget(name: "RCCoreTests", dependencies: ["RCCore", "TestSupport"]),
-        .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "TestSupport"]),
-        .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
+        .target(name: "TestSupport", dependencies: ["CLinux", "RCCore", "RCSystem"], path: "Tests/TestSupport"),
+        .testTarget(name: "RCCoreTests", dependencies: ["RCCore", "RCSystem", "TestSupport"]),
+        .testTarget(name: "RCSystemTests", dependencies: ["RCSystem", "RCCore"]),
+        .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "RCSystem", "TestSupport"]),
+        .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore", "RCSystem"]),
         .testTarget(
             name: "RCAgentTests",
-            dependencies: ["RCAgent", "RCStore", "RCCore", "RCService", "RCTemplate", "TestSupport"]),
-        .testTarget(name: "RCAdminTests", dependencies: ["RCAdmin", "RCCore", "RCMQTT", "TestSupport"]),
+            dependencies: ["RCAgent", "RCStore", "RCCore", "RCSystem", "RCService", "RCTemplate", "TestSupport"]),
+        .testTarget(name: "RCAdminTests", dependencies: ["RCAdmin", "RCCore", "RCSystem", "RCMQTT", "TestSupport"]),
         .testTarget(
             name: "RCNetworkTests",
-            dependencies: ["RCHTTP", "RCFirebase", "RCGoogle", "RCMQTT", "RCCore", "TestSupport"]),
+            dependencies: ["RCHTTP", "RCFirebase", "RCGoogle", "RCMQTT", "RCCore", "RCSystem", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "rcagent", "rcadmin", "RCStore", "RCCore", "RCService", "RCFuzzing", "TestSupport",
+                "rcagent", "rcadmin", "RCStore", "RCCore", "RCSystem", "RCService", "RCFuzzing", "TestSupport",
             ]),
     ]
 )

@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import RCCore
+import RCSystem
 import Synchronization
 
 /// `rcadmin`: the operator and CI tool. A dispatcher over the commands declared in Commands/ (each

@@ -1,6 +1,7 @@
 import Dispatch
 import RCCore
 import RCMQTT
+import RCSystem
 import Synchronization
 
 /// Publishes one message at QoS 1 and returns once the broker acknowledged it (PUBACK): rcadmin's

@@ -1,5 +1,6 @@
 import RCCore
 import RCService
+import RCSystem
 import RCTemplate
 
 /// What one config makes of the daemon beyond its fixed parts: the source, and the services that

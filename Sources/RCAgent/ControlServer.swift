@@ -3,6 +3,7 @@ import Glibc
 import RCCore
 import RCService
 import RCStore
+import RCSystem
 import Synchronization
 
 /// The Unix control socket: newline-delimited JSON, one request → one response, `watch`

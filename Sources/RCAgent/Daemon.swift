@@ -3,6 +3,7 @@ import Glibc
 import RCCore
 import RCService
 import RCStore
+import RCSystem
 
 /// `rcagentd`: the story of a run, in the order a small systemd daemon tells it: parse arguments,
 /// load config, open state, bind the socket, READY=1 (the cache is loaded; the network may not be

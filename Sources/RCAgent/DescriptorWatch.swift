@@ -1,6 +1,7 @@
 @preconcurrency import Dispatch
 import Glibc
 import RCCore
+import RCSystem
 
 /// A descriptor the kernel signals through (inotify, netlink, timerfd, the signal pipe), read on its own dispatch queue when it
 /// becomes readable: no thread of ours and no wakeup while it is quiet. Owns the descriptor.

@@ -1,6 +1,7 @@
 @preconcurrency import Dispatch
 import Glibc
 import RCCore
+import RCSystem
 
 /// Gives back the pages an idle daemon does not use (idle PSS ≤ 8 MiB). Start-up and fetch
 /// rounds run code from all over a 14 MB static binary and the shared libraries, and the kernel maps

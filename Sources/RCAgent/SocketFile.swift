@@ -2,6 +2,7 @@ import CLinux
 import Glibc
 import RCCore
 import RCService
+import RCSystem
 
 /// The control socket's file: created with its final mode and group in one step, and removed only
 /// while it is still the file this daemon made.

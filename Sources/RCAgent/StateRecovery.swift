@@ -2,6 +2,7 @@ import Glibc
 import RCCore
 import RCService
 import RCStore
+import RCSystem
 
 /// Opens the state database for the daemon. A database SQLite cannot read is moved aside as
 /// `state.db.corrupt-<time>` (with its WAL), a fresh one starts from the defaults and is marked

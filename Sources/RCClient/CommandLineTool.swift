@@ -1,5 +1,6 @@
 import RCCore
 import RCStore
+import RCSystem
 
 /// `rcagent`: the device CLI. Reads come straight from the SQLite cache (the daemon may be down);
 /// commands that change the daemon's behaviour go over its control socket.

@@ -1,5 +1,6 @@
 import Glibc
 import RCCore
+import RCSystem
 
 /// The CLI's side of the daemon's control socket: one request line, one response line. Owns the
 /// connection: it closes when the client goes out of scope, or at ``close()``.

@@ -1,5 +1,6 @@
 import Glibc
 import RCCore
+import RCSystem
 
 /// Writes to a file descriptor directly (stdio's globals are not concurrency-safe in Swift 6).
 ///

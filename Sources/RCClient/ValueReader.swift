@@ -1,5 +1,6 @@
 import RCCore
 import RCStore
+import RCSystem
 
 /// Reads values the way every CLI command sees them: from the reader file or the state database
 /// (``StoreFiles``) when there is one, else from the defaults file (a device whose daemon never ran still answers). A database that

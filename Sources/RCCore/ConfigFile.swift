@@ -30,7 +30,7 @@ public struct ConfigError: Error, CustomStringConvertible, Sendable, Equatable {
     }
 
     /// `problems` as one error (`nil` when there are none).
-    static func combining(_ problems: [ConfigError]) -> ConfigError? {
+    package static func combining(_ problems: [ConfigError]) -> ConfigError? {
         guard let head = problems.first else { return nil }
         var first = ConfigError(head.location, head.message)
         first.others = head.others + problems.dropFirst().flatMap { [ConfigError($0.location, $0.message)] + $0.others }

@@ -1,30 +1,10 @@
-/// Reads an installed package's version straight from dpkg's status database (no subprocess).
+/// Reads an installed package's version straight from dpkg's status database (no subprocess); the
+/// file itself is read by RCSystem's `installedVersion(of:statusFile:)`.
 public enum DpkgStatus {
     public static let defaultPath = "/var/lib/dpkg/status"
 
-    /// The version of `package` when dpkg lists it as installed, else an error saying why not.
-    public static func installedVersion(of package: String, statusFile: String = defaultPath) throws(UpdateCheckError)
-        -> String
-    {
-        let bytes: [UInt8]
-        do {
-            guard let read = try FileBytes.read(statusFile, limit: 256 << 20) else {
-                throw UpdateCheckError("\(statusFile) does not exist (is this a dpkg system?)")
-            }
-            bytes = read
-        } catch let error as SystemError {
-            throw UpdateCheckError("cannot read \(statusFile): \(error)")
-        } catch let error as UpdateCheckError {
-            throw error
-        } catch {
-            throw UpdateCheckError("\(error)")
-        }
-        return try installedVersion(of: package, statusText: bytes)
-    }
-
-    /// The version of `package` in the text of a dpkg status file (the parser behind
-    /// ``installedVersion(of:statusFile:)``, exposed for the parser fuzz targets).
-    package static func installedVersion(of package: String, statusText bytes: [UInt8]) throws(UpdateCheckError)
+    /// The version of `package` in the text of a dpkg status file.
+    public static func installedVersion(of package: String, statusText bytes: [UInt8]) throws(UpdateCheckError)
         -> String
     {
         var found = false

@@ -32,7 +32,7 @@ enum JSONReader {
     }
 
     /// An array or object being read.
-    private struct Container {
+    struct Container {
         let isObject: Bool
         /// Byte offset of its opening bracket, for errors.
         let start: Int
@@ -46,7 +46,7 @@ enum JSONReader {
         }
     }
 
-    private struct Scanner {
+    struct Scanner {
         let bytes: UnsafeBufferPointer<UInt8>
         var i = 0
         /// Unescaped bytes of the string being read, reused across strings.
@@ -236,157 +236,6 @@ enum JSONReader {
             if isInteger, let integer = Int64(text) { return .integer(integer) }
             guard let value = Double(text), value.isFinite else { throw fail("number \(text) out of range", at: start) }
             return .double(value)
-        }
-
-        /// A string: escapes decoded (surrogates paired), control characters refused, UTF-8 validated.
-        mutating func string() throws(JSONParseError) -> String {
-            let start = i
-            i += 1
-            let contentStart = i
-            // Most strings have no escape: they are taken from the input as they are.
-            var escaped = false
-            var ascii = true
-            scratch.removeAll(keepingCapacity: true)
-            while true {
-                guard i < bytes.count else { throw fail("unterminated string", at: start) }
-                let c = bytes[i]
-                switch c {
-                case UInt8(ascii: "\""):
-                    let text =
-                        escaped
-                        ? String(decoding: scratch, as: UTF8.self)
-                        : String(decoding: UnsafeBufferPointer(rebasing: bytes[contentStart..<i]), as: UTF8.self)
-                    if !ascii { try checkStreamSafe(text, at: start) }
-                    i += 1
-                    return text
-                case UInt8(ascii: "\\"):
-                    if !escaped {
-                        escaped = true
-                        scratch.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[contentStart..<i]))
-                    }
-                    try escape()
-                    if scratch.last.map({ $0 >= 0x80 }) ?? false { ascii = false }
-                case 0..<0x20:
-                    throw fail("control character \(describe(c)) in a string")
-                case 0..<0x80:
-                    if escaped { scratch.append(c) }
-                    i += 1
-                default:
-                    ascii = false
-                    let sequenceStart = i
-                    try utf8Sequence()
-                    if escaped { scratch.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[sequenceStart..<i])) }
-                }
-            }
-        }
-
-        /// Refuses `text` (the string that starts at byte `start`) when it holds more than
-        /// ``maximumNonStarters`` combining marks in a row. The three Tibetan vowels of combining
-        /// class 0 whose decompositions are combining marks (U+0F73, U+0F75, U+0F81) count as marks.
-        func checkStreamSafe(_ text: String, at start: Int) throws(JSONParseError) {
-            var run = 0
-            for scalar in text.unicodeScalars {
-                let value = scalar.value
-                guard value >= 0x300 else {
-                    run = 0
-                    continue
-                }
-                let isMark =
-                    scalar.properties.canonicalCombiningClass != .notReordered
-                    || value == 0x0F73 || value == 0x0F75 || value == 0x0F81
-                guard isMark else {
-                    run = 0
-                    continue
-                }
-                run += 1
-                if run > JSONReader.maximumNonStarters {
-                    throw fail(
-                        "string with more than \(JSONReader.maximumNonStarters) combining marks in a row",
-                        at: start)
-                }
-            }
-        }
-
-        /// One escape sequence, its backslash at `i`; appends what it stands for to `scratch`.
-        mutating func escape() throws(JSONParseError) {
-            let backslash = i
-            i += 1
-            let simple: UInt8? =
-                switch current {
-                case UInt8(ascii: "\"")?: 0x22
-                case UInt8(ascii: "\\")?: 0x5C
-                case UInt8(ascii: "/")?: 0x2F
-                case UInt8(ascii: "b")?: 0x08
-                case UInt8(ascii: "f")?: 0x0C
-                case UInt8(ascii: "n")?: 0x0A
-                case UInt8(ascii: "r")?: 0x0D
-                case UInt8(ascii: "t")?: 0x09
-                default: nil
-                }
-            if let simple {
-                scratch.append(simple)
-                i += 1
-                return
-            }
-            guard current == UInt8(ascii: "u") else {
-                throw fail("invalid escape \\\(describe(current))", at: backslash)
-            }
-            var scalar = try hex4()
-            if (0xD800...0xDBFF).contains(scalar) {
-                guard current == UInt8(ascii: "\\"), i + 1 < bytes.count, bytes[i + 1] == UInt8(ascii: "u") else {
-                    throw fail("invalid \\u escape: unpaired surrogate", at: backslash)
-                }
-                i += 1
-                let low = try hex4()
-                guard (0xDC00...0xDFFF).contains(low) else {
-                    throw fail("invalid \\u escape: unpaired surrogate", at: backslash)
-                }
-                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-            } else if (0xDC00...0xDFFF).contains(scalar) {
-                throw fail("invalid \\u escape: unpaired surrogate", at: backslash)
-            }
-            // Not a surrogate, or a pair put together: always a valid scalar.
-            scratch.append(contentsOf: Unicode.UTF8.encode(Unicode.Scalar(scalar)!)!)
-        }
-
-        /// `uXXXX` after the backslash: returns the code unit.
-        mutating func hex4() throws(JSONParseError) -> UInt32 {
-            i += 1  // the "u"
-            var value: UInt32 = 0
-            for _ in 0..<4 {
-                guard let c = current else { throw fail("invalid \\u escape, expected 4 hex digits") }
-                let digit: UInt8
-                switch c {
-                case 0x30...0x39: digit = c - 0x30
-                case 0x41...0x46: digit = c - 0x41 + 10
-                case 0x61...0x66: digit = c - 0x61 + 10
-                default: throw fail("invalid \\u escape, expected 4 hex digits")
-                }
-                value = value << 4 | UInt32(digit)
-                i += 1
-            }
-            return value
-        }
-
-        /// One multi-byte UTF-8 sequence (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF).
-        mutating func utf8Sequence() throws(JSONParseError) {
-            let lead = bytes[i]
-            let (count, low, high): (Int, UInt8, UInt8) =
-                switch lead {
-                case 0xC2...0xDF: (1, 0x80, 0xBF)
-                case 0xE0: (2, 0xA0, 0xBF)
-                case 0xE1...0xEC, 0xEE...0xEF: (2, 0x80, 0xBF)
-                case 0xED: (2, 0x80, 0x9F)
-                case 0xF0: (3, 0x90, 0xBF)
-                case 0xF1...0xF3: (3, 0x80, 0xBF)
-                case 0xF4: (3, 0x80, 0x8F)
-                default: throw fail("invalid UTF-8")
-                }
-            for k in 1...count {
-                let bound = k == 1 ? low...high : 0x80...0xBF
-                guard i + k < bytes.count, bound.contains(bytes[i + k]) else { throw fail("invalid UTF-8") }
-            }
-            i += count + 1
         }
     }
 }

@@ -1,19 +1,9 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Wall-clock instants as whole milliseconds since the Unix epoch: what the store keeps and
 /// what status prints in ISO 8601 (UTC, `2026-11-29T13:34:45Z`).
 public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible {
     public let milliseconds: Int64
 
     public init(milliseconds: Int64) { self.milliseconds = milliseconds }
-
-    public static func now() -> Timestamp {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return Timestamp(milliseconds: Int64(spec.tv_sec) * 1_000 + Int64(spec.tv_nsec) / 1_000_000)
-    }
 
     public static func < (a: Timestamp, b: Timestamp) -> Bool { a.milliseconds < b.milliseconds }
 
@@ -25,15 +15,16 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     public static func - (a: Timestamp, b: Timestamp) -> Duration { .milliseconds(a.milliseconds - b.milliseconds) }
 
     public var iso8601: String {
-        var seconds = time_t(milliseconds.floorDivided(by: 1_000))
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func pad(_ n: Int32, _ width: Int = 2) -> String {
+        let seconds = milliseconds.floorDivided(by: 1_000)
+        let days = seconds.floorDivided(by: 86_400)
+        let time = seconds - days * 86_400
+        let date = CivilDate(days: days)
+        func pad(_ n: Int64, _ width: Int = 2) -> String {
             let s = String(n)
             return String(repeating: "0", count: max(0, width - s.count)) + s
         }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1))-\(pad(parts.tm_mday))T"
-            + "\(pad(parts.tm_hour)):\(pad(parts.tm_min)):\(pad(parts.tm_sec))Z"
+        return "\(pad(date.year, 4))-\(pad(date.month))-\(pad(date.day))T"
+            + "\(pad(time / 3_600)):\(pad(time / 60 % 60)):\(pad(time % 60))Z"
     }
 
     public var description: String { iso8601 }
@@ -57,7 +48,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
             let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
             (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
-        // timegm would roll an impossible date (February 30) into the next month: refuse it.
+        // Day counting would roll an impossible date (February 30) into the next month: refuse it.
         let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
         let daysInMonth: [Int32] = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
         guard day <= daysInMonth[Int(month) - 1] else { return nil }
@@ -89,15 +80,51 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
             return nil
         }
         guard index == bytes.count else { return nil }
-        var parts = tm()
-        parts.tm_year = year - 1900
-        parts.tm_mon = month - 1
-        parts.tm_mday = day
-        parts.tm_hour = hour
-        parts.tm_min = minute
-        parts.tm_sec = second
-        let seconds = Int64(timegm(&parts)) + offsetSeconds
+        let days = CivilDate(year: Int64(year), month: Int64(month), day: Int64(day)).days
+        // A leap second (:60) counts as the first second of the next minute, as timegm counts it.
+        let seconds = days * 86_400 + Int64(hour) * 3_600 + Int64(minute) * 60 + Int64(second) + offsetSeconds
         self.init(milliseconds: seconds * 1_000 + millis)
+    }
+}
+
+/// A date of the proleptic Gregorian calendar and its day number since 1970-01-01, converted both
+/// ways by Howard Hinnant's `days_from_civil` and `civil_from_days` (exact for every Int64 day
+/// here; no calendar tables, no libc).
+struct CivilDate {
+    var year: Int64
+    /// 1...12
+    var month: Int64
+    /// 1...31
+    var day: Int64
+
+    init(year: Int64, month: Int64, day: Int64) {
+        self.year = year
+        self.month = month
+        self.day = day
+    }
+
+    /// The date `days` days after 1970-01-01 (before it when negative).
+    init(days: Int64) {
+        let z = days + 719_468
+        let era = z.floorDivided(by: 146_097)
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153  // 0 is March
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        self.init(
+            year: yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month: month,
+            day: dayOfYear - (153 * shiftedMonth + 2) / 5 + 1)
+    }
+
+    /// Days since 1970-01-01.
+    var days: Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = y.floorDivided(by: 400)
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
     }
 }
 

@@ -1,5 +1,6 @@
 import Glibc
 import RCCore
+import RCSystem
 
 /// The three Google APIs a Firebase client talks to (installations, Remote Config fetch, realtime),
 /// for one project and API key. An `endpoint` (the daemon's `Endpoint=`, a test server) replaces

@@ -1,6 +1,7 @@
 import Glibc
 import RCCore
 import RCHTTP
+import RCSystem
 
 /// Firebase Installations (FIS): the device's installation, registered once, and the short-lived
 /// auth token every Remote Config call (fetch and realtime) carries. The refresh token lives in a

@@ -1,4 +1,5 @@
 import RCCore
+import RCSystem
 
 /// Addresses from the config file: http(s) URLs (`URL=`, `Endpoint=`) and MQTT brokers (`MQTT=`);
 /// and the kernel's rtnetlink messages that tell the daemon the network may be up.

@@ -1,4 +1,5 @@
 import RCCore
+import RCSystem
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,6 @@
 import RCCore
 import RCHTTP
+import RCSystem
 
 /// OAuth 2.0 access tokens for one service account and set of scopes (Google's server-to-server
 /// flow): a signed JWT exchanged at the key file's `token_uri` with a form-encoded POST, the token

@@ -1,5 +1,6 @@
 import RCCore
 import RCHTTP
+import RCSystem
 
 /// How a call to a Google API is retried: on 429, 500 and 503 (Google's "retry these, with
 /// backoff" statuses) and on transfers that got no answer (refused, reset, timed out), after

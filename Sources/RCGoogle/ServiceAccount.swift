@@ -1,5 +1,6 @@
 import Glibc
 import RCCore
+import RCSystem
 
 /// A Google service account, as its key file (the JSON the Cloud console downloads) describes it:
 /// which project, which account, and the private key that signs its token requests. The key is

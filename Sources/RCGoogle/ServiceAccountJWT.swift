@@ -1,4 +1,5 @@
 import RCCore
+import RCSystem
 
 /// The OAuth 2.0 scopes the operator tool asks for; a token may carry several.
 public enum GoogleScope {

@@ -1,6 +1,7 @@
 internal import CCurl
 import Glibc
 import RCCore
+import RCSystem
 import Synchronization
 
 /// One libcurl easy handle, owned: created in `init`, cleaned up in `deinit`. `perform` blocks,

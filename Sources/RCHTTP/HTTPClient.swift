@@ -2,6 +2,7 @@ internal import CCurl
 internal import CLazyLibraries
 import Glibc
 import RCCore
+import RCSystem
 
 /// Sends HTTP requests with libcurl on threads of their own, so a slow server never holds a
 /// cooperative-pool thread. Proxies come from the environment (`http_proxy`, `https_proxy`,

@@ -1,5 +1,6 @@
 import Glibc
 import RCCore
+import RCSystem
 
 /// The `Retry-After` response header (RFC 9110 §10.2.3): how long a server that answered 429 or
 /// 503 asks its clients to wait. Every HTTP user reads it the same way, capped.

@@ -1,4 +1,5 @@
 import RCCore
+import RCSystem
 
 /// The password of an MQTT login, read from a file (`MQTTPasswordFile=`, `[Report]
 /// MQTTPasswordFile=`, rcadmin's `--password-file`): one reading for the daemon and rcadmin. The

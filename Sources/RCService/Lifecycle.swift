@@ -1,5 +1,6 @@
 import Glibc
 import RCCore
+import RCSystem
 import Synchronization
 
 /// The life of a long-running program (rcagentd, `rcadmin relay`, `rcadmin fleet status --watch`),

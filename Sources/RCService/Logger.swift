@@ -1,5 +1,6 @@
 import Glibc
 import RCCore
+import RCSystem
 
 /// One line per event on stderr with an sd-daemon `<N>` priority prefix and no timestamp:
 /// journald adds the time and reads the priority. Errors read "Failed to X: reason".

@@ -1,4 +1,5 @@
 import Dispatch
+import RCSystem
 import Synchronization
 
 /// Logs refused input (an oversized MQTT message, an unreadable push payload, a realtime message

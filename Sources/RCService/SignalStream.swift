@@ -1,6 +1,7 @@
 @preconcurrency import Dispatch
 import Glibc
 import RCCore
+import RCSystem
 
 /// The write end of the signal pipe, for the handler (a C function pointer cannot capture).
 nonisolated(unsafe) private var signalPipe: Int32 = -1

@@ -2,6 +2,7 @@ internal import CSystemd
 @preconcurrency import Dispatch
 import Glibc
 import RCCore
+import RCSystem
 import Synchronization
 
 /// sd_notify(3) through libsystemd: READY=1, STATUS=, WATCHDOG=1, STOPPING=1. Without

@@ -1,6 +1,7 @@
 internal import CSQLite
 import Glibc
 import RCCore
+import RCSystem
 
 /// A value bound to a statement parameter.
 enum SQLValue {

@@ -1,5 +1,6 @@
 import Glibc
 import RCCore
+import RCSystem
 
 extension StateStore {
     /// Opens the database `config` names for writing, creating the state directory when missing.

@@ -1,6 +1,7 @@
 internal import CLinux
 import Glibc
 import RCCore
+import RCSystem
 
 /// The reader file: what `rcagent get/list/status/check-update/activity` read, in a database of its
 /// own that every user may read and nobody locks.

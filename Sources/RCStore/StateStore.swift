@@ -1,5 +1,6 @@
 import Glibc
 import RCCore
+import RCSystem
 
 /// The agent's durable state in one SQLite database: defaults, the fetched and the
 /// active snapshot, fetch metadata, the stale flag, the device id and a bounded event log.

@@ -1,6 +1,7 @@
 import Foundation
 import RCCore
 import RCStore
+import RCSystem
 import TestSupport
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import RCCore
 import RCStore
+import RCSystem
 import TestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RCCore
+import RCSystem
 import TestSupport
 import Testing
 

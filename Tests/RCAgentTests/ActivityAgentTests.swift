@@ -1,5 +1,6 @@
 import RCCore
 import RCStore
+import RCSystem
 import Testing
 
 @testable import RCAgent

@@ -1,6 +1,7 @@
 import RCCore
 import RCService
 import RCStore
+import RCSystem
 import Synchronization
 import TestSupport
 import Testing

@@ -1,4 +1,5 @@
 import RCCore
+import RCSystem
 import TestSupport
 import Testing
 

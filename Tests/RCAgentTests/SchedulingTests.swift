@@ -1,4 +1,5 @@
 import RCCore
+import RCSystem
 import Testing
 
 @testable import RCAgent

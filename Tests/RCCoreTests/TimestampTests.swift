@@ -1,4 +1,6 @@
+import Glibc
 import RCCore
+import RCSystem
 import Testing
 
 /// Millisecond timestamps and their ISO 8601 text (UTC, whole seconds).
@@ -36,6 +38,31 @@ import Testing
             [Timestamp(milliseconds: 3), Timestamp(milliseconds: -1), Timestamp(milliseconds: 2)].sorted().map(
                 \.milliseconds)
                 == [-1, 2, 3])
+    }
+
+    /// RCCore counts days itself (no libc): every instant it formats, from 1462 to 2477 at a time of
+    /// day that moves, reads as glibc's gmtime_r has it, and parses back to the same second.
+    @Test func calendarAgreesWithLibc() {
+        func pad(_ n: Int32, _ width: Int = 2) -> String {
+            let s = String(n)
+            return String(repeating: "0", count: max(0, width - s.count)) + s
+        }
+        var mismatches: [String] = []
+        var seconds: Int64 = -16_000_000_000
+        while seconds < 16_000_000_000 {
+            var time = time_t(seconds)
+            var parts = tm()
+            gmtime_r(&time, &parts)
+            let expected =
+                "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1))-\(pad(parts.tm_mday))T"
+                + "\(pad(parts.tm_hour)):\(pad(parts.tm_min)):\(pad(parts.tm_sec))Z"
+            let timestamp = Timestamp(milliseconds: seconds * 1_000)
+            if timestamp.iso8601 != expected || Timestamp(iso8601: expected) != timestamp {
+                mismatches.append("\(seconds): \(timestamp.iso8601), libc \(expected)")
+            }
+            seconds += 86_400 * 37 + 3_607
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(5))")
     }
 
     @Test func nowIsTheWallClock() {

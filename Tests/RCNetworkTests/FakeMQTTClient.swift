@@ -1,5 +1,6 @@
 @preconcurrency import Dispatch
 import RCMQTT
+import RCSystem
 import Synchronization
 
 /// A scripted ``MQTTSessionClient`` for ``MQTTSession``'s tests: each connect takes the next

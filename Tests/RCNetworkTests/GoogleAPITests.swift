@@ -1,5 +1,6 @@
 import Foundation
 import RCCore
+import RCSystem
 import Synchronization
 import TestSupport
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import RCCore
+import RCSystem
 import TestSupport
 
 /// Tests/Fixtures/hostile_google.py as a real process on loopback: an endpoint that answers every

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import RCCore
 import RCMQTT
+import RCSystem
 import Synchronization
 import TestSupport
 import Testing

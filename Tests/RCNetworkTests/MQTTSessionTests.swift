@@ -1,6 +1,7 @@
 @preconcurrency import Dispatch
 import RCCore
 import RCMQTT
+import RCSystem
 import Synchronization
 import Testing
 

@@ -1,5 +1,6 @@
 import Glibc
 import RCCore
+import RCSystem
 import TestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import RCCore
+import RCSystem
 import TestSupport
 import Testing
 

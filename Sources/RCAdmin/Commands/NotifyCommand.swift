@@ -1,5 +1,6 @@
 import RCCore
 import RCGoogle
+import RCSystem
 
 /// Where a push goes and how, from the command line: MQTT (`--mqtt URL` and its broker options),
 /// FCM (`--fcm`, with the service account), or both. One reading of these options, and one way of

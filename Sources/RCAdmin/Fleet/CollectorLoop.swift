@@ -1,6 +1,7 @@
 import Dispatch
 import RCCore
 import RCMQTT
+import RCSystem
 import Synchronization
 
 /// The network side of a ``ReportCollector``: an ``MQTTSession`` (a thread of its own runs the

@@ -2,6 +2,7 @@
 import Glibc
 import RCCore
 import RCService
+import RCSystem
 
 /// `rcadmin fleet status`: the fleet as its agents report it (`[Report] MQTTStatusTopic=`), read
 /// from the broker's retained reports. Wires the options to ``ReportCollector`` (MQTT),

@@ -1,6 +1,7 @@
 import Dispatch
 import RCCore
 import RCMQTT
+import RCSystem
 import Synchronization
 
 /// Reads the fleet's retained reports from the broker with RCMQTT's client: subscribes to

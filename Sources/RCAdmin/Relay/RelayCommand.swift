@@ -4,6 +4,7 @@ import RCFirebase
 import RCGoogle
 import RCHTTP
 import RCService
+import RCSystem
 import Synchronization
 
 /// The MQTT half of the relay: the stale ping at QoS 1 to the `[Push] MQTT=` broker and

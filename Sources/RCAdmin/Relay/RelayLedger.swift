@@ -1,4 +1,5 @@
 import RCCore
+import RCSystem
 
 /// The last template version the relay pinged each target about, kept in
 /// `StateDirectory/relay.json` so a version is relayed once across restarts and reconnects.

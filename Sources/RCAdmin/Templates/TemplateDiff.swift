@@ -1,37 +1,5 @@
 import RCCore
 
-/// One difference between two templates, for `rcadmin template diff`: a condition, group or
-/// parameter added, removed, or one field of it changed.
-public struct TemplateChange: Sendable, Equatable {
-    /// What changed; the raw values sort the output (conditions, then groups, then parameters).
-    public enum Kind: String, Sendable, Comparable {
-        case condition, group, parameter
-
-        public static func < (a: Kind, b: Kind) -> Bool { a.rawValue < b.rawValue }
-    }
-
-    public let kind: Kind
-    /// The condition name, group name or parameter key.
-    public let key: String
-    /// The field that changed (`defaultValue`, `conditionalValues.<condition>`, `valueType`,
-    /// `description`, `group`, `expression`, `priority`, `tagColor`, ...); `nil` when the whole
-    /// condition, group or parameter was added or removed.
-    public let field: String?
-    /// The values before and after, as they are in the templates (`nil`: absent).
-    public let old: JSONValue?
-    public let new: JSONValue?
-    /// The change in words, one line, values escaped for a terminal and long ones elided.
-    public let text: String
-
-    /// `{"kind", "key", "field", "old", "new"}`, absent values as null: the `--json` form.
-    public var json: JSONValue {
-        .object([
-            ("kind", .string(kind.rawValue)), ("key", .string(key)), ("field", field.map { .string($0) } ?? .null),
-            ("old", old ?? .null), ("new", new ?? .null),
-        ])
-    }
-}
-
 /// The differences between two Remote Config templates in words a reviewer reads: what a publish
 /// would change for devices. The `version` metadata (number, time, user) and an `etag` are not
 /// compared: two files of the same template taken at different times show no differences.
@@ -67,13 +35,7 @@ public enum TemplateDiff {
         // By bytes: a look-alike key (U+212A for K) is another parameter, as the server keeps it.
         let beforeByKey = Dictionary(before.map { (ByteKey($0.key), $0) }, uniquingKeysWith: { first, _ in first })
         let afterKeys = Set(after.map { ByteKey($0.key) })
-        var changes: [TemplateChange] = []
-        func change(_ key: String, _ field: String?, _ old: JSONValue?, _ new: JSONValue?, _ words: String) {
-            changes.append(
-                TemplateChange(
-                    kind: .parameter, key: key, field: field, old: old, new: new,
-                    text: "parameter \(TemplateText.quoted(key)): \(words)"))
-        }
+        var changes = ChangeList(kind: .parameter)
         for (key, place, parameter) in after {
             guard let previous = beforeByKey[ByteKey(key)] else {
                 var words = "added to \(place), default value \(defaultText(parameter["defaultValue"]))"
@@ -81,18 +43,18 @@ public enum TemplateDiff {
                 if !conditions.isEmpty {
                     words += ", values for conditions " + conditions.map(TemplateText.quoted).joined(separator: ", ")
                 }
-                change(key, nil, nil, parameter, words)
+                changes.add(key, nil, nil, parameter, words)
                 continue
             }
             if previous.place != place {
-                change(
+                changes.add(
                     key, "group", groupName(previous.place), groupName(place),
                     "moved from \(previous.place) to \(place)")
             }
             let a = previous.parameter
             let b = parameter
             if a["defaultValue"] != b["defaultValue"] {
-                change(
+                changes.add(
                     key, "defaultValue", a["defaultValue"], b["defaultValue"],
                     "default value \(transition(a["defaultValue"], b["defaultValue"]))")
             }
@@ -110,32 +72,20 @@ public enum TemplateDiff {
                     case (let x?, nil): "\(condition) removed (was \(TemplateValueText.parameterValue(x)))"
                     default: "\(condition): \(transition(x, y))"
                     }
-                change(key, "conditionalValues.\(name)", x, y, words)
+                changes.add(key, "conditionalValues.\(name)", x, y, words)
             }
-            if a["valueType"] != b["valueType"] {
-                change(
-                    key, "valueType", a["valueType"], b["valueType"],
-                    "value type \(wordText(a["valueType"], absent: "(unset, STRING)")) -> "
-                        + wordText(b["valueType"], absent: "(unset, STRING)"))
-            }
-            if a["description"] != b["description"] {
-                change(
-                    key, "description", a["description"], b["description"],
-                    "description \(stringText(a["description"])) -> \(stringText(b["description"]))")
-            }
+            changes.compare(key, "valueType", a, b, as: "value type") { wordText($0, absent: "(unset, STRING)") }
+            changes.compare(key, "description", a, b, as: "description", stringText)
             // Members this tool does not know (fields Google adds later) are still compared, as JSON.
-            let known: Set<ByteKey> = ["defaultValue", "conditionalValues", "valueType", "description"]
-            for (field, x, y) in otherFields(a, b, except: known) {
-                change(key, field, x, y, "\(TextEscaping.terminal(field)) \(jsonText(x)) -> \(jsonText(y))")
-            }
+            changes.compareOthers(key, a, b, except: ["defaultValue", "conditionalValues", "valueType", "description"])
         }
         // Removals come after the additions and changes of the new template; the final sort orders by key.
         for (key, place, parameter) in before where !afterKeys.contains(ByteKey(key)) {
-            change(
+            changes.add(
                 key, nil, parameter, nil,
                 "removed from \(place) (default value was \(defaultText(parameter["defaultValue"])))")
         }
-        return changes
+        return changes.changes
     }
 
     private static func groupName(_ place: ParameterPlace) -> JSONValue {
@@ -147,13 +97,7 @@ public enum TemplateDiff {
     private static func conditionChanges(from old: JSONValue, to new: JSONValue) -> [TemplateChange] {
         let before = conditions(in: old)
         let after = conditions(in: new)
-        var changes: [TemplateChange] = []
-        func change(_ key: String, _ field: String?, _ old: JSONValue?, _ new: JSONValue?, _ words: String) {
-            changes.append(
-                TemplateChange(
-                    kind: .condition, key: key, field: field, old: old, new: new,
-                    text: "condition \(TemplateText.quoted(key)): \(words)"))
-        }
+        var changes = ChangeList(kind: .condition)
         // Names by their bytes, as the server keeps them: a look-alike name is another condition.
         let beforeNames = before.map { ByteKey($0.name) }
         let afterNames = after.map { ByteKey($0.name) }
@@ -170,7 +114,7 @@ public enum TemplateDiff {
         for (position, name, condition) in after {
             let key = ByteKey(name)
             guard let previous = beforeByName[key] else {
-                change(
+                changes.add(
                     name, nil, nil, condition,
                     "added at priority \(position + 1), expression \(stringText(condition["expression"]))")
                 continue
@@ -181,32 +125,21 @@ public enum TemplateDiff {
                     rank > 0
                     ? "now after \(TemplateText.quoted(commonAfter[rank - 1].text))"
                     : "now before \(TemplateText.quoted(commonAfter[1].text))"
-                change(
+                changes.add(
                     name, "priority", .integer(Int64(previous.position + 1)), .integer(Int64(position + 1)),
                     "priority \(previous.position + 1) -> \(position + 1), \(neighbour)")
             }
             let a = previous.condition
-            if a["expression"] != condition["expression"] {
-                change(
-                    name, "expression", a["expression"], condition["expression"],
-                    "expression \(stringText(a["expression"])) -> \(stringText(condition["expression"]))")
-            }
-            if a["tagColor"] != condition["tagColor"] {
-                change(
-                    name, "tagColor", a["tagColor"], condition["tagColor"],
-                    "tag color \(wordText(a["tagColor"], absent: "(none)")) -> "
-                        + wordText(condition["tagColor"], absent: "(none)"))
-            }
-            for (field, x, y) in otherFields(a, condition, except: ["name", "expression", "tagColor"]) {
-                change(name, field, x, y, "\(TextEscaping.terminal(field)) \(jsonText(x)) -> \(jsonText(y))")
-            }
+            changes.compare(name, "expression", a, condition, as: "expression", stringText)
+            changes.compare(name, "tagColor", a, condition, as: "tag color") { wordText($0, absent: "(none)") }
+            changes.compareOthers(name, a, condition, except: ["name", "expression", "tagColor"])
         }
         for (position, name, condition) in before where !afterNameSet.contains(ByteKey(name)) {
-            change(
+            changes.add(
                 name, nil, condition, nil,
                 "removed (was priority \(position + 1), expression \(stringText(condition["expression"])))")
         }
-        return changes
+        return changes.changes
     }
 
     /// The named conditions with their 0-based positions; an unnamed or repeated one is skipped (the
@@ -225,13 +158,7 @@ public enum TemplateDiff {
     private static func groupChanges(from old: JSONValue, to new: JSONValue) -> [TemplateChange] {
         let before = old["parameterGroups"]?.objectMembers ?? []
         let after = new["parameterGroups"]?.objectMembers ?? []
-        var changes: [TemplateChange] = []
-        func change(_ key: String, _ field: String?, _ old: JSONValue?, _ new: JSONValue?, _ words: String) {
-            changes.append(
-                TemplateChange(
-                    kind: .group, key: key, field: field, old: old, new: new,
-                    text: "group \(TemplateText.quoted(key)): \(words)"))
-        }
+        var changes = ChangeList(kind: .group)
         // Parameters moving in or out of a group are reported on the parameters themselves.
         func withoutParameters(_ group: JSONValue) -> JSONValue {
             .object((group.objectMembers ?? []).filter { $0.key != "parameters" })
@@ -243,25 +170,50 @@ public enum TemplateDiff {
                 let count = group["parameters"]?.objectMembers?.count ?? 0
                 var words = "added with \(count) parameter\(count == 1 ? "" : "s")"
                 if let description = group["description"] { words += ", description \(stringText(description))" }
-                change(name, nil, nil, withoutParameters(group), words)
+                changes.add(name, nil, nil, withoutParameters(group), words)
                 continue
             }
-            if previous["description"] != group["description"] {
-                change(
-                    name, "description", previous["description"], group["description"],
-                    "description \(stringText(previous["description"])) -> \(stringText(group["description"]))")
-            }
-            for (field, x, y) in otherFields(previous, group, except: ["description", "parameters"]) {
-                change(name, field, x, y, "\(TextEscaping.terminal(field)) \(jsonText(x)) -> \(jsonText(y))")
-            }
+            changes.compare(name, "description", previous, group, as: "description", stringText)
+            changes.compareOthers(name, previous, group, except: ["description", "parameters"])
         }
         for (name, group) in before where !afterNames.contains(ByteKey(name)) {
-            change(name, nil, withoutParameters(group), nil, "removed")
+            changes.add(name, nil, withoutParameters(group), nil, "removed")
         }
-        return changes
+        return changes.changes
     }
 
     // MARK: - Helpers
+
+    /// The changes of one kind, each line naming the kind and the quoted key (`condition "beta": ...`).
+    private struct ChangeList {
+        let kind: TemplateChange.Kind
+        var changes: [TemplateChange] = []
+
+        mutating func add(_ key: String, _ field: String?, _ old: JSONValue?, _ new: JSONValue?, _ words: String) {
+            changes.append(
+                TemplateChange(
+                    kind: kind, key: key, field: field, old: old, new: new,
+                    text: "\(kind.rawValue) \(TemplateText.quoted(key)): \(words)"))
+        }
+
+        /// `<label> <old> -> <new>` when member `field` of `a` and `b` differs, each side shown by `text`.
+        mutating func compare(
+            _ key: String, _ field: String, _ a: JSONValue, _ b: JSONValue, as label: String,
+            _ text: (JSONValue?) -> String
+        ) {
+            guard a[field] != b[field] else { return }
+            add(key, field, a[field], b[field], "\(label) \(text(a[field])) -> \(text(b[field]))")
+        }
+
+        /// The members other than `known` that differ, as JSON, named as they are.
+        mutating func compareOthers(_ key: String, _ a: JSONValue, _ b: JSONValue, except known: Set<ByteKey>) {
+            for (field, x, y) in TemplateDiff.otherFields(a, b, except: known) {
+                add(
+                    key, field, x, y,
+                    "\(TextEscaping.terminal(field)) \(TemplateDiff.jsonText(x)) -> \(TemplateDiff.jsonText(y))")
+            }
+        }
+    }
 
     /// Members of `a` or `b` other than `known` whose values differ, in first-seen order, with
     /// their values on each side (looked up by name: an object may have thousands of members).
@@ -324,51 +276,5 @@ public enum TemplateDiff {
 
     private static func jsonText(_ value: JSONValue?) -> String {
         value.map { TextEscaping.terminal(TemplateText.elided($0.compactText)) } ?? "(none)"
-    }
-}
-
-/// How parameter values are shown to a reviewer.
-public enum TemplateValueText {
-    /// A `RemoteConfigParameterValue`: a static value as the text (JSON objects and arrays compact,
-    /// other text quoted), `useInAppDefault` in words, managed values (rollouts, personalization)
-    /// as their compact JSON; long values elided in the middle with their length.
-    public static func parameterValue(_ value: JSONValue) -> String {
-        if let members = value.objectMembers, members.count == 1 {
-            switch (members[0].key, members[0].value) {
-            case let ("value", .string(text)): return staticValue(text)
-            case ("useInAppDefault", .bool(true)): return "(use in-app default)"
-            default: break
-            }
-        }
-        return TextEscaping.terminal(TemplateText.elided(value.compactText))
-    }
-
-    /// A static value: JSON objects and arrays compacted (the console's line breaks and spacing are
-    /// not something a reviewer needs to read; member order is kept as written), anything else as a
-    /// quoted string.
-    public static func staticValue(_ text: String) -> String {
-        if let first = text.utf8.first(where: { !isJSONSpace($0) }),
-            first == UInt8(ascii: "{") || first == UInt8(ascii: "["),
-            (try? JSONValue.parse(text)) != nil
-        {
-            return TextEscaping.terminal(TemplateText.elided(compacted(text)))
-        }
-        return TemplateText.quoted(TemplateText.elided(text))
-    }
-
-    /// Valid JSON `text` without the white space between tokens. Not a re-serialization: the parser
-    /// sorts object members, and a reviewer should see them in the order the value has them.
-    static func compacted(_ text: String) -> String {
-        var out: [UInt8] = []
-        var strings = JSONStringTracker()
-        for byte in text.utf8 {
-            if !strings.take(byte) && isJSONSpace(byte) { continue }
-            out.append(byte)
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    private static func isJSONSpace(_ byte: UInt8) -> Bool {
-        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
     }
 }

@@ -1,4 +1,5 @@
 import RCCore
+import RCSystem
 
 /// The file `rcadmin template get -o FILE` writes and `rcadmin template publish FILE` reads: the
 /// Remote Config REST `RemoteConfig` JSON with one extra top-level member, `"etag"`, as the Admin

@@ -1,5 +1,6 @@
 import RCCore
 import RCStore
+import RCSystem
 
 /// Live Activities: the agent applies every activity message, whatever channel brought it, through
 /// the store (the rules, the row and the event in one transaction), tells watchers and hooks, and

@@ -1,6 +1,7 @@
 import RCCore
 import RCService
 import RCStore
+import RCSystem
 
 /// The installed app version and where it came from (`[App] Version=`, or dpkg).
 struct InstalledVersion: Sendable, Equatable {

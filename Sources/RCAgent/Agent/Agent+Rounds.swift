@@ -1,5 +1,6 @@
 import RCCore
 import RCStore
+import RCSystem
 
 /// The fetch loop: one round at a time, every request that arrived before a round answered by it,
 /// and the agent's timers as deadlines of the loop's wait (``FetchScheduler``).

@@ -2,6 +2,7 @@ import Glibc
 import RCCore
 import RCService
 import RCStore
+import RCSystem
 
 /// What enters the agent from outside its own calls: fetch requests from any thread (control
 /// connections, push channels, watches), in the order they were sent (see ``Inbox``).

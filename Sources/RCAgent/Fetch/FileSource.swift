@@ -1,4 +1,5 @@
 import RCCore
+import RCSystem
 import RCTemplate
 
 /// The `file` source: a JSON file in either document shape. Its ETag is a hash of the

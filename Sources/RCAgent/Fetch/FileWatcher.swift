@@ -1,6 +1,7 @@
 @preconcurrency import Dispatch
 import Glibc
 import RCCore
+import RCSystem
 
 /// Turns changes of one file into calls of `onChange`. It watches the file's directory with
 /// inotify, so editors that write a new file and rename it over the old one are seen too; where

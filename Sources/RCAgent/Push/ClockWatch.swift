@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import RCCore
+import RCSystem
 
 /// Tells the agent when the wall clock was set: `date`, NTP stepping it, and a resume from suspend,
 /// which the kernel reports the same way. A timerfd armed on CLOCK_REALTIME far in the future with

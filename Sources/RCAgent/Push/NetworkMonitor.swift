@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import RCCore
+import RCSystem
 
 /// Tells the agent when the network may have come up (a network-online transition
 /// refetches when stale): an rtnetlink socket joined to the link, address and route groups.

@@ -1,6 +1,7 @@
 import RCCore
 import RCFirebase
 import RCService
+import RCSystem
 
 /// The daemon's side of Firebase's realtime invalidation stream (the protocol is
 /// RCFirebase's ``RealtimeStream``): a `latestTemplateVersionNumber` above the current version

@@ -1,5 +1,6 @@
 import RCCore
 import RCStore
+import RCSystem
 
 /// Makes the device report (`[Report] MQTTStatusTopic=`) from what the agent knows: the store's
 /// status (the agent's status board), the installed app, the activities, and the update keys'

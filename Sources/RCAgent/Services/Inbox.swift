@@ -1,4 +1,5 @@
 @preconcurrency import Dispatch
+import RCSystem
 import Synchronization
 
 /// An ordered queue with one consumer and any number of senders on any thread: the way events from

@@ -1,5 +1,6 @@
 import RCCore
 import RCStore
+import RCSystem
 
 /// `rcagent activity list|show ID|watch|remove ID [--json]`: the Live Activities the daemon keeps.
 /// `list` and `show` read the reader file (or the state database) directly, like `get` (they answer

@@ -1,5 +1,6 @@
 import RCCore
 import RCStore
+import RCSystem
 
 /// `rcagent check-update`: compares the installed app version with the update keys.
 /// Exit 0 = no applicable update, 100 = recommended, 101 = required, 1 = cannot tell.

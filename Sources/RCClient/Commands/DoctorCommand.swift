@@ -1,6 +1,7 @@
 import Glibc
 import RCCore
 import RCStore
+import RCSystem
 
 /// `rcagent doctor`: one line per check of what a device needs; exit 0 when all pass, 1 otherwise.
 enum DoctorCommand {

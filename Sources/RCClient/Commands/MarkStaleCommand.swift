@@ -1,5 +1,6 @@
 import RCCore
 import RCStore
+import RCSystem
 
 /// `rcagent mark-stale [--reason TEXT]`: sets the persistent stale flag. It asks the daemon when one
 /// takes the request (the daemon persists the flag and fetches). Otherwise — no daemon, or one that

@@ -1,5 +1,6 @@
 import RCCore
 import RCStore
+import RCSystem
 
 /// `rcagent status [--json]`: the cache's view, plus whether the daemon answers on its socket.
 enum StatusCommand {

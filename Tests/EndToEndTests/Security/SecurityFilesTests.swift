@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RCSystem
 import TestSupport
 import Testing
 

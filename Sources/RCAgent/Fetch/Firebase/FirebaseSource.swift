@@ -1,6 +1,7 @@
 import RCCore
 import RCFirebase
 import RCHTTP
+import RCSystem
 
 /// The `firebase` source: the daemon's adapter around RCFirebase's client fetch call
 /// (``RemoteConfigFetcher``: Firebase Installations, then `firebase:fetch`), set up from the config

@@ -1,4 +1,4 @@
-import RCCore
+import RCSystem
 import Testing
 
 /// rtnetlink batches as the kernel multicasts them: which say the network may have come up.

@@ -1,5 +1,5 @@
 import Glibc
-import RCCore
+import RCSystem
 import Testing
 
 /// The descriptor owner and the POSIX helpers, on real pipes and socket pairs. Whether a descriptor

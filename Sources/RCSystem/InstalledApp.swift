@@ -1,3 +1,5 @@
+import RCCore
+
 /// The installed version of the device's app as the config names it: `[App] Version=`, else the
 /// version dpkg has installed of `[App] Package=`. `rcagent check-update` and the daemon's report
 /// ask the same question, so they share this answer.

@@ -1,7 +1,7 @@
 import Glibc
 
 /// Starts `body` on a new detached OS thread: for blocking work (sockets, curl transfers, the MQTT
-/// network loop) that must not sit on the cooperative pool. In RCCore because the daemon and the
+/// network loop) that must not sit on the cooperative pool. In RCSystem because the daemon and the
 /// network modules (RCHTTP, RCMQTT) all start such threads.
 public enum DetachedThread {
     private final class Box {
