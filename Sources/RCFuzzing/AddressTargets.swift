@@ -7,10 +7,11 @@ enum AddressTargets {
     static let all = [addresses, netlink]
 
     static let netlink = FuzzTarget(
-        "netlink",
-        "rtnetlink message batches: a batch that says the network may be up says so whatever follows it, "
-            + "and a batch without a link, address or route message never does",
-        checkNetlink)
+        "netlink", checkNetlink,
+        """
+        rtnetlink message batches: a batch that says the network may be up says so whatever follows it, and \
+        a batch without a link, address or route message never does
+        """)
 
     private static func checkNetlink(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
         let up = NetlinkEvents.networkMayBeUp(bytes)
@@ -24,10 +25,11 @@ enum AddressTargets {
     }
 
     static let addresses = FuzzTarget(
-        "addresses",
-        "URL and MQTT broker text: an http(s) origin is a prefix with a non-empty host and replaces "
-            + "another URL's origin cleanly; a broker address has a non-empty host and a port in 1...65535",
-        checkAddresses)
+        "addresses", checkAddresses,
+        """
+        URL and MQTT broker text: an http(s) origin is a prefix with a non-empty host and replaces another \
+        URL's origin cleanly; a broker address has a non-empty host and a port in 1...65535
+        """)
 
     private static func checkAddresses(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
         let value = text(bytes)

@@ -9,9 +9,11 @@ enum AgentTargets {
 
     /// `RealtimeStreamFramer` over Firebase's realtime invalidation stream.
     static let realtimeStream = FuzzTarget(
-        "realtime-stream",
-        "realtime stream bytes: framing is the same however the transfer splits the bytes; every frame is "
-            + "a {...} slice of the stream, in order; the held-back buffer stays bounded", checkRealtimeStream)
+        "realtime-stream", checkRealtimeStream,
+        """
+        realtime stream bytes: framing is the same however the transfer splits the bytes; every frame is a \
+        {...} slice of the stream, in order; the held-back buffer stays bounded
+        """)
 
     private static func checkRealtimeStream(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome
     {
@@ -53,9 +55,11 @@ enum AgentTargets {
 
     /// `RetryAfter.parse`: delay-seconds or an HTTP-date.
     static let retryAfter = FuzzTarget(
-        "retry-after",
-        "Retry-After header value: a delay is never negative, never beyond the cap (so the throttle time "
-            + "cannot overflow), and delay-seconds mean exactly that many seconds", checkRetryAfter)
+        "retry-after", checkRetryAfter,
+        """
+        Retry-After header value: a delay is never negative, never beyond the cap (so the throttle time \
+        cannot overflow), and delay-seconds mean exactly that many seconds
+        """)
 
     private static func checkRetryAfter(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
         let value = text(bytes)
@@ -73,9 +77,11 @@ enum AgentTargets {
 
     /// `InstallationClient.token(from:)`: the auth token of a Firebase Installations response.
     static let installationToken = FuzzTarget(
-        "installation-token",
-        "Firebase Installations token response: errors name Firebase Installations; an accepted token expires "
-            + "after now and within the cap", checkInstallationToken)
+        "installation-token", checkInstallationToken,
+        """
+        Firebase Installations token response: errors name Firebase Installations; an accepted token expires \
+        after now and within the cap
+        """)
 
     private static func checkInstallationToken(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation)
         -> FuzzOutcome

@@ -8,9 +8,11 @@ enum ConfigTargets {
 
     /// `ConfigFile.parse` and `AgentConfig.apply`.
     static let config = FuzzTarget(
-        "config",
-        "agent.conf text: errors name file:line within the text; entries re-rendered as canonical INI parse "
-            + "back the same, and give the same AgentConfig", checkConfig)
+        "config", checkConfig,
+        """
+        agent.conf text: errors name file:line within the text; entries re-rendered as canonical INI parse \
+        back the same, and give the same AgentConfig
+        """)
 
     private static func checkConfig(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
         let source = text(bytes)
@@ -72,9 +74,11 @@ enum ConfigTargets {
 
     /// Durations (`MinimumFetchInterval=`, `Jitter=`...) and sizes (`MaxResponseSize=`).
     static let durations = FuzzTarget(
-        "durations",
-        "duration and size text: parsed values are in range and read back from their formatted text; "
-            + "the config keys accept exactly what the parsers do and name Key= and line in errors", checkDurations)
+        "durations", checkDurations,
+        """
+        duration and size text: parsed values are in range and read back from their formatted text; the \
+        config keys accept exactly what the parsers do and name Key= and line in errors
+        """)
 
     private static func checkDurations(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
         let value = text(bytes)

@@ -25,9 +25,10 @@ public struct FuzzTarget: Sendable {
     public let summary: String
     private let body: @Sendable (Checker, [UInt8]) throws(PropertyViolation) -> FuzzOutcome
 
+    /// `summary` is prose (a text block where it is declared), one line once its continuations join.
     init(
-        _ name: String, _ summary: String,
-        _ body: @escaping @Sendable (Checker, [UInt8]) throws(PropertyViolation) -> FuzzOutcome
+        _ name: String, _ body: @escaping @Sendable (Checker, [UInt8]) throws(PropertyViolation) -> FuzzOutcome,
+        _ summary: String
     ) {
         self.name = name
         self.summary = summary
@@ -62,6 +63,20 @@ struct Checker {
             text.hasPrefix(prefix) && text.count > prefix.count
                 && !text.dropFirst(prefix.count).allSatisfy { $0 == " " || $0 == ":" },
             "error \"\(text)\" does not start with \"\(prefix)\" followed by a reason", fileID: fileID, line: line)
+    }
+}
+
+extension Checker {
+    /// What `parse` made of the input named `name`, or `nil` when it refused it: then its error must
+    /// name the input (``requireNamed(_:prefix:fileID:line:)``). The first step of every target whose
+    /// parser names the document in its errors.
+    func parsed<T>(
+        _ name: String, fileID: StaticString = #fileID, line: UInt = #line, _ parse: (String) throws -> T
+    ) throws(PropertyViolation) -> T? {
+        do { return try parse(name) } catch {
+            try requireNamed(String(describing: error), prefix: name + ": ", fileID: fileID, line: line)
+            return nil
+        }
     }
 }
 

@@ -6,9 +6,11 @@ enum JSONTargets {
 
     /// `JSONValue.parse`, under every document the agent reads.
     static let json = FuzzTarget(
-        "json",
-        "JSON text: errors say \"invalid JSON: <reason>\"; a parsed value re-serialises to compact text that "
-            + "parses to an equal value and serialises identically", checkJson)
+        "json", checkJson,
+        """
+        JSON text: errors say \"invalid JSON: <reason>\"; a parsed value re-serialises to compact text that \
+        parses to an equal value and serialises identically
+        """)
 
     private static func checkJson(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
         let value: JSONValue
@@ -32,9 +34,11 @@ enum JSONTargets {
 
     /// The defaults file.
     static let defaults = FuzzTarget(
-        "defaults",
-        "defaults.json: errors name the document; accepted values are exactly the object's members as "
-            + "Remote Config stores them", checkDefaults)
+        "defaults", checkDefaults,
+        """
+        defaults.json: errors name the document; accepted values are exactly the object's members as Remote \
+        Config stores them
+        """)
 
     private static func checkDefaults(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
         let values: [String: String]
@@ -53,16 +57,16 @@ enum JSONTargets {
 
     /// `RemoteDocument.parse`, checked against what the JSON tree says the document holds.
     static let remoteDocument = FuzzTarget(
-        "remote-document",
-        "fetch response or template: errors name the document; accepted values are exactly the entries' (or "
-            + "parameters' default) values, none holding NUL; template versions are decimal", checkRemoteDocument)
+        "remote-document", checkRemoteDocument,
+        """
+        fetch response or template: errors name the document; accepted values are exactly the entries' (or \
+        parameters' default) values, none holding NUL; template versions are decimal
+        """)
 
     private static func checkRemoteDocument(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome
     {
         let name = "remote.json"
-        let document: RemoteDocument
-        do { document = try RemoteDocument.parse(bytes, name: name) } catch {
-            try check.requireNamed(error, prefix: name + ": ")
+        guard let document = try check.parsed(name, { try RemoteDocument.parse(bytes, name: $0) }) else {
             return .rejected
         }
         let json = try? JSONValue.parse(bytes)
@@ -94,11 +98,12 @@ enum JSONTargets {
 
     /// FCM-style messages (socket `message` op, MQTT payloads, `rcagent notify`).
     static let pushMessage = FuzzTarget(
-        "push-message",
-        "FCM-style message JSON: errors say \"bad message: <reason>\"; a parsed message's data (with its live "
-            + "activity rebuilt) re-encoded as {\"data\"} and as a {\"message\"} envelope parses back equal; stale "
-            + "and version follow the data",
-        checkPushMessage)
+        "push-message", checkPushMessage,
+        """
+        FCM-style message JSON: errors say \"bad message: <reason>\"; a parsed message's data (with its live \
+        activity rebuilt) re-encoded as {\"data\"} and as a {\"message\"} envelope parses back equal; stale \
+        and version follow the data
+        """)
 
     private static func checkPushMessage(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
         guard let json = try? JSONValue.parse(bytes) else { return .rejected }
@@ -135,9 +140,11 @@ enum JSONTargets {
     /// Control socket lines, framed as the daemon frames them (newline-delimited, blank lines skipped,
     /// a line over the limit ends the connection).
     static let controlRequest = FuzzTarget(
-        "control-request",
-        "control socket lines: a request that parses has a known op and re-encodes to an equal request; a "
-            + "refused line gets a request error code, a message and a well-formed error response", checkControlRequest)
+        "control-request", checkControlRequest,
+        """
+        control socket lines: a request that parses has a known op and re-encodes to an equal request; a \
+        refused line gets a request error code, a message and a well-formed error response
+        """)
 
     private static func checkControlRequest(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome
     {
@@ -166,10 +173,11 @@ enum JSONTargets {
 
     /// The daemon's answers, one JSON value per line, read as every response type the CLI decodes.
     static let controlResponse = FuzzTarget(
-        "control-response",
-        "control socket answers: each response type either decodes a line (and then re-encodes to text that "
-            + "decodes to an equal value, also with a member added) or refuses it with an error naming the member",
-        checkControlResponse)
+        "control-response", checkControlResponse,
+        """
+        control socket answers: each response type either decodes a line (and then re-encodes to text that \
+        decodes to an equal value, also with a member added) or refuses it with an error naming the member
+        """)
 
     private static func checkControlResponse(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation)
         -> FuzzOutcome

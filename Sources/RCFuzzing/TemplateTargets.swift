@@ -13,18 +13,18 @@ enum TemplateTargets {
 
     /// `TemplateEvaluator.evaluate` on a server template.
     static let template = FuzzTarget(
-        "template",
-        "server template: errors name the document; evaluation is deterministic; values are parameters; "
-            + "unsupported conditions are listed sorted and once; without conditions it reads as RemoteDocument",
-        checkTemplate)
+        "template", checkTemplate,
+        """
+        server template: errors name the document; evaluation is deterministic; values are parameters; \
+        unsupported conditions are listed sorted and once; without conditions it reads as RemoteDocument
+        """)
 
     private static func checkTemplate(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
         let name = "template.json"
-        let evaluation: TemplateEvaluation
-        do { evaluation = try TemplateEvaluator.evaluate(bytes, name: name, context: context) } catch {
-            try check.requireNamed(error, prefix: name + ": ")
-            return .rejected
-        }
+        guard
+            let evaluation = try check.parsed(
+                name, { try TemplateEvaluator.evaluate(bytes, name: $0, context: context) })
+        else { return .rejected }
         try check.require(
             (try? TemplateEvaluator.evaluate(bytes, name: name, context: context)) == evaluation, "not deterministic")
         let json = try? JSONValue.parse(bytes)
@@ -53,9 +53,11 @@ enum TemplateTargets {
 
     /// What the file and http sources (and tests) run a fetched document through.
     static let documentReader = FuzzTarget(
-        "document-reader",
-        "fetched document through DocumentReader: errors name the source; it reads as RemoteDocument unless "
-            + "the template has conditions, and then as TemplateEvaluator does", checkDocumentReader)
+        "document-reader", checkDocumentReader,
+        """
+        fetched document through DocumentReader: errors name the source; it reads as RemoteDocument unless \
+        the template has conditions, and then as TemplateEvaluator does
+        """)
 
     private static func checkDocumentReader(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome
     {
@@ -63,11 +65,7 @@ enum TemplateTargets {
         let reader = DocumentReader(
             deviceId: context.deviceId, signals: context.signals.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
             log: Logger { _ in })
-        let document: RemoteDocument
-        do { document = try reader.read(bytes, name: name) } catch {
-            try check.requireNamed(error, prefix: name + ": ")
-            return .rejected
-        }
+        guard let document = try check.parsed(name, { try reader.read(bytes, name: $0) }) else { return .rejected }
         let plain = try? RemoteDocument.parse(bytes, name: name)
         try check.require(plain != nil, "DocumentReader accepted what RemoteDocument refuses")
         let isTemplate = (try? JSONValue.parse(bytes))?["parameters"] != nil

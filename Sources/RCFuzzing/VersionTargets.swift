@@ -10,10 +10,11 @@ enum VersionTargets {
 
     /// `DottedVersion` and `DebianVersion`: each line of the input is a version.
     static let versions = FuzzTarget(
-        "versions",
-        "one version per line, dotted and debian: errors name origin and value; comparison among parsed and "
-            + "reference versions is reflexive, antisymmetric, total and transitive; equivalent forms compare equal",
-        checkVersions)
+        "versions", checkVersions,
+        """
+        one version per line, dotted and debian: errors name origin and value; comparison among parsed and \
+        reference versions is reflexive, antisymmetric, total and transitive; equivalent forms compare equal
+        """)
 
     private static func checkVersions(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
         let lines = text(bytes).split(separator: "\n", omittingEmptySubsequences: false).prefix(4).map(String.init)
@@ -55,9 +56,11 @@ enum VersionTargets {
 
     /// dpkg's status file: the first line of the input is the package name, the rest the file.
     static let dpkgStatus = FuzzTarget(
-        "dpkg-status",
-        "package name line + dpkg status text: errors name the package; a found version is one trimmed line "
-            + "of the status text", checkDpkgStatus)
+        "dpkg-status", checkDpkgStatus,
+        """
+        package name line + dpkg status text: errors name the package; a found version is one trimmed line \
+        of the status text
+        """)
 
     private static func checkDpkgStatus(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
         let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) ?? bytes.endIndex
@@ -76,9 +79,11 @@ enum VersionTargets {
 
     /// `UpdateOffer.parse` and the update check built on it (installed 1.2.3, dotted).
     static let updateOffer = FuzzTarget(
-        "update-offer",
-        "update key value: errors name the key; an offer has a version and a download, its deadline reads "
-            + "back; the update check never reports an update that is not newer", checkUpdateOffer)
+        "update-offer", checkUpdateOffer,
+        """
+        update key value: errors name the key; an offer has a version and a download, its deadline reads \
+        back; the update check never reports an update that is not newer
+        """)
 
     private static func checkUpdateOffer(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
         let key = "linux_required_update"
@@ -119,9 +124,11 @@ enum VersionTargets {
 
     /// `Timestamp(iso8601:)`: the deadlines of update offers.
     static let timestamp = FuzzTarget(
-        "timestamp",
-        "ISO 8601 text: a parsed time formats to text that reads back as the same second; canonical UTC text "
-            + "(YYYY-MM-DDTHH:MM:SSZ) formats back to itself, so impossible dates are refused", checkTimestamp)
+        "timestamp", checkTimestamp,
+        """
+        ISO 8601 text: a parsed time formats to text that reads back as the same second; canonical UTC text \
+        (YYYY-MM-DDTHH:MM:SSZ) formats back to itself, so impossible dates are refused
+        """)
 
     private static func checkTimestamp(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome {
         let value = text(bytes)

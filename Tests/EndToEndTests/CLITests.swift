@@ -66,6 +66,24 @@ import Testing
         #expect(try sandbox.cli("get", "layout", "--type", "json").stdout == #"{"cols":[1,2],"rows":2}"# + "\n")
     }
 
+    /// `activity`'s subcommands check their own argument counts: the ID where one is needed, nothing
+    /// after the others.
+    @Test func activitySubcommandsRefuseAMissingOrExtraArgument() throws {
+        let sandbox = try Sandbox()
+        for (args, message) in [
+            (["activity", "show"], "Error: show needs the activity's ID"),
+            (["activity", "remove"], "Error: remove needs the activity's ID"),
+            (["activity", "list", "x"], "Error: unexpected argument 'x'"),
+            (["activity", "watch", "x"], "Error: unexpected argument 'x'"),
+            (["activity", "bogus"], "Error: unknown activity command 'bogus'"),
+        ] {
+            let result = try sandbox.run("rcagent", args)
+            #expect(result.status == 64, "\(args)")
+            #expect(result.stderr.hasPrefix(message), "\(args): \(result.stderr)")
+            #expect(result.stdout.isEmpty, "\(args)")
+        }
+    }
+
     @Test func usageErrorsExit64WithUsageOnStderr() throws {
         let sandbox = try Sandbox()
         for args in [

@@ -1,4 +1,5 @@
 import RCCore
+import RCMQTT
 import Testing
 
 @testable import RCAdmin
@@ -247,6 +248,21 @@ import Testing
         #expect(try FleetStatusCommand.listLimit(options) == 0)
     }
 
+    /// The login options are RCMQTT's credentials, field for field (the daemon fills the same type).
+    @Test func loginOptionsAreTheMQTTCredentials() throws {
+        let given = try settings([
+            "--username", "ops", "--password-file", "/p", "--ca-file", "/ca.pem", "--cert-file", "/c.pem",
+            "--key-file", "/k.pem",
+        ])
+        #expect(
+            given.login.credentials
+                == MQTTCredentials(
+                    username: "ops", passwordFile: "/p", caFile: "/ca.pem", certificateFile: "/c.pem",
+                    keyFile: "/k.pem"))
+        #expect(!given.login.isEmpty)
+        #expect(try settings([]).login.isEmpty)
+    }
+
     @Test(arguments: [
         (["--topic", "a/+"], "--topic must be a topic without the MQTT wildcards"),
         (["--topic", "a/"], "without a trailing /"),
@@ -254,6 +270,8 @@ import Testing
         (["--timeout", "soon"], "--timeout must be a duration"),
         (["--timeout", "0"], "--timeout must be a duration"),
         (["--password-file", "/dev/null"], "--password-file goes with --username USER"),
+        (["--cert-file", "/c.pem"], "--cert-file and --key-file go together"),
+        (["--key-file", "/k.pem"], "--cert-file and --key-file go together"),
         (["--max-devices", "0"], "--max-devices must be a whole number"),
         (["--all", "--limit", "2"], "--all and --limit N exclude each other"),
     ])

@@ -118,12 +118,7 @@ final class Relay: Sendable {
                     actual = try await fetchedVersion()
                     failures = 0
                 } catch {
-                    failures += 1
-                    let wait = Self.backoff(failures)
-                    log.warning(
-                        "Failed to fetch the template announced as version \(wanted): \(error); "
-                            + "retrying in \(DurationText.format(wait))")
-                    try? await Task.sleep(for: wait)
+                    await wait(afterFailure: &failures, "fetch the template announced as version \(wanted): \(error)")
                     continue
                 }
                 let newer = announced.withLock { newest in
@@ -206,19 +201,25 @@ final class Relay: Sendable {
                     notifier.status(statusLine("relayed version \(version)"))
                     break
                 } catch {
-                    failures += 1
-                    let wait = Self.backoff(failures)
-                    log.warning(
-                        "Failed to relay template version \(version) to \(target.name): \(error); "
-                            + "retrying in \(DurationText.format(wait))")
-                    notifier.status(statusLine("\(target.name) failing: \(error)"))
-                    try? await Task.sleep(for: wait)
+                    await wait(
+                        afterFailure: &failures, "relay template version \(version) to \(target.name): \(error)",
+                        status: "\(target.name) failing: \(error)")
                 }
             }
         }
     }
 
     private func statusLine(_ state: String) -> String { "Project \(project): \(state)" }
+
+    /// Counts one more failure, logs it ("Failed to `what`", with the wait), shows `status` if any,
+    /// and waits the ``backoff(_:)`` for that many failures: how the fetch and delivery loops retry.
+    private func wait(afterFailure failures: inout Int, _ what: String, status: String? = nil) async {
+        failures += 1
+        let wait = Self.backoff(failures)
+        log.warning("Failed to \(what); retrying in \(DurationText.format(wait))")
+        if let status { notifier.status(statusLine(status)) }
+        try? await Task.sleep(for: wait)
+    }
 
     /// 1 s, 2 s, 4 s ... 5 min, each with up to a fifth more at random, so relays restarted together
     /// do not retry in step.

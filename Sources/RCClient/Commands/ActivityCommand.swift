@@ -21,25 +21,20 @@ enum ActivityCommand {
     /// command), so each checks its own count here: `show` and `remove` need the ID, the others take none.
     static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
         let positionals = invocation.arguments.positionals
-        switch positionals[0] {
-        case "list":
-            guard positionals.count == 1 else {
-                throw .usage("unexpected argument '\(positionals[1])'", command: spec)
-            }
-            return try list(invocation)
-        case "show":
-            guard positionals.count == 2 else { throw .usage("show needs the activity's ID", command: spec) }
-            return try show(invocation, id: positionals[1])
-        case "watch":
-            guard positionals.count == 1 else {
-                throw .usage("unexpected argument '\(positionals[1])'", command: spec)
-            }
-            return try watch(invocation)
-        case "remove":
-            guard positionals.count == 2 else { throw .usage("remove needs the activity's ID", command: spec) }
-            return try remove(invocation, id: positionals[1])
-        default:
-            throw .usage("unknown activity command '\(positionals[0])' (list, show, watch or remove)", command: spec)
+        let command = positionals[0]
+        let takesID: Bool
+        switch command {
+        case "list", "watch": takesID = false
+        case "show", "remove": takesID = true
+        default: throw .usage("unknown activity command '\(command)' (list, show, watch or remove)", command: spec)
+        }
+        if takesID, positionals.count != 2 { throw .usage("\(command) needs the activity's ID", command: spec) }
+        if !takesID, positionals.count != 1 { throw .usage("unexpected argument '\(positionals[1])'", command: spec) }
+        switch command {
+        case "list": return try list(invocation)
+        case "show": return try show(invocation, id: positionals[1])
+        case "watch": return try watch(invocation)
+        default: return try remove(invocation, id: positionals[1])
         }
     }
 
