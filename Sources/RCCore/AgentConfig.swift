@@ -131,6 +131,45 @@ public struct AgentConfig: Sendable {
         return config
     }
 
+    /// Loads the same files as ``load(explicitPath:environment:defaultPath:)`` for a command that
+    /// only reads (`get`, `status`): a bad line never stops it. Each bad line is skipped (a bad
+    /// value leaves its key at the built-in default) and returned as a problem for the caller to
+    /// warn about; an unreadable file is a problem too, and the checks across keys are left to
+    /// the daemon and `doctor`. Only a file the user named that is missing is an error.
+    public static func loadForReading(
+        explicitPath: String? = nil, environment: [String: String] = [:], defaultPath: String = defaultPath
+    ) throws(ConfigError) -> (config: AgentConfig, problems: [ConfigError]) {
+        let named = explicitPath ?? environment["RCAGENT_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
+        let path = named ?? defaultPath
+        var config = AgentConfig()
+        var problems: [ConfigError] = []
+        func applyFile(_ file: String) -> Bool {
+            let text: String?
+            do { text = try readIfPresent(file) } catch {
+                problems.append(error)
+                return true
+            }
+            guard let text else { return false }
+            config.files.append(file)
+            let (entries, bad) = ConfigFile.parseSkippingBadLines(text, file: file)
+            problems += bad
+            for entry in entries {
+                do { try config.apply(entry) } catch {
+                    problems.append(error)
+                    // Back to the built-in default: an empty value resets every key.
+                    let setting = ConfigKeys.all.first { $0.section == entry.section && $0.key == entry.key }
+                    try? setting?.apply(&config, "", entry.location)
+                }
+            }
+            return true
+        }
+        if !applyFile(path), named != nil {
+            throw ConfigError(SourceLocation(file: path, line: 0), "config file not found")
+        }
+        for name in dropIns(in: path + ".d") { _ = applyFile(path + ".d/" + name) }
+        return (config, problems)
+    }
+
     /// Applies one file's assignments over the current values.
     /// Every bad value is reported at once (a syntax error ends the file: what follows it cannot be
     /// read reliably).
