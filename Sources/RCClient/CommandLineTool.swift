@@ -97,7 +97,7 @@ final class Invocation {
 
     var json: Bool { arguments.has("json") }
 
-    /// The commands that only read (SPEC'd as never failing on a config line they do not need).
+    /// The commands that only read: they never fail because of a config line they do not need.
     static let readCommands: Set<String> = ["get", "list", "status", "check-update", "activity", "history"]
 
     /// The config. A read command warns once about each bad line and goes on without it (a kiosk
