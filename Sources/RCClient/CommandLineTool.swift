@@ -98,10 +98,24 @@ final class Invocation {
 
     var json: Bool { arguments.has("json") }
 
+    /// The commands that only read: they never fail because of a config line they do not need.
+    static let readCommands: Set<String> = ["get", "list", "status", "check-update", "activity", "history"]
+
+    /// The config. A read command warns once about each bad line and goes on without it (a kiosk
+    /// script keeps its values when someone leaves a typo in an unrelated drop-in); every other
+    /// command fails on it, as the daemon and `doctor` do.
     func config() throws(CLIError) -> AgentConfig {
         if let loadedConfig { return loadedConfig }
+        let path = arguments.value("config")
         do {
-            let config = try AgentConfig.load(explicitPath: arguments.value("config"), environment: environment)
+            let config: AgentConfig
+            if Self.readCommands.contains(command.name) {
+                let (read, problems) = try AgentConfig.loadForReading(explicitPath: path, environment: environment)
+                for problem in problems { Output.err("Warning: \(problem.location): \(problem.message), ignoring\n") }
+                config = read
+            } else {
+                config = try AgentConfig.load(explicitPath: path, environment: environment)
+            }
             loadedConfig = config
             return config
         } catch {

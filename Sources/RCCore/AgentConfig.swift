@@ -109,6 +109,22 @@ public struct AgentConfig: Sendable {
         if let error = ConfigError.combining(problems) { throw error }
     }
 
+    /// Applies one file's assignments for a command that only reads: each bad line is skipped (a
+    /// bad value leaves its key at the built-in default) and returned, never thrown.
+    public mutating func applySkippingBadLines(text: String, file: String) -> [ConfigError] {
+        files.append(file)
+        var (entries, problems) = ConfigFile.parseSkippingBadLines(text, file: file)
+        for entry in entries {
+            do { try apply(entry) } catch {
+                problems.append(error)
+                // Back to the built-in default: an empty value resets every key.
+                let setting = ConfigKeys.all.first { $0.section == entry.section && $0.key == entry.key }
+                try? setting?.apply(&self, "", entry.location)
+            }
+        }
+        return problems
+    }
+
     mutating func apply(_ entry: ConfigEntry) throws(ConfigError) {
         if entry.section == "Signals" {
             // Firebase's limits, counted in UTF-16 units as the Android SDK counts them (it refuses

@@ -50,38 +50,64 @@ public struct ConfigEntry: Sendable, Equatable {
 /// comments after a value when the `#` or `;` follows white space (`Jitter=3s  # why`).
 public enum ConfigFile {
     public static func parse(_ text: String, file: String) throws(ConfigError) -> [ConfigEntry] {
+        let (entries, problems) = scan(text, file: file, stoppingAtFirstProblem: true)
+        if let problem = problems.first { throw problem }
+        return entries
+    }
+
+    /// Parses past bad lines for a reader that needs only some keys (`rcagent get`): each bad line
+    /// is a problem and is skipped, and so are the assignments under a malformed section header
+    /// (they belong to no section anyone can name).
+    public static func parseSkippingBadLines(_ text: String, file: String) -> (
+        entries: [ConfigEntry], problems: [ConfigError]
+    ) {
+        scan(text, file: file, stoppingAtFirstProblem: false)
+    }
+
+    private static func scan(_ text: String, file: String, stoppingAtFirstProblem: Bool) -> (
+        entries: [ConfigEntry], problems: [ConfigError]
+    ) {
         var entries: [ConfigEntry] = []
+        var problems: [ConfigError] = []
         var section: String?
+        var sectionIsReadable = true
         var lineNumber = 0
         // "\r\n" is one Character in Swift: split on it too, or a CRLF file reads as one line.
         for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
+            if stoppingAtFirstProblem && !problems.isEmpty { break }
             lineNumber += 1
             let location = SourceLocation(file: file, line: lineNumber)
             let line = rawLine.trimmingSpaces()
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
             if line.hasPrefix("[") {
                 let name = line.hasSuffix("]") ? String(line.dropFirst().dropLast().trimmingSpaces()) : ""
+                sectionIsReadable = !name.isEmpty
                 guard !name.isEmpty else {
-                    throw ConfigError(location, "malformed section header '\(line)', expected [Name]")
+                    problems.append(ConfigError(location, "malformed section header '\(line)', expected [Name]"))
+                    continue
                 }
                 section = name
                 continue
             }
+            guard sectionIsReadable else { continue }
             guard let equals = line.firstIndex(of: "=") else {
-                throw ConfigError(location, "expected Key=Value, got '\(line)'")
+                problems.append(ConfigError(location, "expected Key=Value, got '\(line)'"))
+                continue
             }
             let key = String(line[..<equals].trimmingSpaces())
             guard !key.isEmpty, key.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) })
             else {
-                throw ConfigError(location, "invalid key '\(key)'")
+                problems.append(ConfigError(location, "invalid key '\(key)'"))
+                continue
             }
             guard let section else {
-                throw ConfigError(location, "'\(key)=' appears before any [Section] header")
+                problems.append(ConfigError(location, "'\(key)=' appears before any [Section] header"))
+                continue
             }
             let value = stripComment(line[line.index(after: equals)...])
             entries.append(ConfigEntry(section: section, key: key, value: value, location: location))
         }
-        return entries
+        return (entries, problems)
     }
 
     private static func stripComment(_ value: Substring) -> String {

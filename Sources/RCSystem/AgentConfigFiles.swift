@@ -36,6 +36,35 @@ extension AgentConfig {
         return config
     }
 
+    /// Loads the same files as ``load(explicitPath:environment:defaultPath:)`` for a command that
+    /// only reads (`get`, `status`): a bad line never stops it. Each bad line is skipped (a bad
+    /// value leaves its key at the built-in default) and returned as a problem for the caller to
+    /// warn about; an unreadable file is a problem too, and the checks across keys are left to
+    /// the daemon and `doctor`. Only a file the user named that is missing is an error.
+    public static func loadForReading(
+        explicitPath: String? = nil, environment: [String: String] = [:], defaultPath: String = defaultPath
+    ) throws(ConfigError) -> (config: AgentConfig, problems: [ConfigError]) {
+        let named = explicitPath ?? environment["RCAGENT_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
+        let path = named ?? defaultPath
+        var config = AgentConfig()
+        var problems: [ConfigError] = []
+        func applyFile(_ file: String) -> Bool {
+            let text: String?
+            do { text = try readIfPresent(file) } catch {
+                problems.append(error)
+                return true
+            }
+            guard let text else { return false }
+            problems += config.applySkippingBadLines(text: text, file: file)
+            return true
+        }
+        if !applyFile(path), named != nil {
+            throw ConfigError(SourceLocation(file: path, line: 0), "config file not found")
+        }
+        for name in dropIns(in: path + ".d") { _ = applyFile(path + ".d/" + name) }
+        return (config, problems)
+    }
+
     private static func readIfPresent(_ path: String) throws(ConfigError) -> String? {
         let bytes: [UInt8]
         do {

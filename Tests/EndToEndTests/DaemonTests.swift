@@ -243,6 +243,7 @@ import Testing
             let daemon = try DaemonProcess(sandbox)
             try daemon.waitUntilReady()
             _ = try sandbox.cli("notify", #"{"data":{"CONFIG_STATE":"STALE"}}"#)
+            // A random moment during the fetch to kill at: the randomness is the test, not a wait.
             usleep(UInt32.random(in: 0...15_000))
             daemon.killHard()
 

@@ -118,15 +118,11 @@ final class FirebaseServer {
         return requests(api: "realtime").compactMap { $0["stream"] as? Int }.filter { !ended.contains($0) }.count
     }
 
-    /// Polls `condition` every 20 ms until it holds or `timeout` seconds pass; returns whether it held.
+    /// Polls `condition` until it holds or `timeout` seconds pass (TestSupport's `eventually`);
+    /// returns whether it held.
     @discardableResult
     func wait(timeout: Double = 10, until condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(20_000)
-        }
-        return condition()
+        eventually(timeout, condition)
     }
 
     private static func jsonLines(_ path: String) -> [[String: Any]] {

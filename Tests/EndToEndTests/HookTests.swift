@@ -66,6 +66,7 @@ import Testing
     @Test func aSlowHookIsKilledAndAFailingOneLoggedWithoutStoppingTheOthers() throws {
         let (sandbox, hooks) = try sandbox(timeout: "1s")
         let record = sandbox.root.appendingPathComponent("record").path
+        // A hook that outlives HookTimeout=1s: the sleep is the behaviour under test.
         try hook("10-slow", in: hooks, "echo starting slowly\nsleep 30")
         try hook("20-fail", in: hooks, "echo about to fail >&2\nexit 1")
         try hook("30-record", in: hooks, "echo \"$RCAGENT_EVENT $RCAGENT_TEMPLATE_VERSION\" >> \(record)")
@@ -111,6 +112,7 @@ import Testing
     @Test func stdinHeldOpenByAnEscapedChildDoesNotKeepAThread() throws {
         let (sandbox, hooks) = try sandbox(timeout: "1s")
         let pids = sandbox.root.appendingPathComponent("pids").path
+        // The escaped child sleeps to hold stdin open past the hook's timeout (the case under test).
         try hook("50-escape", in: hooks, "exec 3<&0\nsetsid sleep 60 <&3 >/dev/null 2>&1 & echo $! >> \(pids)\nexit 0")
         try sandbox.publish(Sandbox.document(version: 1))
         let daemon = try sandbox.startDaemon()

@@ -8,7 +8,8 @@ import Testing
 /// The agent's own part of Live Activities, on a real database: the socket's all-or-nothing
 /// refusals against the push channels' "the stale ping still counts", the dismissal deadline in
 /// the loop's scheduler, and what hooks get for activity events.
-@Suite struct ActivityAgentTests {
+/// Time-limited: its async tests wait on gates, continuations or peers, and a hang must fail, not block CI.
+@Suite(.timeLimit(.minutes(10))) struct ActivityAgentTests {
     static func message(_ json: String) throws -> PushMessage { try PushMessage.parse(try JSONValue.parse(json)) }
 
     static let start =

@@ -56,7 +56,8 @@ func withTestAgent(
 }
 
 /// The agent's fetch loop with a real state database and a fake source: coalescing, reload, stop.
-@Suite struct AgentTests {
+/// Time-limited: its async tests wait on gates, continuations or peers, and a hang must fail, not block CI.
+@Suite(.timeLimit(.minutes(10))) struct AgentTests {
     @Test func requestsThatArriveDuringAFetchShareTheNextRound() async throws {
         try await withTestAgent { agent, source, store, _ in
             let loop = Task { await agent.run() }

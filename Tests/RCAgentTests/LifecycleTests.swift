@@ -8,7 +8,8 @@ import Testing
 ///
 /// The time limits are long: under the whole suite, the synchronous end-to-end tests can hold
 /// every cooperative-pool thread for minutes (these ran in milliseconds alone, in 4 minutes there).
-@Suite struct LifecycleTests {
+/// Time-limited: its async tests wait on gates, continuations or peers, and a hang must fail, not block CI.
+@Suite(.timeLimit(.minutes(10))) struct LifecycleTests {
     @Test func partsStopInReverseStartOrder() async {
         let stopped = Mutex<[String]>([])
         let parts = ["state", "socket", "fetch loop"].map { name in

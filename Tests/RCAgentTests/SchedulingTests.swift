@@ -5,7 +5,8 @@ import Testing
 @testable import RCAgent
 
 /// The agent's inbox: one consumer, senders on any thread, waits with a deadline.
-@Suite struct InboxTests {
+/// Time-limited: its async tests wait on gates, continuations or peers, and a hang must fail, not block CI.
+@Suite(.timeLimit(.minutes(10))) struct InboxTests {
     @Test func elementsArriveInTheOrderTheyWereSentFromEachThread() async {
         let inbox = Inbox<(thread: Int, index: Int)>()
         let senders = 4

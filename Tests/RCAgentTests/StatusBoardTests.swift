@@ -14,7 +14,8 @@ extension Agent {
 /// The agent's status board: readers (socket status, the device report, the `STATUS=` line) take
 /// the store status the agent read after its last write, on a real database; a write of another
 /// process is seen all the same.
-@Suite struct StatusBoardTests {
+/// Time-limited: its async tests wait on gates, continuations or peers, and a hang must fail, not block CI.
+@Suite(.timeLimit(.minutes(10))) struct StatusBoardTests {
     /// Runs the start-up round and waits until it is stored.
     private func settle(_ agent: Agent, _ source: FakeSource) async {
         _ = await source.started.next()

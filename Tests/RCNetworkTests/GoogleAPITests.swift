@@ -10,7 +10,8 @@ import Testing
 /// RCGoogle against the fake Google backend, a real server process: the token exchange and its
 /// cache, a 401 renewing the token once, retries honouring Retry-After, gzip-only ETags, publishing
 /// with If-Match, validate-only, versions, rollback and FCM send.
-@Suite struct GoogleAPITests {
+/// Time-limited: its async tests wait on gates, continuations or peers, and a hang must fail, not block CI.
+@Suite(.timeLimit(.minutes(10))) struct GoogleAPITests {
     static let seed: JSONValue = .object([
         (
             "parameters",

@@ -8,7 +8,8 @@ import Testing
 /// RCGoogle against answers no Google server should give (Tests/Fixtures/hostile_google.py): each
 /// must end in an error naming what was wrong, never in a credential sent elsewhere, an unbounded
 /// body, a header value that cannot be sent back, or a caller that cannot be stopped.
-@Suite struct GoogleHostileAnswerTests {
+/// Time-limited: its async tests wait on gates, continuations or peers, and a hang must fail, not block CI.
+@Suite(.timeLimit(.minutes(10))) struct GoogleHostileAnswerTests {
     static let tokenAnswer = #"{"access_token":"ya29.stolen","expires_in":3600,"token_type":"Bearer"}"#
 
     /// A redirect would carry the signed assertion (a credential for an hour) or a template to a

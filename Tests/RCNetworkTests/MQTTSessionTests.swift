@@ -8,7 +8,8 @@ import Testing
 /// ``MQTTSession`` driven by a scripted client (``FakeMQTTClient``): the rotation, the backoff, the
 /// version fallback, the subscription retries and the stop, each shown by what the session asked
 /// the client for and what it reported. Waits are in milliseconds and un-jittered here.
-@Suite struct MQTTSessionTests {
+/// Time-limited: its async tests wait on gates, continuations or peers, and a hang must fail, not block CI.
+@Suite(.timeLimit(.minutes(10))) struct MQTTSessionTests {
     static let brokers = [MQTTBroker(host: "a", port: 1883), MQTTBroker(host: "b", port: 1884)]
 
     func session(_ client: FakeMQTTClient, brokers: [MQTTBroker] = Self.brokers) -> (MQTTSession, SessionLog) {

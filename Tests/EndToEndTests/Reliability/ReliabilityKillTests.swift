@@ -34,6 +34,7 @@ extension Reliability {
                     acknowledged == true, "round \(round): the stale ping was not acknowledged; log:\n\(daemon.log)")
 
                 let loop = FetchActivateLoop(sandbox, firstVersion: published + 1, keys: Self.keys, activate: manual)
+                // A random moment of the fetch/activate loop to kill at: the randomness is the test.
                 usleep(UInt32(random.next() % 250_000))
                 daemon.killHard()
                 published = loop.finish()

@@ -73,6 +73,7 @@ extension Reliability {
             #expect(try sandbox.cli("fetch", "--wait").status == 0)
 
             let remote = sandbox.remotePath
+            let finished = DispatchSemaphore(value: 0)
             let writer = Thread {
                 var random = SplitMix64(seed: 99)
                 for version in 2...120 {
@@ -86,12 +87,15 @@ extension Reliability {
                         let bytes = Array(text.utf8)
                         let half = bytes.count / 2
                         _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, half) }
+                        // A random gap between the halves: the timing is the load, not a wait.
                         usleep(UInt32(random.next() % 2_000))
                         _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + half, bytes.count - half) }
                         close(fd)
                     }
+                    // A random pace of changes (the flapping under test), not a wait for an event.
                     usleep(UInt32(random.next() % 20_000))
                 }
+                finished.signal()
             }
             writer.start()
             var seen: Set<String> = []
@@ -103,7 +107,7 @@ extension Reliability {
                     "\(value)")
                 seen.insert(value)
             }
-            while !writer.isFinished { usleep(10_000) }
+            finished.wait()
             try sandbox.publish(Sandbox.document(version: 200, keys: Self.keys))
             #expect(try eventually { try sandbox.cli("get", "key_0").stdout == "v200\n" }, "\(daemon.log)")
             #expect(seen.count > 1, "the readers saw the source change: \(seen.sorted())")

@@ -72,10 +72,14 @@ import Testing
             ("APIKey=key\rX-Injected: yes", "APIKey= cannot be sent: it holds a control byte (CR at byte 3)"),
         ] {
             let sandbox = try Sandbox(extraConfig: line)  // in the [Source] section
-            let result = try sandbox.cli("get", "greeting")
+            let result = try sandbox.cli("fetch")
             #expect(result.status == 1, "\(line)")
             #expect(result.stderr.contains("\(sandbox.configPath):"), "\(result.stderr)")
             #expect(result.stderr.contains(message), "\(result.stderr)")
+            // A read does not need the source: it warns with the same words and answers.
+            let get = try sandbox.cli("get", "greeting")
+            #expect(get.status == 0 && get.stdout == "hello\n", "\(line)")
+            #expect(get.stderr.hasPrefix("Warning: \(sandbox.configPath):") && get.stderr.contains(message))
         }
     }
 }
