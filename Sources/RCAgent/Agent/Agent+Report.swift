@@ -37,5 +37,5 @@ extension Agent {
 
     func stopObservingChanges(_ id: Int) { events.stopObserving(id) }
 
-    func setReportState(_ state: String?) { board.report = state }
+    func setReportState(_ state: ReportState?) { board.report = state }
 }

@@ -192,7 +192,7 @@ actor Agent {
     }
 
     /// What the push channel (MQTT) is doing, for status.
-    func setPushState(_ state: String?) {
+    func setPushState(_ state: PushState?) {
         board.push = state
     }
 
@@ -266,10 +266,11 @@ actor Agent {
         return version > current
     }
 
-    func note(_ key: String) -> String? { try? store.note(key) }
+    /// A note a channel keeps across restarts (``NoteKeeper``): `nil` when none, or unreadable.
+    func note(_ note: StateNote) -> String? { try? store.note(note) }
 
-    func setNote(_ key: String, _ value: String?) {
-        do { try store.setNote(key, value) } catch { log.error("Failed to store \(key): \(error)") }
+    func setNote(_ note: StateNote, _ value: String?) {
+        do { try store.setNote(note, value) } catch { log.error("Failed to store the \(note.rawValue) note: \(error)") }
     }
 
     /// The newest template version the agent has, fetched or active.
