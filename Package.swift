@@ -74,7 +74,7 @@ let package = Package(
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
         .testTarget(
             name: "RCAgentTests",
-            dependencies: ["RCAgent", "RCStore", "RCCore", "RCService", "RCTemplate", "TestSupport"]),
+            dependencies: ["RCAgent", "RCStore", "RCCore", "RCMQTT", "RCService", "RCTemplate", "TestSupport"]),
         .testTarget(name: "RCAdminTests", dependencies: ["RCAdmin", "RCCore", "RCMQTT", "TestSupport"]),
         .testTarget(
             name: "RCNetworkTests",

@@ -124,13 +124,7 @@ struct Configuration {
     /// service's key.
     private static func values(of config: AgentConfig, _ included: (String) -> Bool) -> String {
         let names = Set(config.assignments.keys).union(config.signals.map { "Signals.\($0.name)" }).filter(included)
-        let signals = Dictionary(config.signals.map { ($0.name, $0.value) }) { $1 }
-        return names.sorted().map { name in
-            let value =
-                name.hasPrefix("Signals.")
-                ? signals[String(name.dropFirst("Signals.".count))] : config.settingValue(name)
-            return "\(name)=\(value ?? "")"
-        }.joined(separator: "\u{1F}")
+        return names.sorted().map { "\($0)=\(config.settingValue($0) ?? "")" }.joined(separator: "\u{1F}")
     }
 
     // MARK: - Reload

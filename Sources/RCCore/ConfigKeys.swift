@@ -19,6 +19,10 @@ extension AgentConfig {
     /// The value of the setting `name` (`Section.Key`) as the daemon reads it, `nil` when unset:
     /// what a reload compares, and what names the services a setting feeds.
     public func settingValue(_ name: String) -> String? {
+        if name.hasPrefix("Signals.") {
+            let signal = name.dropFirst("Signals.".count)
+            return signals.last { $0.name == signal }?.value
+        }
         guard let text = assignments[name] else { return nil }
         guard let key = ConfigKeys.all.first(where: { "\($0.section).\($0.key)" == name }) else { return text }
         return key.canonical(text)
