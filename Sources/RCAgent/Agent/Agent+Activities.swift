@@ -32,8 +32,7 @@ extension Agent {
     /// Applies one activity message and logs one line for it (refusals and ignored ones included:
     /// an operator wondering why a kiosk did not change finds the reason in the journal).
     func applyActivity(_ message: LiveActivityMessage, from channel: String) throws -> LiveActivityRules.Outcome {
-        let outcome = try store.applyActivity(message, now: .now())
-        events.publish()
+        let outcome = try writer.applyActivity(message, at: .now())
         let what = "\(message.event.rawValue) for activity \(message.token) from \(channel)"
         switch outcome {
         case .started, .updated, .ended, .removed:
@@ -69,7 +68,7 @@ extension Agent {
     /// and the loop's deadlines monotonic: a clock step calls this again (``afterSystemChange``).
     func scheduleDismissal() {
         let next: Timestamp?
-        do { next = try store.nextActivityDeadline() } catch {
+        do { next = try writer.store.nextActivityDeadline() } catch {
             log.error("Failed to read the next activity deadline: \(error); retrying in \(Self.storeRetry)")
             scheduler.schedule(.dismissal, at: .now + Self.storeRetry)
             return
@@ -87,8 +86,7 @@ extension Agent {
     /// deadline for the next one.
     func removeDismissedActivities() {
         do {
-            let expiry = try store.expireActivities(now: .now())
-            events.publish()
+            let expiry = try writer.expireActivities(at: .now())
             for id in expiry.ended { log.info("Live activity \(id) ended (8 h after its start)") }
             for id in expiry.removed { log.info("Live activity \(id) removed (its dismissal date came)") }
         } catch {
@@ -103,10 +101,9 @@ extension Agent {
     /// Removes the activity `id` at once (`rcagent activity remove`): its `activity-removed` event
     /// reaches watchers and hooks. Throws ``ControlError`` `no-such-activity` when there is none.
     func removeActivity(id: String) throws -> LiveActivity {
-        guard let removed = try store.removeActivity(id: id, now: .now(), reason: "removed on request") else {
+        guard let removed = try writer.removeActivity(id: id, at: .now(), reason: "removed on request") else {
             throw ControlError(.noSuchActivity, "no activity \"\(TextEscaping.snippet(id, maxBytes: 64))\"")
         }
-        events.publish()
         log.notice("Live activity \(TextEscaping.logLine(id)) removed on request (rcagent activity remove)")
         scheduleDismissal()
         inbox.send(.rescheduled)

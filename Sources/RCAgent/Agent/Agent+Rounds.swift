@@ -29,7 +29,7 @@ extension Agent {
         }
         for item in scheduler.takePending() { item.reply?(.cancelled) }
         for case let .fetch(_, reply) in inbox.close() { reply?(.cancelled) }
-        events.closeAll()
+        writer.events.closeAll()
     }
 
     /// Takes one input into the scheduler: a fetch request joins the next round; a jittered fetch and a
@@ -77,7 +77,7 @@ extension Agent {
         updateStatusLine(status, now: now)
         // A dpkg upgrade of the app, and the fetch's own outcome, reach the report.
         refreshInstalledApp()
-        events.stateMayHaveChanged()
+        writer.stateMayHaveChanged()
     }
 
     /// Decides whether the round fetches at all (the interval, the server's throttle, the backoff, in
@@ -115,8 +115,8 @@ extension Agent {
             return .skipped(reason: "backing off after \(status.backoffStep) failed fetch(es)", next: next)
         }
 
-        board.fetching = true
-        defer { board.fetching = false }
+        writer.board.fetching = true
+        defer { writer.board.fetching = false }
         notifier.status(
             status.stale.isSet
                 ? "Stale since \(StatusText.clock(status.stale.since)); fetching from \(source.name)"
@@ -164,7 +164,7 @@ extension Agent {
             // Not the disk: the database refused this document itself (a constraint). Writing it
             // again cannot help, so it is a failed fetch like any other bad document.
             unstored = nil
-            guard let status = try? board.storeStatus(of: store) else {
+            guard let status = try? writer.status() else {
                 return .failed("cannot store the fetched config: \(error)")
             }
             return recordFailure(
@@ -193,13 +193,12 @@ extension Agent {
             let outcome = record(unstored.result, at: unstored.at, fetchTime: unstored.fetchTime, source: source)
             if case .failed = outcome { return }
         } else if let stale = unstoredStale {
-            guard (try? store.markStale(reason: stale.reason, at: stale.at)) != nil else {
+            guard (try? writer.markStale(reason: stale.reason, at: stale.at)) != nil else {
                 scheduleStoreRetry()
                 return
             }
             log.notice("The state database takes writes again: stored the stale flag (\(stale.reason))")
             unstoredStale = nil
-            events.publish()
         }
         scheduleTimer()
         updateStatusLine()
@@ -213,15 +212,12 @@ extension Agent {
         let storing = ContinuousClock.now
         switch result {
         case .notModified, .document(.noChange, _):
-            try store.recordFetch(.noChange, at: finished, activate: false)
-            events.publish()
+            try writer.recordFetch(.noChange, at: finished, activate: false)
             return .noChange
         case let .document(.update(values, version), etag):
-            let activation = try store.recordFetch(
+            let activation = try writer.recordFetch(
                 .update(values: values, templateVersion: version, etag: etag), at: finished,
-                activate: config.activation == .immediate, withValues: events.wantsValues)
-            if let activation { events.activated(activation) }
-            events.publish()
+                activate: config.activation == .immediate)
             let timing =
                 "fetched in \(StatusText.milliseconds(fetchTime)), stored in \(StatusText.milliseconds(ContinuousClock.now - storing))"
             if let activation {
@@ -239,14 +235,13 @@ extension Agent {
 
     /// The store's fetch state, first rebased to `now` if the wall clock stepped back behind it.
     func fetchState(now: Timestamp) throws -> StoreStatus {
-        let status = try board.storeStatus(of: store)
+        let status = try writer.status()
         guard let step = policy.clockStepBack(status, now: now) else { return status }
         log.warning(
             "The wall clock went back \(DurationText.format(step)) behind the last fetch; fetch times are rebased to it"
         )
-        try store.rebaseFetchTimes(back: step, at: now)
-        events.publish()
-        return try board.storeStatus(of: store)
+        try writer.rebaseFetchTimes(back: step, at: now)
+        return try writer.status()
     }
 
     /// Records a failed fetch with the backoff or throttle ``FetchPolicy/afterFailure`` computes from
@@ -262,7 +257,7 @@ extension Agent {
         let failure = policy.afterFailure(
             previousStep: status.backoffStep, throttled: throttled, retryAfter: retryAfter, now: now)
         do {
-            try store.recordFetch(
+            try writer.recordFetch(
                 .failure(
                     error: error.message, backoffStep: failure.backoffStep, nextAttempt: failure.nextAttempt,
                     throttledUntil: failure.throttledUntil),
@@ -270,7 +265,6 @@ extension Agent {
         } catch {
             log.error("Failed to record a fetch failure: \(error)")
         }
-        events.publish()
         log.warning(
             "Failed to fetch from \(source.name): \(error.message); retrying at \(StatusText.clock(failure.nextAttempt))"
         )

@@ -24,10 +24,6 @@ enum AgentInput: Sendable {
 actor Agent {
     /// Replaced as a whole by ``reconfigure(_:source:)`` (a reload).
     private(set) var config: AgentConfig
-    /// ``AgentConfig/digest`` of the config it runs (restart-only settings as they were at start),
-    /// for status: `doctor` keeps saying the files differ until the restart that applies them.
-    var configDigest: String { config.digest }
-    let store: StateStore
     var source: any ConfigSource
     var policy: FetchPolicy
     let log: Logger
@@ -38,12 +34,11 @@ actor Agent {
     /// Every request to fetch, whoever sends it, comes through here to ``run()``.
     nonisolated let inbox = Inbox<AgentInput>()
     var scheduler = FetchScheduler()
-    let events: EventBroadcaster
+    /// The one writer of the state: store writes, their events, the status board.
+    let writer: StateWriter
     /// Gives back the pages a round mapped once the agent has been quiet this long (tests that
     /// watch the loop's waits set it out of their way).
     let settleDelay: Duration
-    /// What readers see: the store's status as of the last write, and the agent's own fields.
-    var board = StatusBoard()
 
     /// A fetch result the store refused, kept for the store retry.
     var unstored: (result: SourceResult, at: Timestamp, fetchTime: Duration)?
@@ -60,12 +55,11 @@ actor Agent {
     ) throws {
         self.settleDelay = settleDelay
         self.config = config
-        self.store = store
         self.source = source
         self.policy = FetchPolicy(minimumInterval: config.minimumFetchInterval)
         self.log = log
         self.notifier = notifier
-        events = EventBroadcaster(
+        writer = StateWriter(
             store: store, hooks: HookRunner(directory: config.hooksDirectory, timeout: config.hookTimeout, log: log),
             log: log)
     }
@@ -105,7 +99,7 @@ actor Agent {
         policy.minimumInterval = new.minimumFetchInterval
         if new.hooksDirectory != old.hooksDirectory || new.hookTimeout != old.hookTimeout {
             // The same runner: its one thread keeps hooks one at a time across the reload.
-            events.hooks.configure(directory: new.hooksDirectory, timeout: new.hookTimeout)
+            writer.events.hooks.configure(directory: new.hooksDirectory, timeout: new.hookTimeout)
         }
         if let newSource {
             let another = newSource.name != source.name
@@ -124,13 +118,13 @@ actor Agent {
         }
         updateStatusLine()
         refreshInstalledApp()
-        events.stateMayHaveChanged()
+        writer.stateMayHaveChanged()
     }
 
     /// Re-reads the defaults file (a reload).
     func reloadDefaults() {
-        StateRecovery.loadDefaults(into: store, config: config, log: log)
-        events.stateMayHaveChanged()  // the update keys may have new defaults
+        StateRecovery.loadDefaults(into: writer.store, config: config, log: log)
+        writer.stateMayHaveChanged()  // the update keys may have new defaults
     }
 
     // MARK: - Commands
@@ -138,9 +132,7 @@ actor Agent {
     /// Activates the fetched snapshot (manual and on-start policies). `nil` when nothing was pending.
     /// `fetchedBeforeStart`: the daemon's own activation at start (`Activation=on-start`).
     func activate(fetchedBeforeStart: Bool = false) throws -> Activation? {
-        let activation = try store.activate(at: .now(), withValues: events.wantsValues)
-        if let activation { events.activated(activation) }
-        events.publish()
+        let activation = try writer.activate(at: .now())
         if let activation {
             let when = fetchedBeforeStart ? " fetched before this start" : ""
             log.info(
@@ -171,7 +163,7 @@ actor Agent {
         let reason = StoredText.reason(reason)
         let newlySet: Bool
         do {
-            newlySet = try store.markStale(reason: reason, at: .now())
+            newlySet = try writer.markStale(reason: reason, at: .now())
         } catch {
             // The flag cannot be stored (a full or read-only disk): the sender hears so, the fetch
             // happens all the same, and the flag is written when the disk takes it, unless a
@@ -182,7 +174,6 @@ actor Agent {
             request(.push)
             throw error
         }
-        events.publish()
         if newlySet { log.notice("Config marked stale: \(reason)") }
         if jitter > .zero && !wait {
             requestAfterJitter(.push, jitter: jitter)
@@ -193,7 +184,7 @@ actor Agent {
 
     /// What the push channel (MQTT) is doing, for status.
     func setPushState(_ state: PushState?) {
-        board.push = state
+        writer.board.push = state
     }
 
     /// Handles an FCM-style message exactly as a push channel delivers it: its Live Activity, if it
@@ -253,12 +244,12 @@ actor Agent {
     /// cache, and if it fails, its own backoff retries.
     func wantsFetchOnStreamOpen() -> Bool {
         guard !isFetching else { return false }
-        guard let status = try? board.storeStatus(of: store) else { return true }
+        guard let status = try? writer.status() else { return true }
         return status.stale.isSet || status.lastSuccess == nil
     }
 
     /// Whether a fetch round runs now.
-    var isFetching: Bool { board.fetching }
+    var isFetching: Bool { writer.board.fetching }
 
     /// Whether a realtime announcement of `version` is news.
     func isNewer(_ version: Int64) -> Bool {
@@ -267,25 +258,23 @@ actor Agent {
     }
 
     /// A note a channel keeps across restarts (``NoteKeeper``): `nil` when none, or unreadable.
-    func note(_ note: StateNote) -> String? { try? store.note(note) }
+    func note(_ note: StateNote) -> String? { writer.note(note) }
 
-    func setNote(_ note: StateNote, _ value: String?) {
-        do { try store.setNote(note, value) } catch { log.error("Failed to store the \(note.rawValue) note: \(error)") }
-    }
+    func setNote(_ note: StateNote, _ value: String?) { writer.setNote(note, value) }
 
     /// The newest template version the agent has, fetched or active.
     func currentTemplateVersion() throws -> Int64? {
-        Self.templateVersion(try board.storeStatus(of: store))
+        Self.templateVersion(try writer.status())
     }
 
     /// The store's status as the board has it (read again only after a write).
-    func status() throws -> StoreStatus { try board.storeStatus(of: store) }
+    func status() throws -> StoreStatus { try writer.status() }
 
     /// The board for the socket's `status` answer.
     func statusBoard() -> AgentStatus {
         AgentStatus(
-            fetching: board.fetching, nextFetch: nextFetch, push: board.push, config: configDigest,
-            report: board.report)
+            fetching: writer.board.fetching, nextFetch: nextFetch, push: writer.board.push, config: config.digest,
+            report: writer.board.report)
     }
 
     /// Returns at once: the watchdog pings only while the actor still answers.
@@ -300,9 +289,9 @@ actor Agent {
 
     // MARK: - Watch subscribers
 
-    func subscribe(_ fd: Int32) -> Bool { events.subscribe(fd) }
+    func subscribe(_ fd: Int32) -> Bool { writer.events.subscribe(fd) }
 
-    func unsubscribe(_ fd: Int32) { events.unsubscribe(fd) }
+    func unsubscribe(_ fd: Int32) { writer.events.unsubscribe(fd) }
 
     /// Sets the `STATUS=` line systemd shows.
     func updateStatusLine() {
