@@ -25,7 +25,7 @@ extension Agent {
                 if strict { throw ControlError(.activityRefused, "refused: \(reason)") }
                 return nil
             }
-            return Self.result(of: outcome, id: activity.token)
+            return ActivityResult(outcome, id: activity.token)
         }
     }
 
@@ -37,7 +37,7 @@ extension Agent {
         switch outcome {
         case .started, .updated, .ended, .removed:
             log.info(
-                "Live activity \(message.token) \(Self.result(of: outcome, id: message.token).outcome.rawValue) "
+                "Live activity \(message.token) \(ActivityResult(outcome, id: message.token).outcome.rawValue) "
                     + "(\(message.event.rawValue), timestamp \(message.timestamp), from \(channel))")
             // An end sets a dismissal date; any change may have moved the earliest one. The loop
             // may be waiting for an older deadline: it takes its wait again.
@@ -51,17 +51,6 @@ extension Agent {
         return outcome
     }
 
-    /// The answer's view of an outcome (a refusal never gets here: it is an error answer).
-    static func result(of outcome: LiveActivityRules.Outcome, id: String) -> ActivityResult {
-        switch outcome {
-        case let .started(activity): ActivityResult(outcome: .started, id: id, activity: activity.json)
-        case let .updated(activity): ActivityResult(outcome: .updated, id: id, activity: activity.json)
-        case let .ended(activity): ActivityResult(outcome: .ended, id: id, activity: activity.json)
-        case let .removed(activity): ActivityResult(outcome: .removed, id: id, activity: activity.json)
-        case let .ignored(reason), let .refused(reason): ActivityResult(outcome: .ignored, id: id, reason: reason)
-        }
-    }
-
     /// Sets the loop's activity deadline to the earliest step the device takes on its own (an end 8 h
     /// after a start, a removal at a dismissal date; at once when it has passed), or clears it when
     /// no activity is stored: the idle daemon wakes only when one is due. The times are wall-clock
@@ -70,15 +59,15 @@ extension Agent {
         let next: Timestamp?
         do { next = try writer.store.nextActivityDeadline() } catch {
             log.error("Failed to read the next activity deadline: \(error); retrying in \(Self.storeRetry)")
-            scheduler.schedule(.dismissal, at: .now + Self.storeRetry)
+            loop.scheduler.schedule(.dismissal, at: .now + Self.storeRetry)
             return
         }
         guard let next else {
-            scheduler.cancel(.dismissal)
+            loop.scheduler.cancel(.dismissal)
             return
         }
         let delay = max(next - Timestamp.now(), .zero)
-        scheduler.schedule(.dismissal, at: .now + delay)
+        loop.scheduler.schedule(.dismissal, at: .now + delay)
     }
 
     /// Ends the activities running for 8 hours and removes the ended ones whose dismissal date has
@@ -92,7 +81,7 @@ extension Agent {
         } catch {
             // A full or read-only disk: the rows stay listed a little longer, and the next try comes.
             log.error("Failed to expire live activities: \(error); retrying in \(Self.storeRetry)")
-            scheduler.schedule(.dismissal, at: .now + Self.storeRetry)
+            loop.scheduler.schedule(.dismissal, at: .now + Self.storeRetry)
             return
         }
         scheduleDismissal()
@@ -108,5 +97,19 @@ extension Agent {
         scheduleDismissal()
         inbox.send(.rescheduled)
         return removed
+    }
+}
+
+extension ActivityResult {
+    /// The answer's view of an outcome (a refusal never gets here: it is an error answer).
+    init(_ outcome: LiveActivityRules.Outcome, id: String) {
+        switch outcome {
+        case let .started(activity): self = ActivityResult(outcome: .started, id: id, activity: activity.json)
+        case let .updated(activity): self = ActivityResult(outcome: .updated, id: id, activity: activity.json)
+        case let .ended(activity): self = ActivityResult(outcome: .ended, id: id, activity: activity.json)
+        case let .removed(activity): self = ActivityResult(outcome: .removed, id: id, activity: activity.json)
+        case let .ignored(reason), let .refused(reason):
+            self = ActivityResult(outcome: .ignored, id: id, reason: reason)
+        }
     }
 }

@@ -24,8 +24,6 @@ enum AgentInput: Sendable {
 actor Agent {
     /// Replaced as a whole by ``reconfigure(_:source:)`` (a reload).
     private(set) var config: AgentConfig
-    var source: any ConfigSource
-    var policy: FetchPolicy
     let log: Logger
     let notifier: SystemdNotifier
     private let executor = QueueExecutor(label: "rcagent.agent")
@@ -33,17 +31,10 @@ actor Agent {
 
     /// Every request to fetch, whoever sends it, comes through here to ``run()``.
     nonisolated let inbox = Inbox<AgentInput>()
-    var scheduler = FetchScheduler()
+    /// The fetch loop's own state: the source, the policy, the deadlines, the refused writes.
+    var loop: FetchLoop
     /// The one writer of the state: store writes, their events, the status board.
     let writer: StateWriter
-    /// Gives back the pages a round mapped once the agent has been quiet this long (tests that
-    /// watch the loop's waits set it out of their way).
-    let settleDelay: Duration
-
-    /// A fetch result the store refused, kept for the store retry.
-    var unstored: (result: SourceResult, at: Timestamp, fetchTime: Duration)?
-    /// A stale flag the store refused, written by the store retry unless a fetch is stored first.
-    var unstoredStale: (reason: String, at: Timestamp)?
 
     /// The installed app version the report carries, or why there is none: read at start, on a
     /// reload and after every fetch round (a dpkg upgrade shows up with the next round).
@@ -53,10 +44,9 @@ actor Agent {
         config: AgentConfig, store: StateStore, source: any ConfigSource, log: Logger, notifier: SystemdNotifier,
         settleDelay: Duration = .seconds(10)
     ) throws {
-        self.settleDelay = settleDelay
         self.config = config
-        self.source = source
-        self.policy = FetchPolicy(minimumInterval: config.minimumFetchInterval)
+        loop = FetchLoop(
+            source: source, policy: FetchPolicy(minimumInterval: config.minimumFetchInterval), settleDelay: settleDelay)
         self.log = log
         self.notifier = notifier
         writer = StateWriter(
@@ -96,20 +86,20 @@ actor Agent {
     func reconfigure(_ new: AgentConfig, source newSource: (any ConfigSource)?) {
         let old = config
         config = new
-        policy.minimumInterval = new.minimumFetchInterval
+        loop.policy.minimumInterval = new.minimumFetchInterval
         if new.hooksDirectory != old.hooksDirectory || new.hookTimeout != old.hookTimeout {
             // The same runner: its one thread keeps hooks one at a time across the reload.
             writer.events.hooks.configure(directory: new.hooksDirectory, timeout: new.hookTimeout)
         }
         if let newSource {
-            let another = newSource.name != source.name
-            source = newSource
+            let another = newSource.name != loop.source.name
+            loop.source = newSource
             // What the old source fetched and the disk refused must not land after the new one's.
-            unstored = nil
+            loop.unstored = nil
             if newSource.isConfigured {
                 request(.reload(newSource: another))
             } else {
-                scheduler.cancel(.timer)
+                loop.scheduler.cancel(.timer)
             }
         } else {
             scheduleTimer()
@@ -169,7 +159,7 @@ actor Agent {
             // happens all the same, and the flag is written when the disk takes it, unless a
             // fetch is stored first.
             log.error("Failed to store the stale flag (\(reason)): \(error); fetching anyway")
-            if unstoredStale == nil { unstoredStale = (reason, .now()) }
+            if loop.unstoredStale == nil { loop.unstoredStale = (reason, .now()) }
             scheduleStoreRetry()
             request(.push)
             throw error
@@ -264,7 +254,7 @@ actor Agent {
 
     /// The newest template version the agent has, fetched or active.
     func currentTemplateVersion() throws -> Int64? {
-        Self.templateVersion(try writer.status())
+        try writer.status().newestTemplateVersion
     }
 
     /// The store's status as the board has it (read again only after a write).
@@ -283,8 +273,8 @@ actor Agent {
     /// When the agent fetches by itself next (`nil` without a source).
     var nextFetch: Timestamp? {
         let now = Timestamp.now()
-        guard source.isConfigured, let status = try? fetchState(now: now) else { return nil }
-        return policy.nextFetch(status, now: now)
+        guard loop.source.isConfigured, let status = try? fetchState(now: now) else { return nil }
+        return loop.policy.nextFetch(status, now: now)
     }
 
     // MARK: - Watch subscribers
@@ -302,6 +292,7 @@ actor Agent {
     func updateStatusLine(_ status: StoreStatus?, now: Timestamp) {
         guard let status else { return }
         notifier.status(
-            StatusText.line(status, nextFetch: source.isConfigured ? policy.nextFetch(status, now: now) : nil))
+            StatusText.line(status, nextFetch: loop.source.isConfigured ? loop.policy.nextFetch(status, now: now) : nil)
+        )
     }
 }
