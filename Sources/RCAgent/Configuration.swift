@@ -1,22 +1,23 @@
 import RCCore
+import RCFirebase
 import RCService
 import RCTemplate
 
-/// What one config makes of the daemon beyond its fixed parts: the source (handed to the agent,
-/// whose fetch loop is the one that uses it), and the services that depend on the config (the
-/// file source's watch, the Firebase realtime stream, the MQTT connections, the network watch),
-/// each named by the settings it is made from, so that a reload replaces only those whose
-/// settings changed. The config itself lives in the agent (``Agent/config``).
+/// What one config makes of the daemon beyond its fixed parts: the source, built here and handed
+/// to the agent (its fetch loop is the one place that holds it), and the services that depend on
+/// the config (the file source's watch, the Firebase realtime stream, the MQTT connections, the
+/// network watch), each named by the settings it is made from, so that a reload replaces only
+/// those whose settings changed. The config itself lives in the agent (``Agent/config``).
 struct Configuration {
-    /// Which source it is, with the source itself (for the services that belong to it, never a
-    /// downcast of ``source``).
+    /// Which source it is, with what its services need of it (never a downcast of the source).
     private let kind: Kind
 
     private enum Kind {
-        case unconfigured(UnconfiguredSource)
-        case file(FileSource, path: String)
-        case http(HTTPSource)
-        case firebase(FirebaseSource)
+        case unconfigured
+        case file(path: String)
+        case http
+        /// The realtime stream of the same project and installation as the source's fetches.
+        case firebase(RealtimeStream, name: String)
 
         var usesNetwork: Bool {
             switch self {
@@ -26,30 +27,21 @@ struct Configuration {
         }
     }
 
-    /// The source this config fetches from.
-    var source: any ConfigSource {
-        switch kind {
-        case let .unconfigured(source): source
-        case let .file(source, _): source
-        case let .http(source): source
-        case let .firebase(source): source
-        }
-    }
-
-    /// Builds the source the config names. Nothing starts yet.
-    init(_ config: AgentConfig, deviceId: String, log: Logger) {
+    /// Builds the source the config names, for the agent, and what its services need. Nothing
+    /// starts yet.
+    static func build(_ config: AgentConfig, deviceId: String, log: Logger) -> (Configuration, any ConfigSource) {
         let reader = DocumentReader(deviceId: deviceId, signals: config.signals, log: log)
         switch config.sourceType {
         case .file:
-            if let path = config.sourcePath {
-                kind = .file(FileSource(path: path, reader: reader), path: path)
-            } else {
-                kind = .unconfigured(UnconfiguredSource())
+            guard let path = config.sourcePath else {
+                return (Configuration(kind: .unconfigured), UnconfiguredSource())
             }
+            return (Configuration(kind: .file(path: path)), FileSource(path: path, reader: reader))
         case .http:
-            kind = .http(HTTPSource(config: config, reader: reader))
+            return (Configuration(kind: .http), HTTPSource(config: config, reader: reader))
         case .firebase:
-            kind = .firebase(FirebaseSource(config: config, deviceId: deviceId, environment: Environment.current()))
+            let firebase = FirebaseSource(config: config, deviceId: deviceId, environment: Environment.current())
+            return (Configuration(kind: .firebase(firebase.realtime, name: firebase.name)), firebase)
         }
     }
 
@@ -66,15 +58,15 @@ struct Configuration {
     func parts(_ config: AgentConfig, agent: Agent, deviceId: String, log: Logger) -> [Part] {
         var parts: [Part] = []
         switch kind {
-        case let .file(_, path):
+        case let .file(path):
             parts.append(Part(key: "watch \(path)") { Self.fileWatch(path, agent: agent, log: log) })
-        case let .firebase(firebase) where config.realtime != .no:
+        case let .firebase(stream, name) where config.realtime != .no:
             // The stream belongs to this source: another source (any setting feeding it) brings another.
             let key = "realtime " + Self.values(of: config) { Self.feedsSource($0) || $0 == "Push.Realtime" }
             parts.append(
                 Part(key: key) {
-                    let listener = RealtimeListener(stream: firebase.realtime, agent: agent, log: log)
-                    return TaskService(name: "realtime stream of \(firebase.name)") { await listener.run() }
+                    let listener = RealtimeListener(stream: stream, agent: agent, log: log)
+                    return TaskService(name: "realtime stream of \(name)") { await listener.run() }
                 })
         case .unconfigured, .http, .firebase:
             break

@@ -78,10 +78,10 @@ public enum Daemon {
         }
         let store = try StateRecovery.open(config: config, log: log)
         let deviceId = try store.status().deviceId ?? DeviceID.generate()
-        let configuration = Configuration(config, deviceId: deviceId, log: log)
+        let (configuration, source) = Configuration.build(config, deviceId: deviceId, log: log)
         StateRecovery.loadDefaults(into: store, config: config, log: log)
         let agent = try Agent(
-            config: config, store: store, source: configuration.source, log: log, notifier: notifier)
+            config: config, store: store, source: source, log: log, notifier: notifier)
         // Before anything is served; through the agent, so the hooks hear of it.
         if config.activation == .onStart { _ = try await agent.activate(fetchedBeforeStart: true) }
         let status = try await agent.status()
@@ -105,8 +105,8 @@ public enum Daemon {
         }
 
         notifier.ready(status: "Serving template \(status.active.templateVersion ?? "-") (\(status.active.keys) keys)")
-        log.notice("Started: \(configuration.source.name), socket \(config.socket), state \(config.databasePath)")
-        if !configuration.source.isConfigured {
+        log.notice("Started: \(source.name), socket \(config.socket), state \(config.databasePath)")
+        if !source.isConfigured {
             log.warning("Serving the cache and defaults only: \(UnconfiguredSource.message)")
         }
 
@@ -216,8 +216,8 @@ public enum Daemon {
         return services
     }
 
-    /// The source the daemon runs with (the config is the agent's), and the services it built
-    /// from the config, each under its ``Configuration/Part`` key.
+    /// What the config made of the daemon beyond the agent (which holds the config and the
+    /// source), and the services it built from it, each under its ``Configuration/Part`` key.
     private struct Running {
         var configuration: Configuration
         var parts: [RunningPart]
@@ -253,7 +253,8 @@ public enum Daemon {
         let new = Configuration.applicable(loaded, running: old)
         let sourceChanged = changed.contains(where: Configuration.feedsSource)
         // Another source is built only when its settings changed; otherwise the running one stays.
-        let configuration = sourceChanged ? Configuration(new, deviceId: deviceId, log: log) : running.configuration
+        let built = sourceChanged ? Configuration.build(new, deviceId: deviceId, log: log) : nil
+        let configuration = built?.0 ?? running.configuration
         let parts = configuration.parts(new, agent: agent, deviceId: deviceId, log: log)
         let runningKeys = Set(running.parts.map(\.key))
         let wanted = Set(parts.map(\.key))
@@ -266,7 +267,7 @@ public enum Daemon {
             log.error("Failed to reload the config: \(error); keeping the running config")
             return .failure(ControlError(.invalidConfig, "\(error)"))
         }
-        await agent.reconfigure(new, source: sourceChanged ? configuration.source : nil)
+        await agent.reconfigure(new, source: built?.1)
         await agent.reloadDefaults()
         running.configuration = configuration
         for part in running.parts where !wanted.contains(part.key) { await part.services.stop() }
