@@ -10,7 +10,9 @@
 //     RCHTTP (libcurl) → RCFirebase (installations, fetch, realtime), RCGoogle (service accounts, the Remote
 //     Config and FCM admin APIs); RCMQTT (libmosquitto)
 //   RCService (journald log lines, sd_notify, the signal-and-stop lifecycle) for both long-running programs.
-//   RCAgent → RCStore, RCTemplate, RCHTTP, RCFirebase, RCMQTT, RCService;
+//   RCAgent → RCStore, RCTemplate, RCHTTP, RCFirebase, RCMQTT, RCService; inside it the agent actor is the one
+//     writer of the state, and the report, the MQTT channel and the realtime stream see it only through narrow
+//     protocols (Agent/ChannelInterfaces.swift), so each is unit-tested against a fake;
 //   RCAdmin (rcadmin) → RCHTTP, RCFirebase, RCGoogle, RCMQTT, RCService, never RCAgent.
 // `rcagent` → RCClient → RCStore + RCSystem + RCCore must never reach libcurl, libmosquitto or full Foundation.
 //
@@ -85,7 +87,7 @@ let package = Package(
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore", "RCSystem"]),
         .testTarget(
             name: "RCAgentTests",
-            dependencies: ["RCAgent", "RCStore", "RCCore", "RCSystem", "RCService", "RCTemplate", "TestSupport"]),
+            dependencies: ["RCAgent", "RCStore", "RCCore", "RCSystem", "RCMQTT", "RCService", "RCTemplate", "TestSupport"]),
         .testTarget(name: "RCAdminTests", dependencies: ["RCAdmin", "RCCore", "RCSystem", "RCMQTT", "TestSupport"]),
         .testTarget(
             name: "RCNetworkTests",

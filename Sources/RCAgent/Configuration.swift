@@ -1,22 +1,24 @@
 import RCCore
+import RCFirebase
 import RCService
 import RCSystem
 import RCTemplate
 
-/// What one config makes of the daemon beyond its fixed parts: the source, and the services that
-/// depend on the config (the file source's watch, the Firebase realtime stream, the MQTT channel,
-/// the network watch). A reload builds a new one and swaps it in whole.
+/// What one config makes of the daemon beyond its fixed parts: the source, built here and handed
+/// to the agent (its fetch loop is the one place that holds it), and the services that depend on
+/// the config (the file source's watch, the Firebase realtime stream, the MQTT connections, the
+/// network watch), each named by the settings it is made from, so that a reload replaces only
+/// those whose settings changed. The config itself lives in the agent (``Agent/config``).
 struct Configuration {
-    let config: AgentConfig
-    let source: any ConfigSource
-    /// Which source it is, for the services that belong to it (never a downcast of `source`).
+    /// Which source it is, with what its services need of it (never a downcast of the source).
     private let kind: Kind
 
     private enum Kind {
         case unconfigured
         case file(path: String)
         case http
-        case firebase(FirebaseSource)
+        /// The realtime stream of the same project and installation as the source's fetches.
+        case firebase(RealtimeStream, name: String)
 
         var usesNetwork: Bool {
             switch self {
@@ -26,67 +28,71 @@ struct Configuration {
         }
     }
 
-    /// Builds the source the config names. Nothing starts yet.
-    init(_ config: AgentConfig, deviceId: String, log: Logger) {
-        self.config = config
+    /// Builds the source the config names, for the agent, and what its services need. Nothing
+    /// starts yet.
+    static func build(_ config: AgentConfig, deviceId: String, log: Logger) -> (Configuration, any ConfigSource) {
         let reader = DocumentReader(deviceId: deviceId, signals: config.signals, log: log)
         switch config.sourceType {
         case .file:
-            if let path = config.sourcePath {
-                source = FileSource(path: path, reader: reader)
-                kind = .file(path: path)
-            } else {
-                source = UnconfiguredSource()
-                kind = .unconfigured
+            guard let path = config.sourcePath else {
+                return (Configuration(kind: .unconfigured), UnconfiguredSource())
             }
+            return (Configuration(kind: .file(path: path)), FileSource(path: path, reader: reader))
         case .http:
-            source = HTTPSource(config: config, reader: reader)
-            kind = .http
+            return (Configuration(kind: .http), HTTPSource(config: config, reader: reader))
         case .firebase:
             let firebase = FirebaseSource(config: config, deviceId: deviceId, environment: Environment.current())
-            source = firebase
-            kind = .firebase(firebase)
+            return (Configuration(kind: .firebase(firebase.realtime, name: firebase.name)), firebase)
         }
     }
 
-    /// The running source with another config's push settings: a reload that changes only
-    /// `[Push]` keeps the source (and its Firebase installation client, whose registration in
-    /// flight the realtime stream and the fetches share).
-    init(_ config: AgentConfig, keepingSourceOf running: Configuration) {
-        self.config = config
-        source = running.source
-        kind = running.kind
+    /// One service of a config, named by the values of the settings it is made from: a reload
+    /// keeps running a service whose key it finds again, and makes (``make``) only the new ones.
+    struct Part {
+        let key: String
+        let make: () throws -> any Service
     }
 
-    /// The services this config runs around `agent`. Fails only where the daemon cannot go on as
-    /// configured (an MQTT client that cannot be made); a network watch the kernel refuses is
-    /// logged and left out, as timers and pushes still start fetches.
-    func services(agent: Agent, deviceId: String, log: Logger) throws -> [any Service] {
-        var services: [any Service] = []
+    /// The services `config` runs around `agent`, not made yet. Making one fails only where the
+    /// daemon cannot go on as configured (an MQTT client that cannot be made); a network watch the
+    /// kernel refuses is logged and left out, as timers and pushes still start fetches.
+    func parts(_ config: AgentConfig, agent: Agent, deviceId: String, log: Logger) -> [Part] {
+        var parts: [Part] = []
         switch kind {
         case let .file(path):
-            services.append(Self.fileWatch(path, agent: agent, log: log))
-        case let .firebase(firebase) where config.realtime != .no:
-            let listener = RealtimeListener(source: firebase, agent: agent, log: log)
-            services.append(TaskService(name: "realtime stream of \(firebase.name)") { await listener.run() })
+            parts.append(Part(key: "watch \(path)") { Self.fileWatch(path, agent: agent, log: log) })
+        case let .firebase(stream, name) where config.realtime != .no:
+            // The stream belongs to this source: another source (any setting feeding it) brings another.
+            let key = "realtime " + Self.values(of: config) { Self.feedsSource($0) || $0 == "Push.Realtime" }
+            parts.append(
+                Part(key: key) {
+                    let listener = RealtimeListener(stream: stream, agent: agent, log: log)
+                    return TaskService(name: "realtime stream of \(name)") { await listener.run() }
+                })
         case .unconfigured, .http, .firebase:
             break
         }
+        // The connections depend on `[Push]` (but its realtime switch) and `[Report]` only: a new
+        // source keeps them, and with them the broker's session and the report's online state.
+        let mqtt = Self.values(of: config) {
+            ($0.hasPrefix("Push.") && $0 != "Push.Realtime") || $0.hasPrefix("Report.")
+        }
         if !config.mqttBrokers.isEmpty {
-            services.append(try MQTTService.push(config: config, deviceId: deviceId, agent: agent, log: log))
+            parts.append(
+                Part(key: "mqtt push " + mqtt) {
+                    try MQTTService.push(config: config, deviceId: deviceId, agent: agent, log: log)
+                })
         }
         if config.reportTopic != nil && !config.reportSharesPushConnection {
-            services.append(try MQTTService.report(config: config, deviceId: deviceId, agent: agent, log: log))
+            parts.append(
+                Part(key: "mqtt report " + mqtt) {
+                    try MQTTService.report(config: config, deviceId: deviceId, agent: agent, log: log)
+                })
         }
         if kind.usesNetwork {
-            do {
-                let monitor = try NetworkMonitor { agent.systemChanged(.network) }
-                services.append(EdgeService(name: "network watch") { { monitor.stop() } })
-            } catch {
-                log.warning("Not watching the network (\(error)): only timers and pushes start fetches")
-            }
+            parts.append(Part(key: "network watch") { Self.networkWatch(agent: agent, log: log) })
         }
-        return services
+        return parts
     }
 
     private static func fileWatch(_ path: String, agent: Agent, log: Logger) -> any Service {
@@ -95,6 +101,23 @@ struct Configuration {
             log.info("Watching \(path): \(watcher.start())")
             return { watcher.stop() }
         }
+    }
+
+    private static func networkWatch(agent: Agent, log: Logger) -> any Service {
+        do {
+            let monitor = try NetworkMonitor { agent.systemChanged(.network) }
+            return EdgeService(name: "network watch") { { monitor.stop() } }
+        } catch {
+            log.warning("Not watching the network (\(error)): only timers and pushes start fetches")
+            return TaskService(name: "network watch (off)") {}
+        }
+    }
+
+    /// The values of the settings `included` picks, as the daemon reads them, in one line: a
+    /// service's key.
+    private static func values(of config: AgentConfig, _ included: (String) -> Bool) -> String {
+        let names = Set(config.assignments.keys).union(config.signals.map { "Signals.\($0.name)" }).filter(included)
+        return names.sorted().map { "\($0)=\(config.settingValue($0) ?? "")" }.joined(separator: "\u{1F}")
     }
 
     // MARK: - Reload
@@ -106,11 +129,6 @@ struct Configuration {
     static func feedsSource(_ setting: String) -> Bool {
         setting.hasPrefix("Source.") || setting.hasPrefix("Signals.")
             || ["App.Version", "App.Package", "Agent.FetchTimeout"].contains(setting)
-    }
-
-    /// Whether a changed setting feeds the services around the source (the push channels, the report).
-    static func feedsServices(_ setting: String) -> Bool {
-        feedsSource(setting) || setting.hasPrefix("Push.") || setting.hasPrefix("Report.")
     }
 
     /// `new` as a running daemon can apply it: the restart-only settings keep their running values.

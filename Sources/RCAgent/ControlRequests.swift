@@ -19,8 +19,8 @@ struct ControlRequests: Sendable {
                 let board = await agent.statusBoard()
                 return StatusResponse(
                     pid: Int64(getpid()), state: board.fetching ? "fetching" : "idle",
-                    nextFetchAt: board.nextFetch?.iso8601, push: board.push, config: board.config,
-                    report: board.report
+                    nextFetchAt: board.nextFetch?.iso8601, push: board.push?.description, config: board.config,
+                    report: board.report?.description
                 ).json
             case let .fetch(force, ignoreThrottle, wait):
                 let outcome = await agent.fetch(.manual(force: force, ignoreThrottle: ignoreThrottle), wait: wait)

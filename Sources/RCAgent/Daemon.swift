@@ -79,10 +79,10 @@ public enum Daemon {
         }
         let store = try StateRecovery.open(config: config, log: log)
         let deviceId = try store.status().deviceId ?? DeviceID.generate()
-        let configuration = Configuration(config, deviceId: deviceId, log: log)
+        let (configuration, source) = Configuration.build(config, deviceId: deviceId, log: log)
         StateRecovery.loadDefaults(into: store, config: config, log: log)
         let agent = try Agent(
-            config: config, store: store, source: configuration.source, log: log, notifier: notifier)
+            config: config, store: store, source: source, log: log, notifier: notifier)
         // Before anything is served; through the agent, so the hooks hear of it.
         if config.activation == .onStart { _ = try await agent.activate(fetchedBeforeStart: true) }
         let status = try await agent.status()
@@ -92,7 +92,9 @@ public enum Daemon {
         let (events, lifecycleInput) = AsyncStream<LifecycleEvent>.makeStream()
         let serviceFailed: @Sendable (String) -> Void = { lifecycleInput.yield(.serviceFailed($0)) }
         // Everything that can fail at start fails before the socket is bound and READY=1 is sent.
-        let configured = try configuration.services(agent: agent, deviceId: deviceId, log: log)
+        let configured = try configuration.parts(config, agent: agent, deviceId: deviceId, log: log).map {
+            RunningPart(key: $0.key, services: ServiceSet([try $0.make()]))
+        }
         let requests = ControlRequests(agent: agent) {
             await withCheckedContinuation { reply in lifecycleInput.yield(.reload { reply.resume(returning: $0) }) }
         }
@@ -104,14 +106,14 @@ public enum Daemon {
         }
 
         notifier.ready(status: "Serving template \(status.active.templateVersion ?? "-") (\(status.active.keys) keys)")
-        log.notice("Started: \(configuration.source.name), socket \(config.socket), state \(config.databasePath)")
-        if !configuration.source.isConfigured {
+        log.notice("Started: \(source.name), socket \(config.socket), state \(config.databasePath)")
+        if !source.isConfigured {
             log.warning("Serving the cache and defaults only: \(UnconfiguredSource.message)")
         }
 
         // Every service is a child of this one task group: the daemon's lifetime is the group's.
         // This task reads the lifecycle stream, so reloads happen one at a time, in order.
-        let initial = Running(configuration: configuration, services: ServiceSet(configured))
+        let initial = Running(configuration: configuration, parts: configured)
         // Discarding: a service set a reload replaced ends, and nothing holds on to its task.
         // In a task of its own, so that the stop can give up on it at ``stopDeadline``.
         let (stopped, stoppedInput) = AsyncStream<Int32>.makeStream()
@@ -121,7 +123,9 @@ public enum Daemon {
                 for service in fixed + [signalForwarding] {
                     group.addTask { await service.supervised(onFailure: serviceFailed) }
                 }
-                group.addTask { [services = running.services] in await services.run(onFailure: serviceFailed) }
+                for part in running.parts {
+                    group.addTask { await part.services.run(onFailure: serviceFailed) }
+                }
                 func reloadNow(_ why: String) async -> Result<ReloadResponse, ControlError> {
                     log.notice("Reloading the config (\(why))")
                     notifier.reloading()
@@ -213,15 +217,26 @@ public enum Daemon {
         return services
     }
 
-    /// The config the daemon runs with, and the services it built from it.
+    /// What the config made of the daemon beyond the agent (which holds the config and the
+    /// source), and the services it built from it, each under its ``Configuration/Part`` key.
     private struct Running {
         var configuration: Configuration
-        var services: ServiceSet
+        var parts: [RunningPart]
     }
 
-    /// Re-reads agent.conf, its drop-ins and the defaults file, and applies them: a new source or
-    /// new push settings replace the config's services (the old ones stop first), the agent takes
-    /// the rest. A config that does not load changes nothing. `start` runs a new service set.
+    private struct RunningPart {
+        let key: String
+        let services: ServiceSet
+    }
+
+    /// Re-reads agent.conf, its drop-ins and the defaults file, and applies what changed, in an
+    /// order that leaves no gap: the services the new config adds are made first (one that cannot
+    /// be made fails the reload, nothing changed), then the agent takes the config (and a new
+    /// source, fetched from at once), then the services whose settings changed or that the config
+    /// no longer has stop, then the new ones start. A service whose own settings did not change
+    /// (the MQTT connection, when only the source changed) keeps running: no reconnect, no offline
+    /// report, no extra fetch. Settings are compared by value (`60s` is `1min`). A config that
+    /// does not load changes nothing. `start` runs a new service set.
     private static func reload(
         _ running: inout Running, loader: ConfigLoader, agent: Agent, deviceId: String, log: Logger,
         start: (ServiceSet) -> Void
@@ -233,30 +248,32 @@ public enum Daemon {
             log.error("Failed to reload the config: \(error); keeping the running config")
             return .failure(ControlError(.invalidConfig, error.description))
         }
-        let changed = loaded.changedSettings(since: running.configuration.config)
+        let old = await agent.config
+        let changed = loaded.changedValues(since: old)
         let restartNeeded = changed.filter(Configuration.restartOnly.contains)
-        let new = Configuration.applicable(loaded, running: running.configuration.config)
+        let new = Configuration.applicable(loaded, running: old)
         let sourceChanged = changed.contains(where: Configuration.feedsSource)
         // Another source is built only when its settings changed; otherwise the running one stays.
-        let configuration =
-            sourceChanged
-            ? Configuration(new, deviceId: deviceId, log: log)
-            : Configuration(new, keepingSourceOf: running.configuration)
-        if changed.contains(where: Configuration.feedsServices) {
-            let services: [any Service]
-            do {
-                services = try configuration.services(agent: agent, deviceId: deviceId, log: log)
-            } catch {
-                log.error("Failed to reload the config: \(error); keeping the running config")
-                return .failure(ControlError(.invalidConfig, "\(error)"))
+        let built = sourceChanged ? Configuration.build(new, deviceId: deviceId, log: log) : nil
+        let configuration = built?.0 ?? running.configuration
+        let parts = configuration.parts(new, agent: agent, deviceId: deviceId, log: log)
+        let runningKeys = Set(running.parts.map(\.key))
+        let wanted = Set(parts.map(\.key))
+        var added: [RunningPart] = []
+        do {
+            for part in parts where !runningKeys.contains(part.key) {
+                added.append(RunningPart(key: part.key, services: ServiceSet([try part.make()])))
             }
-            await running.services.stop()
-            running.services = ServiceSet(services)
-            start(running.services)
+        } catch {
+            log.error("Failed to reload the config: \(error); keeping the running config")
+            return .failure(ControlError(.invalidConfig, "\(error)"))
         }
-        await agent.reconfigure(new, source: sourceChanged ? configuration.source : nil)
+        await agent.reconfigure(new, source: built?.1)
         await agent.reloadDefaults()
         running.configuration = configuration
+        for part in running.parts where !wanted.contains(part.key) { await part.services.stop() }
+        running.parts = running.parts.filter { wanted.contains($0.key) } + added
+        for part in added { start(part.services) }
         for warning in loaded.warnings { log.warning("\(warning)") }
         for setting in restartNeeded {
             log.warning("\(setting) changed: it applies when the daemon is restarted")

@@ -4,6 +4,29 @@ struct ConfigKey: Sendable {
     let section: String
     let key: String
     let apply: @Sendable (inout AgentConfig, String, SourceLocation) throws(ConfigError) -> Void
+    /// The value as the daemon reads it, in one spelling (a duration in milliseconds): two texts
+    /// with the same value (`60s`, `1min`) are the same setting to a reload.
+    var canonical: @Sendable (String) -> String = { $0 }
+}
+
+extension AgentConfig {
+    /// The settings whose values differ from `old`'s, compared as the daemon reads them, not as
+    /// written: `MinimumFetchInterval=60s` replaced by `1min` changes nothing.
+    public func changedValues(since old: AgentConfig) -> [String] {
+        changedSettings(since: old).filter { name in settingValue(name) != old.settingValue(name) }
+    }
+
+    /// The value of the setting `name` (`Section.Key`) as the daemon reads it, `nil` when unset:
+    /// what a reload compares, and what names the services a setting feeds.
+    public func settingValue(_ name: String) -> String? {
+        if name.hasPrefix("Signals.") {
+            let signal = name.dropFirst("Signals.".count)
+            return signals.last { $0.name == signal }?.value
+        }
+        guard let text = assignments[name] else { return nil }
+        guard let key = ConfigKeys.all.first(where: { "\($0.section).\($0.key)" == name }) else { return text }
+        return key.canonical(text)
+    }
 }
 
 enum ConfigKeys {
@@ -187,7 +210,7 @@ enum ConfigKeys {
         _ section: String, _ key: String, _ property: WritableKeyPath<AgentConfig, Duration> & Sendable,
         allowZero: Bool = true
     ) -> ConfigKey {
-        ConfigKey(section: section, key: key) { config, value, location throws(ConfigError) in
+        var setting = ConfigKey(section: section, key: key) { config, value, location throws(ConfigError) in
             guard !value.isEmpty else { return config[keyPath: property] = builtIn[keyPath: property] }
             guard let duration = DurationText.parse(value) else {
                 throw ConfigError(location, "\(key)= '\(value)' is not a duration (e.g. 500ms, 30s, 5min, 12h, 1d)")
@@ -195,6 +218,8 @@ enum ConfigKeys {
             guard allowZero || duration > .zero else { throw ConfigError(location, "\(key)= must be greater than 0") }
             config[keyPath: property] = duration
         }
+        setting.canonical = { text in DurationText.parse(text).map { "\($0.milliseconds)ms" } ?? text }
+        return setting
     }
 
     private static func choice<T: RawRepresentable<String> & CaseIterable & Sendable>(

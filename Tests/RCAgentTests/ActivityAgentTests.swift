@@ -51,11 +51,11 @@ import Testing
             let response = try await agent.handle(try Self.message(Self.start), from: "socket", strict: true)
             #expect(response.activity?.outcome == .started)
             #expect(response.activity?.activity?["contentState"] == .object([("n", .integer(1))]))
-            #expect(await agent.scheduler.isScheduled(.dismissal), "the device's own end, 8 h after the start")
+            #expect(await agent.loop.scheduler.isScheduled(.dismissal), "the device's own end, 8 h after the start")
             let end = #"{"apns":{"live_activity_token":"a1","payload":{"aps":{"event":"end","timestamp":11}}}}"#
             let ended = try await agent.handle(try Self.message(end), from: "socket", strict: true)
             #expect(ended.activity?.outcome == .ended)
-            #expect(await agent.scheduler.isScheduled(.dismissal), "removal 4 h after the end")
+            #expect(await agent.loop.scheduler.isScheduled(.dismissal), "removal 4 h after the end")
             #expect(try read().activity(id: "a1", now: .now())?.state == .ended)
         }
     }

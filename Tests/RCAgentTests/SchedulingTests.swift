@@ -144,10 +144,12 @@ import Testing
 
     @Test func theRoundTellsTheSourceAReloadFirstThenTheLatestRealtimeAttempt() {
         #expect(
-            Agent.representative(of: [.push, .realtime(attempt: 1), .realtime(attempt: 3)]) == .realtime(attempt: 3))
+            FetchTrigger.representative(of: [.push, .realtime(attempt: 1), .realtime(attempt: 3)])
+                == .realtime(attempt: 3))
         #expect(
-            Agent.representative(of: [.realtime(attempt: 2), .reload(newSource: false)]) == .reload(newSource: false))
-        #expect(Agent.representative(of: [.timer, .push]) == .timer)
+            FetchTrigger.representative(of: [.realtime(attempt: 2), .reload(newSource: false)])
+                == .reload(newSource: false))
+        #expect(FetchTrigger.representative(of: [.timer, .push]) == .timer)
         #expect(!FetchTrigger.reload(newSource: true).sendsETag)
         #expect(FetchTrigger.reload(newSource: true).ignoresThrottle)
         #expect(!FetchTrigger.reload(newSource: false).ignoresThrottle, "the same source's throttle holds")

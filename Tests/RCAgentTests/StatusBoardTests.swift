@@ -8,7 +8,7 @@ import Testing
 
 extension Agent {
     /// How many times the agent's store ran `status()` so far.
-    fileprivate func storeStatusReads() -> Int { store.statusReads }
+    fileprivate func storeStatusReads() -> Int { writer.store.statusReads }
 }
 
 /// The agent's status board: readers (socket status, the device report, the `STATUS=` line) take

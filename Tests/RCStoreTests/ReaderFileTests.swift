@@ -49,9 +49,9 @@ import Testing
             #expect(status.active == truth.active && status.active.keys == 1)
             #expect(status.lastSuccess == truth.lastSuccess && status.lastStatus == .success)
             // Only what readers print: no notes, no event log, no fetched values.
-            try store.setNote("secret", "x")
+            try store.setNote(.reportTopic, "x")
             let fresh = try #require(try StateStore.openReaderFile(path: dir.file("reader.db")))
-            #expect(try fresh.note("secret") == nil)
+            #expect(try fresh.note(.reportTopic) == nil)
             #expect(try fresh.events().isEmpty)
         }
     }
@@ -114,7 +114,7 @@ import Testing
             #expect(utimensat(AT_FDCWD, path, &earlier, 0) == 0)
             #expect(!StateStore.readerFileIsCurrent(path, database: dir.file("state.db")))
             // ...and the writer's commits that readers cannot see (notes) only touch it: current again.
-            try store.setNote("n", "1")
+            try store.setNote(.realtimeFailures, "1")
             #expect(inode(path) == before)
             #expect(StateStore.readerFileIsCurrent(path, database: dir.file("state.db")))
         }
@@ -127,11 +127,11 @@ import Testing
             var failures: [String] = []
             store.maintainReaderFile(at: path) { failures.append($0.description) }
             try store.markStale(reason: "one", at: t0)
-            try store.setNote("n", "1")
+            try store.setNote(.realtimeFailures, "1")
             #expect(failures.count == 1, "\(failures)")
             #expect(failures.first?.contains("later/reader.db.tmp-") == true, "\(failures)")
             try FileBytes.makeDirectories(dir.file("later"))
-            try store.setNote("n", "2")  // not a visible change, but the file is still owed
+            try store.setNote(.realtimeFailures, "2")  // not a visible change, but the file is still owed
             let reader = try #require(try StateStore.openReaderFile(path: path))
             #expect(try reader.status().stale.reason == "one")
             #expect(failures.count == 1)

@@ -37,8 +37,8 @@ import Testing
             let error = try #require(try store.status().lastError)
             #expect(error.utf8.count <= StoredText.maximumErrorBytes && error.hasPrefix("HTTP 500: xxx"))
             #expect(try store.lastEvent(.fetchFailed)?.detail["error"] == .string(error))
-            try store.setNote("topics", body)
-            #expect(try store.note("topics")?.utf8.count ?? 0 <= StoredText.maximumNoteBytes)
+            try store.setNote(.mqttTopics, body)
+            #expect(try store.note(.mqttTopics)?.utf8.count ?? 0 <= StoredText.maximumNoteBytes)
         }
     }
 

@@ -26,20 +26,19 @@ extension Agent {
                 if strict { throw ControlError(.activityRefused, "refused: \(reason)") }
                 return nil
             }
-            return Self.result(of: outcome, id: activity.token)
+            return ActivityResult(outcome, id: activity.token)
         }
     }
 
     /// Applies one activity message and logs one line for it (refusals and ignored ones included:
     /// an operator wondering why a kiosk did not change finds the reason in the journal).
     func applyActivity(_ message: LiveActivityMessage, from channel: String) throws -> LiveActivityRules.Outcome {
-        let outcome = try store.applyActivity(message, now: .now())
-        events.publish()
+        let outcome = try writer.applyActivity(message, at: .now())
         let what = "\(message.event.rawValue) for activity \(message.token) from \(channel)"
         switch outcome {
         case .started, .updated, .ended, .removed:
             log.info(
-                "Live activity \(message.token) \(Self.result(of: outcome, id: message.token).outcome.rawValue) "
+                "Live activity \(message.token) \(ActivityResult(outcome, id: message.token).outcome.rawValue) "
                     + "(\(message.event.rawValue), timestamp \(message.timestamp), from \(channel))")
             // An end sets a dismissal date; any change may have moved the earliest one. The loop
             // may be waiting for an older deadline: it takes its wait again.
@@ -53,34 +52,23 @@ extension Agent {
         return outcome
     }
 
-    /// The answer's view of an outcome (a refusal never gets here: it is an error answer).
-    static func result(of outcome: LiveActivityRules.Outcome, id: String) -> ActivityResult {
-        switch outcome {
-        case let .started(activity): ActivityResult(outcome: .started, id: id, activity: activity.json)
-        case let .updated(activity): ActivityResult(outcome: .updated, id: id, activity: activity.json)
-        case let .ended(activity): ActivityResult(outcome: .ended, id: id, activity: activity.json)
-        case let .removed(activity): ActivityResult(outcome: .removed, id: id, activity: activity.json)
-        case let .ignored(reason), let .refused(reason): ActivityResult(outcome: .ignored, id: id, reason: reason)
-        }
-    }
-
     /// Sets the loop's activity deadline to the earliest step the device takes on its own (an end 8 h
     /// after a start, a removal at a dismissal date; at once when it has passed), or clears it when
     /// no activity is stored: the idle daemon wakes only when one is due. The times are wall-clock
     /// and the loop's deadlines monotonic: a clock step calls this again (``afterSystemChange``).
     func scheduleDismissal() {
         let next: Timestamp?
-        do { next = try store.nextActivityDeadline() } catch {
+        do { next = try writer.store.nextActivityDeadline() } catch {
             log.error("Failed to read the next activity deadline: \(error); retrying in \(Self.storeRetry)")
-            scheduler.schedule(.dismissal, at: .now + Self.storeRetry)
+            loop.scheduler.schedule(.dismissal, at: .now + Self.storeRetry)
             return
         }
         guard let next else {
-            scheduler.cancel(.dismissal)
+            loop.scheduler.cancel(.dismissal)
             return
         }
         let delay = max(next - Timestamp.now(), .zero)
-        scheduler.schedule(.dismissal, at: .now + delay)
+        loop.scheduler.schedule(.dismissal, at: .now + delay)
     }
 
     /// Ends the activities running for 8 hours and removes the ended ones whose dismissal date has
@@ -88,14 +76,13 @@ extension Agent {
     /// deadline for the next one.
     func removeDismissedActivities() {
         do {
-            let expiry = try store.expireActivities(now: .now())
-            events.publish()
+            let expiry = try writer.expireActivities(at: .now())
             for id in expiry.ended { log.info("Live activity \(id) ended (8 h after its start)") }
             for id in expiry.removed { log.info("Live activity \(id) removed (its dismissal date came)") }
         } catch {
             // A full or read-only disk: the rows stay listed a little longer, and the next try comes.
             log.error("Failed to expire live activities: \(error); retrying in \(Self.storeRetry)")
-            scheduler.schedule(.dismissal, at: .now + Self.storeRetry)
+            loop.scheduler.schedule(.dismissal, at: .now + Self.storeRetry)
             return
         }
         scheduleDismissal()
@@ -104,13 +91,26 @@ extension Agent {
     /// Removes the activity `id` at once (`rcagent activity remove`): its `activity-removed` event
     /// reaches watchers and hooks. Throws ``ControlError`` `no-such-activity` when there is none.
     func removeActivity(id: String) throws -> LiveActivity {
-        guard let removed = try store.removeActivity(id: id, now: .now(), reason: "removed on request") else {
+        guard let removed = try writer.removeActivity(id: id, at: .now(), reason: "removed on request") else {
             throw ControlError(.noSuchActivity, "no activity \"\(TextEscaping.snippet(id, maxBytes: 64))\"")
         }
-        events.publish()
         log.notice("Live activity \(TextEscaping.logLine(id)) removed on request (rcagent activity remove)")
         scheduleDismissal()
         inbox.send(.rescheduled)
         return removed
+    }
+}
+
+extension ActivityResult {
+    /// The answer's view of an outcome (a refusal never gets here: it is an error answer).
+    init(_ outcome: LiveActivityRules.Outcome, id: String) {
+        switch outcome {
+        case let .started(activity): self = ActivityResult(outcome: .started, id: id, activity: activity.json)
+        case let .updated(activity): self = ActivityResult(outcome: .updated, id: id, activity: activity.json)
+        case let .ended(activity): self = ActivityResult(outcome: .ended, id: id, activity: activity.json)
+        case let .removed(activity): self = ActivityResult(outcome: .removed, id: id, activity: activity.json)
+        case let .ignored(reason), let .refused(reason):
+            self = ActivityResult(outcome: .ignored, id: id, reason: reason)
+        }
     }
 }

@@ -17,9 +17,9 @@ extension Agent {
         let now = Timestamp.now()
         if installedApp == nil { refreshInstalledApp() }
         return DeviceReportAssembly.report(
-            deviceId: deviceId, online: online, at: now, status: try? board.storeStatus(of: store),
-            installed: try? installedApp?.get(), activities: (try? store.activities(now: now).count) ?? 0,
-            config: config, value: { key in try store.value(forKey: key)?.text })
+            deviceId: deviceId, online: online, at: now, status: try? writer.status(),
+            installed: try? installedApp?.get(), activities: (try? writer.store.activities(now: now).count) ?? 0,
+            config: config, value: { [store = writer.store] key in try store.value(forKey: key)?.text })
     }
 
     /// Reads the installed version again (`[App] Package=`: dpkg's status file).
@@ -34,9 +34,9 @@ extension Agent {
     }
 
     /// Adds an observer of state changes (see ``EventBroadcaster/stateMayHaveChanged()``).
-    func observeChanges(_ observer: @escaping @Sendable () -> Void) -> Int { events.observe(observer) }
+    func observeChanges(_ observer: @escaping @Sendable () -> Void) -> Int { writer.events.observe(observer) }
 
-    func stopObservingChanges(_ id: Int) { events.stopObserving(id) }
+    func stopObservingChanges(_ id: Int) { writer.events.stopObserving(id) }
 
-    func setReportState(_ state: String?) { board.report = state }
+    func setReportState(_ state: ReportState?) { writer.board.report = state }
 }

@@ -13,7 +13,7 @@ extension Agent {
     /// Runs fetch rounds until the calling task is cancelled (the daemon stopping); then answers
     /// what is still waiting with `.cancelled` and ends every `watch` stream.
     func run() async {
-        scheduler.request(.startup)
+        loop.scheduler.request(.startup)
         // Activity ends and removals that came due while the daemon was down happen at once; the next
         // one is a deadline of the loop, read from the store.
         scheduleDismissal()
@@ -21,16 +21,16 @@ extension Agent {
             // Everything already sent joins the coming round: a burst of pings costs one fetch.
             while let input = inbox.poll() { receive(input) }
             runDueJobs()
-            if !scheduler.pending.isEmpty {
+            if !loop.scheduler.pending.isEmpty {
                 await round()
                 continue
             }
             // Nothing to do until an input arrives or the earliest deadline comes.
-            if let input = await inbox.next(until: scheduler.earliest) { receive(input) }
+            if let input = await inbox.next(until: loop.scheduler.earliest) { receive(input) }
         }
-        for item in scheduler.takePending() { item.reply?(.cancelled) }
+        for item in loop.scheduler.takePending() { item.reply?(.cancelled) }
         for case let .fetch(_, reply) in inbox.close() { reply?(.cancelled) }
-        events.closeAll()
+        writer.events.closeAll()
     }
 
     /// Takes one input into the scheduler: a fetch request joins the next round; a jittered fetch and a
@@ -38,12 +38,12 @@ extension Agent {
     private func receive(_ input: AgentInput) {
         switch input {
         case let .fetch(trigger, reply):
-            scheduler.request(trigger, reply: reply)
+            loop.scheduler.request(trigger, reply: reply)
         case let .fetchAfter(trigger, jitter):
             let delay = Jitter.upTo(jitter)
-            scheduler.scheduleIfUnset(.delayed(trigger), at: .now + delay)
+            loop.scheduler.scheduleIfUnset(.delayed(trigger), at: .now + delay)
         case let .systemChanged(change):
-            scheduler.schedule(.systemChange([change]), at: .now + Self.systemChangeDebounce)
+            loop.scheduler.schedule(.systemChange([change]), at: .now + Self.systemChangeDebounce)
         case .rescheduled:
             break  // the loop takes its next wait from the deadlines as they are now
         }
@@ -52,13 +52,13 @@ extension Agent {
     /// Runs the jobs whose deadlines have come, earliest first. A timer or delayed fetch only adds a
     /// request, so everything due now shares the round that follows.
     private func runDueJobs() {
-        for job in scheduler.takeDue(now: .now) {
+        for job in loop.scheduler.takeDue(now: .now) {
             switch job {
-            case .timer: scheduler.request(.timer)
+            case .timer: loop.scheduler.request(.timer)
             case .storeRetry: retryUnstored()
-            case .settle: if scheduler.pending.isEmpty { IdlePages.releaseOnceWaiting() }
+            case .settle: if loop.scheduler.pending.isEmpty { IdlePages.releaseOnceWaiting() }
             case let .systemChange(changes): afterSystemChange(changes)
-            case let .delayed(trigger): scheduler.request(trigger)
+            case let .delayed(trigger): loop.scheduler.request(trigger)
             case .dismissal: removeDismissedActivities()
             }
         }
@@ -67,18 +67,18 @@ extension Agent {
     /// One fetch round for every waiting request: each hears the same outcome. Then the timer is set
     /// from what the round stored, the memory release is scheduled and systemd's status line updated.
     private func round() async {
-        let batch = scheduler.takePending()
+        let batch = loop.scheduler.takePending()
         let outcome = await fetchRound(batch.map(\.trigger))
         for item in batch { item.reply?(outcome) }
         // One read of the fetch state serves the timer and the status line.
         let now = Timestamp.now()
         let status = try? fetchState(now: now)
         scheduleTimer(status, now: now)
-        scheduler.schedule(.settle, at: .now + settleDelay)
+        loop.scheduler.schedule(.settle, at: .now + loop.settleDelay)
         updateStatusLine(status, now: now)
         // A dpkg upgrade of the app, and the fetch's own outcome, reach the report.
         refreshInstalledApp()
-        events.stateMayHaveChanged()
+        writer.stateMayHaveChanged()
     }
 
     /// Decides whether the round fetches at all (the interval, the server's throttle, the backoff, in
@@ -86,13 +86,13 @@ extension Agent {
     /// what came back.
     private func fetchRound(_ triggers: [FetchTrigger]) async -> FetchOutcome {
         // The round keeps the source it started with, should a reload replace it meanwhile.
-        let source = source
+        let source = loop.source
         guard source.isConfigured else { return .failed(UnconfiguredSource.message) }
         let now = Timestamp.now()
         let status: StoreStatus
         do { status = try fetchState(now: now) } catch { return storeFailure("read the fetch state", error) }
-        if !triggers.contains(where: \.isForced) && !policy.isDue(status, now: now) {
-            let next = policy.nextFetch(status, now: now)
+        if !triggers.contains(where: \.isForced) && !loop.policy.isDue(status, now: now) {
+            let next = loop.policy.nextFetch(status, now: now)
             return .skipped(
                 reason:
                     "the last fetch is recent (MinimumFetchInterval=\(DurationText.format(config.minimumFetchInterval)))",
@@ -105,7 +105,7 @@ extension Agent {
             if case let .realtime(_, target?) = trigger { target } else { nil }
         }
         if let highest = targets.compactMap({ $0 }).max(), !targets.contains(nil),
-            let current = Self.templateVersion(status), current >= highest
+            let current = status.newestTemplateVersion, current >= highest
         {
             return .skipped(reason: "template \(current) is already here", next: nil)
         }
@@ -116,13 +116,13 @@ extension Agent {
             return .skipped(reason: "backing off after \(status.backoffStep) failed fetch(es)", next: next)
         }
 
-        board.fetching = true
-        defer { board.fetching = false }
+        writer.board.fetching = true
+        defer { writer.board.fetching = false }
         notifier.status(
             status.stale.isSet
                 ? "Stale since \(StatusText.clock(status.stale.since)); fetching from \(source.name)"
                 : "Fetching from \(source.name)")
-        let trigger = Self.representative(of: triggers)
+        let trigger = FetchTrigger.representative(of: triggers)
         let clock = ContinuousClock()
         let started = clock.now
         let result: SourceResult
@@ -134,20 +134,6 @@ extension Agent {
         return record(result, at: .now(), fetchTime: clock.now - started, source: source)
     }
 
-    /// The newest template version the device has, active or fetched.
-    static func templateVersion(_ status: StoreStatus) -> Int64? {
-        [status.active.templateVersion, status.fetched.templateVersion].compactMap { $0.flatMap { Int64($0) } }.max()
-    }
-
-    /// The trigger a round tells its source: a reload first (no ETag), then the latest realtime
-    /// attempt (Firebase names those fetches), else the first request.
-    static func representative(of triggers: [FetchTrigger]) -> FetchTrigger {
-        if let reload = triggers.first(where: { !$0.sendsETag }) { return reload }
-        let attempts = triggers.compactMap { if case let .realtime(attempt, _) = $0 { attempt } else { nil } }
-        if let latest = attempts.max() { return .realtime(attempt: latest) }
-        return triggers.first ?? .timer
-    }
-
     /// Stores what a source returned. When the store refuses it (a full or read-only disk), the
     /// result is kept and the write retried every few seconds, so the config lands as soon as the
     /// disk takes it again, without asking the source twice; readers keep the last good values.
@@ -156,26 +142,26 @@ extension Agent {
     {
         do {
             let outcome = try store(result, at: finished, fetchTime: fetchTime, source: source)
-            if unstored != nil || unstoredStale != nil { log.notice("The state database takes writes again") }
+            if loop.unstored != nil || loop.unstoredStale != nil { log.notice("The state database takes writes again") }
             // A stored fetch answers every stale ping before it.
-            unstored = nil
-            unstoredStale = nil
+            loop.unstored = nil
+            loop.unstoredStale = nil
             return outcome
         } catch let error as SQLiteError where !error.isStorageFailure {
             // Not the disk: the database refused this document itself (a constraint). Writing it
             // again cannot help, so it is a failed fetch like any other bad document.
-            unstored = nil
-            guard let status = try? board.storeStatus(of: store) else {
+            loop.unstored = nil
+            guard let status = try? writer.status() else {
                 return .failed("cannot store the fetched config: \(error)")
             }
             return recordFailure(
                 SourceError(.badDocument, "the state database refused the document: \(error)"), status: status,
                 source: source)
         } catch {
-            if unstored == nil {
+            if loop.unstored == nil {
                 log.error("Failed to store the fetched config: \(error); retrying every \(Self.storeRetry)")
             }
-            unstored = (result, finished, fetchTime)
+            loop.unstored = (result, finished, fetchTime)
             scheduleStoreRetry()
             return .failed("cannot store the fetched config: \(error)")
         }
@@ -184,23 +170,22 @@ extension Agent {
     /// Retries the refused write in ``storeRetry``, unless a retry is already due (the first deadline
     /// holds, so a burst of refusals does not keep pushing it back).
     func scheduleStoreRetry() {
-        scheduler.scheduleIfUnset(.storeRetry, at: .now + Self.storeRetry)
+        loop.scheduler.scheduleIfUnset(.storeRetry, at: .now + Self.storeRetry)
     }
 
     /// Writes what the store refused last time: the fetched result first (it answers any stale flag
     /// too), else the stale flag alone. A write refused again waits for the next retry.
     private func retryUnstored() {
-        if let unstored {
-            let outcome = record(unstored.result, at: unstored.at, fetchTime: unstored.fetchTime, source: source)
+        if let unstored = loop.unstored {
+            let outcome = record(unstored.result, at: unstored.at, fetchTime: unstored.fetchTime, source: loop.source)
             if case .failed = outcome { return }
-        } else if let stale = unstoredStale {
-            guard (try? store.markStale(reason: stale.reason, at: stale.at)) != nil else {
+        } else if let stale = loop.unstoredStale {
+            guard (try? writer.markStale(reason: stale.reason, at: stale.at)) != nil else {
                 scheduleStoreRetry()
                 return
             }
             log.notice("The state database takes writes again: stored the stale flag (\(stale.reason))")
-            unstoredStale = nil
-            events.publish()
+            loop.unstoredStale = nil
         }
         scheduleTimer()
         updateStatusLine()
@@ -214,15 +199,12 @@ extension Agent {
         let storing = ContinuousClock.now
         switch result {
         case .notModified, .document(.noChange, _):
-            try store.recordFetch(.noChange, at: finished, activate: false)
-            events.publish()
+            try writer.recordFetch(.noChange, at: finished, activate: false)
             return .noChange
         case let .document(.update(values, version), etag):
-            let activation = try store.recordFetch(
+            let activation = try writer.recordFetch(
                 .update(values: values, templateVersion: version, etag: etag), at: finished,
-                activate: config.activation == .immediate, withValues: events.wantsValues)
-            if let activation { events.activated(activation) }
-            events.publish()
+                activate: config.activation == .immediate)
             let timing =
                 "fetched in \(StatusText.milliseconds(fetchTime)), stored in \(StatusText.milliseconds(ContinuousClock.now - storing))"
             if let activation {
@@ -240,14 +222,13 @@ extension Agent {
 
     /// The store's fetch state, first rebased to `now` if the wall clock stepped back behind it.
     func fetchState(now: Timestamp) throws -> StoreStatus {
-        let status = try board.storeStatus(of: store)
-        guard let step = policy.clockStepBack(status, now: now) else { return status }
+        let status = try writer.status()
+        guard let step = loop.policy.clockStepBack(status, now: now) else { return status }
         log.warning(
             "The wall clock went back \(DurationText.format(step)) behind the last fetch; fetch times are rebased to it"
         )
-        try store.rebaseFetchTimes(back: step, at: now)
-        events.publish()
-        return try board.storeStatus(of: store)
+        try writer.rebaseFetchTimes(back: step, at: now)
+        return try writer.status()
     }
 
     /// Records a failed fetch with the backoff or throttle ``FetchPolicy/afterFailure`` computes from
@@ -260,10 +241,10 @@ extension Agent {
             throttled = true
             retryAfter = serverDelay
         }
-        let failure = policy.afterFailure(
+        let failure = loop.policy.afterFailure(
             previousStep: status.backoffStep, throttled: throttled, retryAfter: retryAfter, now: now)
         do {
-            try store.recordFetch(
+            try writer.recordFetch(
                 .failure(
                     error: error.message, backoffStep: failure.backoffStep, nextAttempt: failure.nextAttempt,
                     throttledUntil: failure.throttledUntil),
@@ -271,7 +252,6 @@ extension Agent {
         } catch {
             log.error("Failed to record a fetch failure: \(error)")
         }
-        events.publish()
         log.warning(
             "Failed to fetch from \(source.name): \(error.message); retrying at \(StatusText.clock(failure.nextAttempt))"
         )
@@ -293,13 +273,13 @@ extension Agent {
 
     /// The timer from an already read fetch state (a round reads it once for this and the status line).
     private func scheduleTimer(_ status: StoreStatus?, now: Timestamp) {
-        guard source.isConfigured, let status else {
-            scheduler.cancel(.timer)
+        guard loop.source.isConfigured, let status else {
+            loop.scheduler.cancel(.timer)
             return
         }
         // Never less than a second: whatever the stored times say, the loop cannot spin.
-        let delay = max(policy.nextFetch(status, now: now) - now, .seconds(1))
-        scheduler.schedule(.timer, at: .now + delay)
+        let delay = max(loop.policy.nextFetch(status, now: now) - now, .seconds(1))
+        loop.scheduler.schedule(.timer, at: .now + delay)
     }
 
     /// After the network or the clock settled: fetch when the cache is stale or the last fetch failed
@@ -308,13 +288,20 @@ extension Agent {
     private func afterSystemChange(_ changes: Set<SystemChange>) {
         // A clock step moves every dismissal date's distance from now.
         if changes.contains(.clock) { scheduleDismissal() }
-        guard source.isConfigured, let status = try? fetchState(now: .now()) else { return }
+        guard loop.source.isConfigured, let status = try? fetchState(now: .now()) else { return }
         let fetch = status.stale.isSet || status.lastStatus == .failure
         let decision =
             !fetch
             ? "not fetching (the cache is fresh)"
             : "fetching (\(status.stale.isSet ? "the cache is stale" : "the last fetch failed"))"
         for change in changes.sorted(by: { $0.rawValue < $1.rawValue }) { log.info("\(change.rawValue); \(decision)") }
-        if fetch { scheduler.request(.systemChange) } else { scheduleTimer() }
+        if fetch { loop.scheduler.request(.systemChange) } else { scheduleTimer() }
+    }
+}
+
+extension StoreStatus {
+    /// The newest template version the device has, active or fetched.
+    var newestTemplateVersion: Int64? {
+        [active.templateVersion, fetched.templateVersion].compactMap { $0.flatMap { Int64($0) } }.max()
     }
 }

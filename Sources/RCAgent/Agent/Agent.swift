@@ -25,12 +25,6 @@ enum AgentInput: Sendable {
 actor Agent {
     /// Replaced as a whole by ``reconfigure(_:source:)`` (a reload).
     private(set) var config: AgentConfig
-    /// ``AgentConfig/digest`` of the config it runs (restart-only settings as they were at start),
-    /// for status: `doctor` keeps saying the files differ until the restart that applies them.
-    var configDigest: String { config.digest }
-    let store: StateStore
-    var source: any ConfigSource
-    var policy: FetchPolicy
     let log: Logger
     let notifier: SystemdNotifier
     private let executor = QueueExecutor(label: "rcagent.agent")
@@ -38,18 +32,10 @@ actor Agent {
 
     /// Every request to fetch, whoever sends it, comes through here to ``run()``.
     nonisolated let inbox = Inbox<AgentInput>()
-    var scheduler = FetchScheduler()
-    let events: EventBroadcaster
-    /// Gives back the pages a round mapped once the agent has been quiet this long (tests that
-    /// watch the loop's waits set it out of their way).
-    let settleDelay: Duration
-    /// What readers see: the store's status as of the last write, and the agent's own fields.
-    var board = StatusBoard()
-
-    /// A fetch result the store refused, kept for the store retry.
-    var unstored: (result: SourceResult, at: Timestamp, fetchTime: Duration)?
-    /// A stale flag the store refused, written by the store retry unless a fetch is stored first.
-    var unstoredStale: (reason: String, at: Timestamp)?
+    /// The fetch loop's own state: the source, the policy, the deadlines, the refused writes.
+    var loop: FetchLoop
+    /// The one writer of the state: store writes, their events, the status board.
+    let writer: StateWriter
 
     /// The installed app version the report carries, or why there is none: read at start, on a
     /// reload and after every fetch round (a dpkg upgrade shows up with the next round).
@@ -59,14 +45,12 @@ actor Agent {
         config: AgentConfig, store: StateStore, source: any ConfigSource, log: Logger, notifier: SystemdNotifier,
         settleDelay: Duration = .seconds(10)
     ) throws {
-        self.settleDelay = settleDelay
         self.config = config
-        self.store = store
-        self.source = source
-        self.policy = FetchPolicy(minimumInterval: config.minimumFetchInterval)
+        loop = FetchLoop(
+            source: source, policy: FetchPolicy(minimumInterval: config.minimumFetchInterval), settleDelay: settleDelay)
         self.log = log
         self.notifier = notifier
-        events = EventBroadcaster(
+        writer = StateWriter(
             store: store, hooks: HookRunner(directory: config.hooksDirectory, timeout: config.hookTimeout, log: log),
             log: log)
     }
@@ -103,20 +87,20 @@ actor Agent {
     func reconfigure(_ new: AgentConfig, source newSource: (any ConfigSource)?) {
         let old = config
         config = new
-        policy.minimumInterval = new.minimumFetchInterval
+        loop.policy.minimumInterval = new.minimumFetchInterval
         if new.hooksDirectory != old.hooksDirectory || new.hookTimeout != old.hookTimeout {
             // The same runner: its one thread keeps hooks one at a time across the reload.
-            events.hooks.configure(directory: new.hooksDirectory, timeout: new.hookTimeout)
+            writer.events.hooks.configure(directory: new.hooksDirectory, timeout: new.hookTimeout)
         }
         if let newSource {
-            let another = newSource.name != source.name
-            source = newSource
+            let another = newSource.name != loop.source.name
+            loop.source = newSource
             // What the old source fetched and the disk refused must not land after the new one's.
-            unstored = nil
+            loop.unstored = nil
             if newSource.isConfigured {
                 request(.reload(newSource: another))
             } else {
-                scheduler.cancel(.timer)
+                loop.scheduler.cancel(.timer)
             }
         } else {
             scheduleTimer()
@@ -125,13 +109,13 @@ actor Agent {
         }
         updateStatusLine()
         refreshInstalledApp()
-        events.stateMayHaveChanged()
+        writer.stateMayHaveChanged()
     }
 
     /// Re-reads the defaults file (a reload).
     func reloadDefaults() {
-        StateRecovery.loadDefaults(into: store, config: config, log: log)
-        events.stateMayHaveChanged()  // the update keys may have new defaults
+        StateRecovery.loadDefaults(into: writer.store, config: config, log: log)
+        writer.stateMayHaveChanged()  // the update keys may have new defaults
     }
 
     // MARK: - Commands
@@ -139,9 +123,7 @@ actor Agent {
     /// Activates the fetched snapshot (manual and on-start policies). `nil` when nothing was pending.
     /// `fetchedBeforeStart`: the daemon's own activation at start (`Activation=on-start`).
     func activate(fetchedBeforeStart: Bool = false) throws -> Activation? {
-        let activation = try store.activate(at: .now(), withValues: events.wantsValues)
-        if let activation { events.activated(activation) }
-        events.publish()
+        let activation = try writer.activate(at: .now())
         if let activation {
             let when = fetchedBeforeStart ? " fetched before this start" : ""
             log.info(
@@ -172,18 +154,17 @@ actor Agent {
         let reason = StoredText.reason(reason)
         let newlySet: Bool
         do {
-            newlySet = try store.markStale(reason: reason, at: .now())
+            newlySet = try writer.markStale(reason: reason, at: .now())
         } catch {
             // The flag cannot be stored (a full or read-only disk): the sender hears so, the fetch
             // happens all the same, and the flag is written when the disk takes it, unless a
             // fetch is stored first.
             log.error("Failed to store the stale flag (\(reason)): \(error); fetching anyway")
-            if unstoredStale == nil { unstoredStale = (reason, .now()) }
+            if loop.unstoredStale == nil { loop.unstoredStale = (reason, .now()) }
             scheduleStoreRetry()
             request(.push)
             throw error
         }
-        events.publish()
         if newlySet { log.notice("Config marked stale: \(reason)") }
         if jitter > .zero && !wait {
             requestAfterJitter(.push, jitter: jitter)
@@ -193,8 +174,8 @@ actor Agent {
     }
 
     /// What the push channel (MQTT) is doing, for status.
-    func setPushState(_ state: String?) {
-        board.push = state
+    func setPushState(_ state: PushState?) {
+        writer.board.push = state
     }
 
     /// Handles an FCM-style message exactly as a push channel delivers it: its Live Activity, if it
@@ -254,12 +235,12 @@ actor Agent {
     /// cache, and if it fails, its own backoff retries.
     func wantsFetchOnStreamOpen() -> Bool {
         guard !isFetching else { return false }
-        guard let status = try? board.storeStatus(of: store) else { return true }
+        guard let status = try? writer.status() else { return true }
         return status.stale.isSet || status.lastSuccess == nil
     }
 
     /// Whether a fetch round runs now.
-    var isFetching: Bool { board.fetching }
+    var isFetching: Bool { writer.board.fetching }
 
     /// Whether a realtime announcement of `version` is news.
     func isNewer(_ version: Int64) -> Bool {
@@ -267,25 +248,24 @@ actor Agent {
         return version > current
     }
 
-    func note(_ key: String) -> String? { try? store.note(key) }
+    /// A note a channel keeps across restarts (``NoteKeeper``): `nil` when none, or unreadable.
+    func note(_ note: StateNote) -> String? { writer.note(note) }
 
-    func setNote(_ key: String, _ value: String?) {
-        do { try store.setNote(key, value) } catch { log.error("Failed to store \(key): \(error)") }
-    }
+    func setNote(_ note: StateNote, _ value: String?) { writer.setNote(note, value) }
 
     /// The newest template version the agent has, fetched or active.
     func currentTemplateVersion() throws -> Int64? {
-        Self.templateVersion(try board.storeStatus(of: store))
+        try writer.status().newestTemplateVersion
     }
 
     /// The store's status as the board has it (read again only after a write).
-    func status() throws -> StoreStatus { try board.storeStatus(of: store) }
+    func status() throws -> StoreStatus { try writer.status() }
 
     /// The board for the socket's `status` answer.
     func statusBoard() -> AgentStatus {
         AgentStatus(
-            fetching: board.fetching, nextFetch: nextFetch, push: board.push, config: configDigest,
-            report: board.report)
+            fetching: writer.board.fetching, nextFetch: nextFetch, push: writer.board.push, config: config.digest,
+            report: writer.board.report)
     }
 
     /// Returns at once: the watchdog pings only while the actor still answers.
@@ -294,15 +274,15 @@ actor Agent {
     /// When the agent fetches by itself next (`nil` without a source).
     var nextFetch: Timestamp? {
         let now = Timestamp.now()
-        guard source.isConfigured, let status = try? fetchState(now: now) else { return nil }
-        return policy.nextFetch(status, now: now)
+        guard loop.source.isConfigured, let status = try? fetchState(now: now) else { return nil }
+        return loop.policy.nextFetch(status, now: now)
     }
 
     // MARK: - Watch subscribers
 
-    func subscribe(_ fd: Int32) -> Bool { events.subscribe(fd) }
+    func subscribe(_ fd: Int32) -> Bool { writer.events.subscribe(fd) }
 
-    func unsubscribe(_ fd: Int32) { events.unsubscribe(fd) }
+    func unsubscribe(_ fd: Int32) { writer.events.unsubscribe(fd) }
 
     /// Sets the `STATUS=` line systemd shows.
     func updateStatusLine() {
@@ -313,6 +293,7 @@ actor Agent {
     func updateStatusLine(_ status: StoreStatus?, now: Timestamp) {
         guard let status else { return }
         notifier.status(
-            StatusText.line(status, nextFetch: source.isConfigured ? policy.nextFetch(status, now: now) : nil))
+            StatusText.line(status, nextFetch: loop.source.isConfigured ? loop.policy.nextFetch(status, now: now) : nil)
+        )
     }
 }

@@ -85,3 +85,14 @@ enum FetchOutcome: Sendable {
         }
     }
 }
+
+extension FetchTrigger {
+    /// The trigger a round tells its source: a reload first (no ETag), then the latest realtime
+    /// attempt (Firebase names those fetches), else the first request.
+    static func representative(of triggers: [FetchTrigger]) -> FetchTrigger {
+        if let reload = triggers.first(where: { !$0.sendsETag }) { return reload }
+        let attempts = triggers.compactMap { if case let .realtime(attempt, _) = $0 { attempt } else { nil } }
+        if let latest = attempts.max() { return .realtime(attempt: latest) }
+        return triggers.first ?? .timer
+    }
+}

@@ -12,9 +12,9 @@ struct StatusBoard: Sendable {
     /// A round is running (`status` says "fetching").
     var fetching = false
     /// What the push channel (MQTT) is doing (`nil` without one).
-    var push: String?
+    var push: PushState?
     /// What the device report is doing (`nil` without one).
-    var report: String?
+    var report: ReportState?
 
     /// The store's status: the one kept, while the store is where it was when it was read (no
     /// write since, the agent's or another process's: `rcagent mark-stale` beside a busy daemon);
@@ -32,7 +32,7 @@ struct StatusBoard: Sendable {
 struct AgentStatus: Sendable {
     var fetching: Bool
     var nextFetch: Timestamp?
-    var push: String?
+    var push: PushState?
     var config: String
-    var report: String?
+    var report: ReportState?
 }

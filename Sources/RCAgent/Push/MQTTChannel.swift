@@ -14,8 +14,8 @@ import Synchronization
 /// keepalive going); one over the size limit never gets here. A refused message, too large or
 /// unreadable, is logged, at most once a minute per reason with the count of those not logged.
 final class MQTTChannel: Sendable {
-    private let connection: MQTTConnection
-    private let agent: Agent
+    private let connection: any PushConnection
+    private let agent: any PushTarget
     private let log: Logger
     private let topics: [String]
     private let jitter: Duration
@@ -28,14 +28,14 @@ final class MQTTChannel: Sendable {
     private let eventInput: AsyncStream<ConnectionEvent>.Continuation
 
     private enum ConnectionEvent: Sendable {
-        case state(String)
+        case state(PushState)
         /// Connected (`first`: for the first time since start): a ping may have been missed.
-        case connected(state: String, first: Bool)
+        case connected(state: PushState, first: Bool)
         /// A payload as it came, parsed on the channel's task.
         case message([UInt8], topic: String)
     }
 
-    init(config: AgentConfig, deviceId: String, connection: MQTTConnection, agent: Agent, log: Logger) {
+    init(config: AgentConfig, deviceId: String, connection: any PushConnection, agent: any PushTarget, log: Logger) {
         self.connection = connection
         self.agent = agent
         self.log = log
@@ -46,7 +46,7 @@ final class MQTTChannel: Sendable {
         // Asked for on every connect by the session, a refused one again with backoff.
         connection.setSubscriptions(topics)
         // Queued now, before the connection starts: it must come before whatever its thread reports.
-        eventInput.yield(.state("mqtt \(connection.currentBroker.name) connecting"))
+        eventInput.yield(.state(.connecting(broker: connection.currentBroker.name)))
     }
 
     /// Hands what the connection's thread saw to the agent, in order, until the calling task is
@@ -63,7 +63,7 @@ final class MQTTChannel: Sendable {
 
     /// The connection could not start its thread: said in status, not nothing.
     func noNetworkThread() {
-        eventInput.yield(.state("mqtt \(connection.currentBroker.name) not running (no network thread)"))
+        eventInput.yield(.state(.notRunning(broker: connection.currentBroker.name)))
     }
 
     private func deliver(_ event: ConnectionEvent) async {
@@ -77,7 +77,7 @@ final class MQTTChannel: Sendable {
             // the cache itself, and its own backoff retries a failure.
             guard await !agent.isFetching else { return }
             if first {
-                agent.request(.pushReconnect)
+                agent.request(.pushReconnect, reply: nil)
             } else {
                 agent.requestAfterJitter(.pushReconnect, jitter: jitter)
             }
@@ -93,7 +93,7 @@ final class MQTTChannel: Sendable {
                 return
             }
             do {
-                _ = try await agent.handle(message, from: "mqtt \(topic)", jitter: jitter)
+                _ = try await agent.handle(message, from: "mqtt \(topic)", wait: false, jitter: jitter, strict: false)
             } catch {
                 log.error("Failed to handle an MQTT message on \(topic): \(error)")
             }
@@ -103,18 +103,16 @@ final class MQTTChannel: Sendable {
     /// The broker keeps a persistent session's subscriptions, whatever config the daemon has now:
     /// topics an earlier channel subscribed (before a reload or a restart that changed
     /// `MQTTTopic=`) would go on delivering pings. The topics are remembered in the state
-    /// database, and those no longer wanted are unsubscribed at the first connect; the record is
+    /// database (the ``StateNote/mqttTopics`` note), and those no longer wanted are unsubscribed at the first connect; the record is
     /// updated only once every unsubscribe went out, so a connection lost meanwhile tries again.
     private func forgetEarlierTopics() async {
-        let remembered = await agent.note(Self.topicsNote)?.split(separator: "\n").map(String.init) ?? []
+        let remembered = await agent.note(.mqttTopics)?.split(separator: "\n").map(String.init) ?? []
         var complete = true
         for topic in remembered where !topics.contains(topic) {
             do { try connection.unsubscribe(topic) } catch { complete = false }
         }
-        if complete && remembered != topics { await agent.setNote(Self.topicsNote, topics.joined(separator: "\n")) }
+        if complete && remembered != topics { await agent.setNote(.mqttTopics, topics.joined(separator: "\n")) }
     }
-
-    static let topicsNote = "mqtt.topics"
 
     /// Takes this channel's topics out of its persistent session (a reload moves to others). Sent
     /// before the disconnect that ``MQTTConnection/stop()`` sends; without a connection there is nothing to undo
@@ -128,7 +126,7 @@ final class MQTTChannel: Sendable {
         switch event {
         case let .connected(broker): didConnect(broker)
         case let .disconnected(broker):
-            eventInput.yield(.state("mqtt \(broker.name) disconnected, reconnecting"))
+            eventInput.yield(.state(.reconnecting(broker: broker.name)))
         case let .message(topic, payload): eventInput.yield(.message(payload, topic: topic))
         case let .oversized(topic, size):
             refusals.refused(
@@ -149,14 +147,14 @@ final class MQTTChannel: Sendable {
                     "MQTT broker \(broker.name) refused the subscription to \(topic); pings there are not heard; "
                         + "retrying in \(DurationText.format(retryIn))")
             }
-            eventInput.yield(.state("mqtt \(broker.name) connected, subscription to \(topic) refused, retrying"))
+            eventInput.yield(.state(.subscriptionRefused(broker: broker.name, topic: topic)))
         case .published, .subscribed, .failed, .refused, .fellBack, .subscribeFailed:
             break  // the report's acknowledgements; what the connection logs itself
         }
     }
 
-    private func connectedState(_ broker: MQTTConnection.Broker) -> String {
-        "mqtt \(broker.name) connected, topics \(topics.joined(separator: ", "))"
+    private func connectedState(_ broker: MQTTConnection.Broker) -> PushState {
+        .connected(broker: broker.name, topics: topics)
     }
 
     private func didConnect(_ broker: MQTTConnection.Broker) {

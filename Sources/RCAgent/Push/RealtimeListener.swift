@@ -12,14 +12,14 @@ import RCSystem
 /// so a flapping stream costs no fetches.
 final class RealtimeListener: Sendable {
     private let stream: RealtimeStream
-    private let agent: Agent
+    private let agent: any RealtimeTarget
     private let log: Logger
     /// Unreadable or oversized messages: at most one line a minute, with the count of the others.
     private let refusals: RefusalLog
     private let policy: FetchPolicy
 
-    init(source: FirebaseSource, agent: Agent, log: Logger) {
-        stream = source.realtime
+    init(stream: RealtimeStream, agent: any RealtimeTarget, log: Logger) {
+        self.stream = stream
         self.agent = agent
         self.log = log
         refusals = RefusalLog(log)
@@ -58,7 +58,7 @@ final class RealtimeListener: Sendable {
     }
 
     private func connectLoop(_ work: AsyncStream<Work>.Continuation) async {
-        var failures = Int(await agent.note("realtime.failures") ?? "") ?? 0
+        var failures = Int(await agent.note(.realtimeFailures) ?? "") ?? 0
         // Streams the server ends soon after opening: each reconnects after twice the wait of the
         // last (1 s, 2 s, 4 s ... 5 min), so a server that keeps closing at once is not hammered.
         var shortStreams = 0
@@ -107,12 +107,12 @@ final class RealtimeListener: Sendable {
     }
 
     private func retryDelay() async -> Duration? {
-        guard let text = await agent.note("realtime.retryAt"), let ms = Int64(text) else { return nil }
+        guard let text = await agent.note(.realtimeRetryAt), let ms = Int64(text) else { return nil }
         return Timestamp(milliseconds: ms) - .now()
     }
 
     private func schedule(after wait: Duration, failures: Int) async {
-        await agent.setNote("realtime.failures", String(failures))
-        await agent.setNote("realtime.retryAt", String((Timestamp.now() + wait).milliseconds))
+        await agent.setNote(.realtimeFailures, String(failures))
+        await agent.setNote(.realtimeRetryAt, String((Timestamp.now() + wait).milliseconds))
     }
 }

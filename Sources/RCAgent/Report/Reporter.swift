@@ -12,8 +12,8 @@ import Synchronization
 final class Reporter: Sendable {
     let topic: String
     private let deviceId: String
-    private let agent: Agent
-    private let connection: MQTTConnection
+    private let agent: any ReportSubject
+    private let connection: any ReportConnection
     private let log: Logger
     private let inbox = Inbox<Input>()
     /// The broker the connection is on, `nil` while it is not connected (set on its thread).
@@ -21,10 +21,6 @@ final class Reporter: Sendable {
 
     /// How long a clean stop waits for the broker to acknowledge the offline report.
     static let goodbyeTimeout = Duration.seconds(2)
-    /// The full topic of the last report, so that a reload or restart with another topic clears
-    /// the retained report left on the old one.
-    static let topicNote = "report.topic"
-
     private enum Input: Sendable {
         /// The agent's state may have changed.
         case changed
@@ -33,7 +29,7 @@ final class Reporter: Sendable {
         case published(messageId: Int32)
     }
 
-    init(prefix: String, deviceId: String, agent: Agent, connection: MQTTConnection, log: Logger) {
+    init(prefix: String, deviceId: String, agent: any ReportSubject, connection: any ReportConnection, log: Logger) {
         topic = ReportTopic.topic(prefix, deviceId: deviceId)
         self.deviceId = deviceId
         self.agent = agent
@@ -44,7 +40,7 @@ final class Reporter: Sendable {
     /// Sets the connection's last will from the state now: call before the connection starts.
     func prepare() async {
         connection.setWill(will(await agent.deviceReport(deviceId: deviceId, online: false)))
-        await agent.setReportState("waiting for the broker (\(connection.currentBroker.name))")
+        await agent.setReportState(.waiting(broker: connection.currentBroker.name))
     }
 
     /// What the connection reports, on its network thread.
@@ -87,13 +83,13 @@ final class Reporter: Sendable {
                 pacing.published(at: .now)
                 log.info("Reporting to \(topic) on \(connected.name)")
             case .disconnected?:
-                await agent.setReportState("waiting for the broker (\(connection.currentBroker.name))")
+                await agent.setReportState(.waiting(broker: connection.currentBroker.name))
             case let .published(messageId)?:
                 guard let sent = awaited, sent.messageId == messageId, let on = broker.withLock({ $0 }) else {
                     continue
                 }
                 awaited = nil
-                await agent.setReportState("published \(StatusText.clock(sent.at)) to \(topic) on \(on.name)")
+                await agent.setReportState(.published(at: sent.at, topic: topic, broker: on.name))
             case nil:
                 // The pacing deadline (or a wake-up with nothing due).
                 guard pacing.isDue(at: .now), broker.withLock({ $0 }) != nil else { continue }
@@ -131,9 +127,10 @@ final class Reporter: Sendable {
     }
 
     /// Clears the retained report an earlier config left on another topic (an empty retained
-    /// message deletes it), once per run; `true` once that is done.
+    /// message deletes it), once per run; `true` once that is done. The full topic of the last
+    /// report is kept in the ``StateNote/reportTopic`` note, across reloads and restarts.
     private func clearEarlierTopic() async -> Bool {
-        let earlier = await agent.note(Self.topicNote)
+        let earlier = await agent.note(.reportTopic)
         if let earlier, earlier != topic {
             do {
                 _ = try connection.publish([], topic: earlier, retain: true)
@@ -142,7 +139,7 @@ final class Reporter: Sendable {
                 return false
             }
         }
-        if earlier != topic { await agent.setNote(Self.topicNote, topic) }
+        if earlier != topic { await agent.setNote(.reportTopic, topic) }
         return true
     }
 

@@ -1,0 +1,89 @@
+import RCCore
+import RCService
+import RCStore
+
+/// The one writer of the state: every write goes to the store in one transaction and, once
+/// committed, its events go to `watch` subscribers and hooks (``EventBroadcaster``) and the status
+/// board's readers are told; the board reads the store's status again only after a write. A write
+/// that forgets to publish is not possible from outside: the agent writes only through here.
+///
+/// Owned by the agent and used only on its executor (SQLite commits block on fsync, off the
+/// cooperative pool). Safe activation (trials, rollback, holds) is meant to land here as steps of
+/// their own beside ``activate(fetchedBeforeStart:)``, and metrics as one more board subscriber.
+final class StateWriter {
+    /// For reads only (values, activities, deadlines): writes go through the methods below.
+    let store: StateStore
+    let events: EventBroadcaster
+    /// What readers see: the store's status as of the last write, and the agent's own fields.
+    var board = StatusBoard()
+    private let log: Logger
+
+    init(store: StateStore, hooks: HookRunner, log: Logger) {
+        self.store = store
+        self.log = log
+        events = EventBroadcaster(store: store, hooks: hooks, log: log)
+    }
+
+    /// The store's status as the board has it (read again only after a write).
+    func status() throws -> StoreStatus { try board.storeStatus(of: store) }
+
+    /// Readers look again: a round ended, the config was reloaded (no write of the store's).
+    func stateMayHaveChanged() { events.stateMayHaveChanged() }
+
+    // MARK: - Writes
+
+    /// Sets the stale flag; `true` when it was not set before.
+    func markStale(reason: String, at now: Timestamp) throws(StoreError) -> Bool {
+        defer { events.publish() }
+        return try store.markStale(reason: reason, at: now)
+    }
+
+    /// Records a fetch outcome, activating an update with it when `activate` (one transaction);
+    /// the hooks hear of the activation with its values.
+    @discardableResult
+    func recordFetch(_ record: FetchRecord, at now: Timestamp, activate: Bool) throws(StoreError) -> Activation? {
+        defer { events.publish() }
+        let activation = try store.recordFetch(record, at: now, activate: activate, withValues: events.wantsValues)
+        if let activation { events.activated(activation) }
+        return activation
+    }
+
+    /// Activates the fetched snapshot; `nil` when nothing was pending.
+    func activate(at now: Timestamp) throws(StoreError) -> Activation? {
+        defer { events.publish() }
+        let activation = try store.activate(at: now, withValues: events.wantsValues)
+        if let activation { events.activated(activation) }
+        return activation
+    }
+
+    /// Moves the stored fetch times back by `step` (the wall clock stepped back behind them).
+    func rebaseFetchTimes(back step: Duration, at now: Timestamp) throws(StoreError) {
+        defer { events.publish() }
+        try store.rebaseFetchTimes(back: step, at: now)
+    }
+
+    func applyActivity(_ message: LiveActivityMessage, at now: Timestamp) throws(StoreError)
+        -> LiveActivityRules.Outcome
+    {
+        defer { events.publish() }
+        return try store.applyActivity(message, now: now)
+    }
+
+    func expireActivities(at now: Timestamp) throws(StoreError) -> StateStore.Expiry {
+        defer { events.publish() }
+        return try store.expireActivities(now: now)
+    }
+
+    func removeActivity(id: String, at now: Timestamp, reason: String) throws(StoreError) -> LiveActivity? {
+        defer { events.publish() }
+        return try store.removeActivity(id: id, now: now, reason: reason)
+    }
+
+    /// A note a channel keeps across restarts: `nil` when none, or unreadable.
+    func note(_ note: StateNote) -> String? { try? store.note(note) }
+
+    /// Keeps a note; a store that refuses it is logged (the channel carries on without it).
+    func setNote(_ note: StateNote, _ value: String?) {
+        do { try store.setNote(note, value) } catch { log.error("Failed to store the \(note.rawValue) note: \(error)") }
+    }
+}
