@@ -76,6 +76,8 @@ public struct AgentConfig: Sendable {
     public var reportClientKey: String?
     // [Relay] (rcadmin relay)
     public var relayFCMTopic: String?
+    // [Activation]
+    public var activationSettings = ActivationSettings()
     // [Signals]
     public var signals: [(name: String, value: String)] = []
 
@@ -249,7 +251,7 @@ public struct AgentConfig: Sendable {
     }
 
     /// Keys that add a value each time they are set (an empty value clears them).
-    static let repeatable: Set<String> = ["Source.Header"]
+    static let repeatable: Set<String> = ["Source.Header", "Activation.Window"]
 
     /// The settings whose values differ from `old`'s, as `Section.Key` (a signal as
     /// `Signals.<name>`), in the order agent.conf documents them: what a reload has to apply.
@@ -273,7 +275,7 @@ public struct AgentConfig: Sendable {
     }
 
     /// The sections agent.conf knows.
-    static let sections = ["Agent", "App", "Source", "Push", "Report", "Signals", "Relay"]
+    static let sections = ["Agent", "App", "Source", "Push", "Activation", "Report", "Signals", "Relay"]
 
     /// " (did you mean 'URL'?)" for a name that differs from a known one only in case, or by up to
     /// two edits (a typo); else nothing.

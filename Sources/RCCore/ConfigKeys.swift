@@ -110,7 +110,7 @@ enum ConfigKeys {
             }
             config.relayFCMTopic = value
         },
-    ]
+    ] + ActivationSettings.configKeys
 
     private static let builtIn = AgentConfig()
 
