@@ -22,12 +22,12 @@ public enum AgentEventKind: String, Sendable, CaseIterable {
     case activityRemoved = "activity-removed"
     /// The wall clock stepped back behind the stored fetch times, which moved back with it.
     case clockSteppedBack = "clock-stepped-back"
+    /// A damaged database was moved aside and a new one started (status shows the last one).
+    case databaseRecovered = "database-recovered"
     /// A fetched snapshot waits for a maintenance window or the end of a hold.
     case activationDeferred = "activation-deferred"
     /// A trial failed its health check (or a rollback was asked for): the previous snapshot is active again.
     case rolledBack = "rolled-back"
-    /// A damaged database was moved aside and a new one started (status shows the last one).
-    case databaseRecovered = "database-recovered"
 
     /// The prefix every Live Activity kind starts with, for readers of kinds they may not know.
     public static let activityPrefix = "activity-"

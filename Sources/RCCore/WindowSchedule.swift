@@ -36,8 +36,9 @@ public struct WindowSchedule: Sendable, Equatable {
     static func nextOpening(of window: MaintenanceWindow, after instant: Timestamp) -> Timestamp? {
         let today = LocalTime.parts(of: instant, zone: window.zone)
         for offset in 0...8 where window.weekdays & (1 << ((today.weekday + offset) % 7)) != 0 {
-            if let opening = opening(of: window, year: today.year, month: today.month, day: today.day + offset),
-                opening >= instant, isOpen(window, at: opening)
+            if let opening = opening(
+                of: window, year: today.year, month: today.month, day: today.day + offset, notBefore: instant),
+                isOpen(window, at: opening)
             {
                 return opening
             }
@@ -45,10 +46,13 @@ public struct WindowSchedule: Sendable, Equatable {
         return nil
     }
 
-    /// The instant the wall clock first reads the window's start on that date. Both readings of a
-    /// repeated hour are tried (the earlier wins); a start inside skipped hour opens when the clock
-    /// lands after the jump, found by bisection (the wall clock runs forward on either side of it).
-    private static func opening(of window: MaintenanceWindow, year: Int, month: Int, day: Int) -> Timestamp? {
+    /// The first instant not before `notBefore` at which the wall clock reads the window's start on
+    /// that date. Both readings of a repeated hour are tried (the earliest one not past wins); a start
+    /// inside a skipped hour opens when the clock lands after the jump, found by bisection (the wall
+    /// clock runs forward on either side of it).
+    private static func opening(of window: MaintenanceWindow, year: Int, month: Int, day: Int, notBefore: Timestamp)
+        -> Timestamp?
+    {
         let target = LocalTime.instant(year: year, month: month, day: day, minute: 0, zone: window.zone)
         let date = LocalTime.parts(of: target + .seconds(12 * 3600), zone: window.zone)
         func reads(_ instant: Timestamp) -> Bool {
@@ -60,7 +64,7 @@ public struct WindowSchedule: Sendable, Equatable {
             year: date.year, month: date.month, day: date.day, minute: window.start, zone: window.zone)
         // The same wall time an hour either side of mktime's pick: the other reading of a repeated hour.
         let readings = [guess - .seconds(3600), guess, guess + .seconds(3600)].filter(reads)
-        if let first = readings.min() { return first }
+        if !readings.isEmpty { return readings.filter { $0 >= notBefore }.min() }
         // A skipped start: the first instant whose wall time that day is at or past the start.
         func reached(_ instant: Timestamp) -> Bool {
             let local = LocalTime.parts(of: instant, zone: window.zone)
@@ -75,7 +79,7 @@ public struct WindowSchedule: Sendable, Equatable {
             let middle = Timestamp(milliseconds: low.milliseconds + (high.milliseconds - low.milliseconds) / 2000 * 1000)
             if reached(middle) { high = middle } else { low = middle }
         }
-        return high
+        return high >= notBefore ? high : nil
     }
 }
 
