@@ -37,7 +37,8 @@ public struct ActivationSettings: Sendable, Equatable {
         },
         ConfigKey(section: "Activation", key: "HealthCheck") { config, value, location throws(ConfigError) in
             guard value.isEmpty || value.hasPrefix("/") else {
-                throw ConfigError(location, "HealthCheck= must be an absolute path, got '\(TextEscaping.terminal(value))'")
+                throw ConfigError(
+                    location, "HealthCheck= must be an absolute path, got '\(TextEscaping.terminal(value))'")
             }
             config.activationSettings.healthCheck = value.isEmpty ? nil : value
         },
@@ -49,7 +50,8 @@ public struct ActivationSettings: Sendable, Equatable {
                 (1...maximumHistory).contains(count)
             else {
                 throw ConfigError(
-                    location, "History= must be a number from 1 to \(maximumHistory), got '\(TextEscaping.terminal(value))'")
+                    location,
+                    "History= must be a number from 1 to \(maximumHistory), got '\(TextEscaping.terminal(value))'")
             }
             config.activationSettings.history = count
         },
@@ -59,7 +61,9 @@ public struct ActivationSettings: Sendable, Equatable {
         -> ConfigKey
     {
         ConfigKey(section: "Activation", key: key) { config, value, location throws(ConfigError) in
-            guard !value.isEmpty else { return config.activationSettings[keyPath: property] = builtIn[keyPath: property] }
+            guard !value.isEmpty else {
+                return config.activationSettings[keyPath: property] = builtIn[keyPath: property]
+            }
             guard let duration = DurationText.parse(value) else {
                 throw ConfigError(location, "\(key)= '\(value)' is not a duration (e.g. 500ms, 30s, 5min, 12h, 1d)")
             }

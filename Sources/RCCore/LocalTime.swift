@@ -1,7 +1,8 @@
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import Synchronization
 
 /// Wall-clock time in the system's local zone or a named IANA zone, by the C library's own tzfile
 /// reader (`localtime_r`, `mktime` with `TZ`): the zone rules, DST included, come from the system's

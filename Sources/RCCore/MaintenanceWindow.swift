@@ -62,7 +62,8 @@ public struct MaintenanceWindow: Sendable, Hashable, CustomStringConvertible {
         var zone: String?
         if let name = after.first {
             guard TimeZoneName.isValid(name) else {
-                throw WindowSyntaxError("'\(name)' is not a time zone in the system's zone database (e.g. Europe/Berlin)")
+                throw WindowSyntaxError(
+                    "'\(name)' is not a time zone in the system's zone database (e.g. Europe/Berlin)")
             }
             zone = name
         }

@@ -26,7 +26,8 @@ public struct WindowSchedule: Sendable, Equatable {
         let second = local.secondOfDay
         func on(_ weekday: Int) -> Bool { window.weekdays & (1 << ((weekday + 7) % 7)) != 0 }
         if window.spansMidnight {
-            return (on(local.weekday) && second >= window.start * 60) || (on(local.weekday - 1) && second < window.end * 60)
+            return (on(local.weekday) && second >= window.start * 60)
+                || (on(local.weekday - 1) && second < window.end * 60)
         }
         return on(local.weekday) && second >= window.start * 60 && second < window.end * 60
     }
@@ -76,7 +77,8 @@ public struct WindowSchedule: Sendable, Equatable {
         var high = guess + .seconds(3 * 3600)
         guard !reached(low), reached(high) else { return nil }
         while high.milliseconds - low.milliseconds > 1_000 {
-            let middle = Timestamp(milliseconds: low.milliseconds + (high.milliseconds - low.milliseconds) / 2000 * 1000)
+            let middle = Timestamp(
+                milliseconds: low.milliseconds + (high.milliseconds - low.milliseconds) / 2000 * 1000)
             if reached(middle) { high = middle } else { low = middle }
         }
         return high >= notBefore ? high : nil

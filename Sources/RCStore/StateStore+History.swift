@@ -17,7 +17,8 @@ extension StateStore {
     ) throws(StoreError) -> Activation? {
         try write { () throws -> Activation? in
             guard try trialRow() == nil else { return nil }
-            let pending = try db.query("SELECT template_version FROM snapshots WHERE kind = 'fetched' AND pending = 1") {
+            let pending = try db.query("SELECT template_version FROM snapshots WHERE kind = 'fetched' AND pending = 1")
+            {
                 $0.text(0)
             }
             guard let version = pending.first else { return nil }
@@ -183,7 +184,8 @@ extension StateStore {
             "INSERT INTO history (template_version, activated_at, source, changed_keys, outcome) VALUES (?, ?, 'baseline', 0, 'active')",
             [version.map(SQLValue.text) ?? .null, .integer(activatedAt ?? now.milliseconds)])
         try db.run(
-            "INSERT INTO history_values (history_id, key, value) SELECT last_insert_rowid(), key, value FROM active_values")
+            "INSERT INTO history_values (history_id, key, value) SELECT last_insert_rowid(), key, value FROM active_values"
+        )
     }
 
     /// Adds the snapshot now in `active_values` as the newest entry and drops the oldest beyond `keep`.
@@ -200,7 +202,8 @@ extension StateStore {
                 ]
             ) { $0.integer(0) ?? 0 }.first ?? 0
         try db.run(
-            "INSERT INTO history_values (history_id, key, value) SELECT ?, key, value FROM active_values", [.integer(id)])
+            "INSERT INTO history_values (history_id, key, value) SELECT ?, key, value FROM active_values",
+            [.integer(id)])
         // A trial keeps the snapshot it would roll back to, whatever `keep` says.
         let kept = Int64(max(keep, trial ? 2 : 1))
         try db.run(
@@ -231,8 +234,11 @@ extension StateStore {
                 source: row.integer(3).map { $0 == 1 ? .remote : .default })
         }
         try db.run("DELETE FROM active_values")
-        try db.run("INSERT INTO active_values (key, value) SELECT key, value FROM history_values WHERE history_id = ?", [targetID])
-        let version = try db.query("SELECT template_version FROM history WHERE id = ?", [targetID]) { $0.text(0) }.first ?? nil
+        try db.run(
+            "INSERT INTO active_values (key, value) SELECT key, value FROM history_values WHERE history_id = ?",
+            [targetID])
+        let version =
+            try db.query("SELECT template_version FROM history WHERE id = ?", [targetID]) { $0.text(0) }.first ?? nil
         if target == nil {
             try db.run("DELETE FROM snapshots WHERE kind = 'active'")
         } else {

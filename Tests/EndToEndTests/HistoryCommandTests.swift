@@ -16,9 +16,11 @@ import Testing
         try FileManager.default.createDirectory(atPath: sandbox.statePath, withIntermediateDirectories: true)
         do {
             let store = try StateStore.openForWriting(path: sandbox.databasePath)
-            try store.recordFetch(.update(values: ["url": "good"], templateVersion: "1", etag: nil), at: at(1), activate: false)
+            try store.recordFetch(
+                .update(values: ["url": "good"], templateVersion: "1", etag: nil), at: at(1), activate: false)
             try store.activateRecorded(at: at(1), keep: 20)
-            try store.recordFetch(.update(values: ["url": "bad"], templateVersion: "2", etag: nil), at: at(2), activate: false)
+            try store.recordFetch(
+                .update(values: ["url": "bad"], templateVersion: "2", etag: nil), at: at(2), activate: false)
             try store.activateRecorded(at: at(2), keep: 20, trialDeadline: at(62))
             try store.rollBackTrial(.healthCheckFailed(exitCode: 3), at: at(3))
         }
@@ -33,7 +35,8 @@ import Testing
         #expect(entries.first?["changedKeys"] as? Int == 1)
 
         let text = try sandbox.cli("history")
-        #expect(text.stdout.contains("2  \(at(2).iso8601)  fetch  1 changed  rolled-back: health check failed (exit 3)\n"))
+        #expect(
+            text.stdout.contains("2  \(at(2).iso8601)  fetch  1 changed  rolled-back: health check failed (exit 3)\n"))
         #expect(text.stdout.contains("rejected: 2\n"))
         #expect(!text.stdout.contains("window:"))
     }

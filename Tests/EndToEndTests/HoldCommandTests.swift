@@ -19,7 +19,10 @@ import Testing
         try FileManager.default.createDirectory(atPath: sandbox.statePath, withIntermediateDirectories: true)
         return try Subprocess(
             Binaries.url("rcagent").path,
-            ["hold", "--config", sandbox.configPath, "--reason", reason, "--", "sh", "-c", "touch \(marker); \(command)"],
+            [
+                "hold", "--config", sandbox.configPath, "--reason", reason, "--", "sh", "-c",
+                "touch \(marker); \(command)",
+            ],
             environment: environment(), input: true)
     }
 
@@ -50,7 +53,8 @@ import Testing
         #expect(items.first?["pid"] as? Int == Int(hold.pid))
         #expect(items.first?["reason"] as? String == "payment 42")
         let text = try sandbox.cli("hold", "--list")
-        #expect(text.stdout.contains("pid \(hold.pid) held for") && text.stdout.contains(": payment 42"), "\(text.stdout)")
+        #expect(
+            text.stdout.contains("pid \(hold.pid) held for") && text.stdout.contains(": payment 42"), "\(text.stdout)")
 
         // The command ends: its status is the hold's, and the lock is free.
         hold.closeInput()

@@ -27,7 +27,10 @@ import Testing
 
             let first = try holder(path, directory.file("first"))
             let second = try holder(path, directory.file("second"))
-            #expect(await eventually(.seconds(60)) { pathExists(directory.file("first")) && pathExists(directory.file("second")) })
+            #expect(
+                await eventually(.seconds(60)) {
+                    pathExists(directory.file("first")) && pathExists(directory.file("second"))
+                })
             #expect(await eventually(.seconds(60)) { watch.lock.holders().count == 2 })
             guard case let .held(until) = watch.verdict(policy, at: .now()) else {
                 Issue.record("not held: \(watch.verdict(policy, at: .now()))")

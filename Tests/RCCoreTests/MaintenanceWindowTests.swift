@@ -102,7 +102,10 @@ import Testing
             Issue.record("bad values were taken")
         } catch {
             let text = error.description
-            #expect(text.contains("/etc/rcagent/agent.conf.d/50-window.conf:2: Window= 'Funday 02:00-03:00' 'Funday' is not a weekday"))
+            #expect(
+                text.contains(
+                    "/etc/rcagent/agent.conf.d/50-window.conf:2: Window= 'Funday 02:00-03:00' 'Funday' is not a weekday"
+                ))
             #expect(text.contains("50-window.conf:3: HealthCheck= must be an absolute path"))
             #expect(text.contains("50-window.conf:4: History= must be a number from 1 to 1000"))
             #expect(text.contains("50-window.conf:5: HoldLimit= must be greater than 0"))

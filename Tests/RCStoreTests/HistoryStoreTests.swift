@@ -124,7 +124,8 @@ import Testing
 
     @Test func valuesActivatedBeforeHistoryWasKeptAreWhatAFirstTrialRollsBackTo() throws {
         try withStore { store, _ in
-            try store.recordFetch(.update(values: ["url": "old"], templateVersion: "7", etag: nil), at: at(1), activate: true)
+            try store.recordFetch(
+                .update(values: ["url": "old"], templateVersion: "7", etag: nil), at: at(1), activate: true)
             try fetch(store, "8", ["url": "new"], at: at(2))
             try store.activateRecorded(at: at(2), keep: 1, trialDeadline: at(62))
             #expect(try store.history().map(\.templateVersion) == ["8", "7"])
