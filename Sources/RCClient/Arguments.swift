@@ -17,15 +17,18 @@ struct CommandSpec: Sendable {
     let optionalArguments: Int
     let summary: String
     let options: [OptionSpec]
+    /// The last argument repeats (`hold -- COMMAND [ARG...]`): any number of positionals are taken.
+    let variadic: Bool
     let run: @Sendable (Invocation) throws(CLIError) -> Int32
 
     init(
-        _ name: String, arguments: [String] = [], optionalArguments: Int = 0, summary: String,
+        _ name: String, arguments: [String] = [], optionalArguments: Int = 0, variadic: Bool = false, summary: String,
         options: [OptionSpec] = [], run: @escaping @Sendable (Invocation) throws(CLIError) -> Int32
     ) {
         self.name = name
         self.arguments = arguments
         self.optionalArguments = optionalArguments
+        self.variadic = variadic
         self.summary = summary
         self.options = options
         self.run = run
@@ -106,7 +109,7 @@ struct ParsedArguments: Sendable {
         if parsed.positionals.count < required {
             throw .usage("missing \(command.arguments[parsed.positionals.count])", command: command)
         }
-        if parsed.positionals.count > command.arguments.count {
+        if parsed.positionals.count > command.arguments.count && !command.variadic {
             throw .usage("unexpected argument '\(parsed.positionals[command.arguments.count])'", command: command)
         }
         return parsed

@@ -25,6 +25,8 @@ public enum CommandLineTool {
         ActivityCommand.spec,
         CheckUpdateCommand.spec,
         DoctorCommand.spec,
+        HistoryCommand.spec,
+        HoldCommand.spec,
     ]
 
     static var overview: String {

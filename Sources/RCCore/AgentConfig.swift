@@ -76,6 +76,8 @@ public struct AgentConfig: Sendable {
     public var reportClientKey: String?
     // [Relay] (rcadmin relay)
     public var relayFCMTopic: String?
+    // [Activation]
+    public var activationSettings = ActivationSettings()
     // [Signals]
     public var signals: [(name: String, value: String)] = []
 
@@ -209,6 +211,17 @@ public struct AgentConfig: Sendable {
     /// A client certificate goes with its key, and only over TLS: either alone, or with `mqtt://`
     /// brokers, would be silently unused, and the broker would refuse the device for a reason
     /// nobody sees in the config.
+    /// Every `Window=` zone is one the system's zone database has (`exists`: RCSystem's check).
+    public func validateWindowZones(exists: (String) -> Bool) throws(ConfigError) {
+        for window in activationSettings.windows.windows {
+            guard let zone = window.zone, !exists(zone) else { continue }
+            throw ConfigError(
+                locations["Activation.Window"] ?? SourceLocation(file: files.last ?? "config", line: 0),
+                "Window= '\(TextEscaping.terminal(window.text))' '\(zone)' is not a time zone in the system's zone database (e.g. Europe/Berlin)"
+            )
+        }
+    }
+
     public func validateClientCertificates() throws(ConfigError) {
         for section in ["Push", "Report"] {
             let certificate = section == "Push" ? mqttClientCertificate : reportClientCertificate
@@ -231,7 +244,7 @@ public struct AgentConfig: Sendable {
     }
 
     /// Keys that add a value each time they are set (an empty value clears them).
-    static let repeatable: Set<String> = ["Source.Header"]
+    static let repeatable: Set<String> = ["Source.Header", "Activation.Window"]
 
     /// The settings whose values differ from `old`'s, as `Section.Key` (a signal as
     /// `Signals.<name>`), in the order agent.conf documents them: what a reload has to apply.
@@ -255,7 +268,7 @@ public struct AgentConfig: Sendable {
     }
 
     /// The sections agent.conf knows.
-    static let sections = ["Agent", "App", "Source", "Push", "Report", "Signals", "Relay"]
+    static let sections = ["Agent", "App", "Source", "Push", "Activation", "Report", "Signals", "Relay"]
 
     /// " (did you mean 'URL'?)" for a name that differs from a known one only in case, or by up to
     /// two edits (a typo); else nothing.

@@ -24,6 +24,10 @@ public enum AgentEventKind: String, Sendable, CaseIterable {
     case clockSteppedBack = "clock-stepped-back"
     /// A damaged database was moved aside and a new one started (status shows the last one).
     case databaseRecovered = "database-recovered"
+    /// A fetched snapshot waits for a maintenance window or the end of a hold.
+    case activationDeferred = "activation-deferred"
+    /// A trial failed its health check (or a rollback was asked for): the previous snapshot is active again.
+    case rolledBack = "rolled-back"
 
     /// The prefix every Live Activity kind starts with, for readers of kinds they may not know.
     public static let activityPrefix = "activity-"
@@ -34,10 +38,10 @@ public enum AgentEventKind: String, Sendable, CaseIterable {
     /// The kinds the hooks hear (`RCAGENT_EVENT`): activations, the stale flag and activities.
     public var reachesHooks: Bool {
         switch self {
-        case .activated, .staleSet, .staleCleared, .activityStarted, .activityUpdated, .activityEnded,
+        case .activated, .rolledBack, .staleSet, .staleCleared, .activityStarted, .activityUpdated, .activityEnded,
             .activityRemoved:
             true
-        case .fetched, .fetchFailed, .clockSteppedBack, .databaseRecovered: false
+        case .fetched, .fetchFailed, .clockSteppedBack, .databaseRecovered, .activationDeferred: false
         }
     }
 }

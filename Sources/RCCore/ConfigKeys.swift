@@ -30,110 +30,112 @@ extension AgentConfig {
 }
 
 enum ConfigKeys {
-    static let all: [ConfigKey] = [
-        path("Agent", "StateDirectory", \.stateDirectory),
-        path("Agent", "Socket", \.socket),
-        // Empty means no group (only root and the daemon's user may change state).
-        ConfigKey(section: "Agent", key: "SocketGroup") { config, value, _ in
-            config.socketGroup = value.isEmpty ? nil : value
-        },
-        path("Agent", "Defaults", \.defaults),
-        duration("Agent", "MinimumFetchInterval", \.minimumFetchInterval),
-        duration("Agent", "FetchTimeout", \.fetchTimeout, allowZero: false),
-        choice("Agent", "Activation", \.activation),
-        path("Agent", "HooksDirectory", \.hooksDirectory),
-        duration("Agent", "HookTimeout", \.hookTimeout, allowZero: false),
+    static let all: [ConfigKey] =
+        [
+            path("Agent", "StateDirectory", \.stateDirectory),
+            path("Agent", "Socket", \.socket),
+            // Empty means no group (only root and the daemon's user may change state).
+            ConfigKey(section: "Agent", key: "SocketGroup") { config, value, _ in
+                config.socketGroup = value.isEmpty ? nil : value
+            },
+            path("Agent", "Defaults", \.defaults),
+            duration("Agent", "MinimumFetchInterval", \.minimumFetchInterval),
+            duration("Agent", "FetchTimeout", \.fetchTimeout, allowZero: false),
+            choice("Agent", "Activation", \.activation),
+            path("Agent", "HooksDirectory", \.hooksDirectory),
+            duration("Agent", "HookTimeout", \.hookTimeout, allowZero: false),
 
-        optionalText("App", "Version", \.appVersion),
-        optionalText("App", "Package", \.appPackage),
-        choice("App", "VersionScheme", \.versionScheme),
-        text("App", "RequiredUpdateKey", \.requiredUpdateKey),
-        text("App", "RecommendedUpdateKey", \.recommendedUpdateKey),
+            optionalText("App", "Version", \.appVersion),
+            optionalText("App", "Package", \.appPackage),
+            choice("App", "VersionScheme", \.versionScheme),
+            text("App", "RequiredUpdateKey", \.requiredUpdateKey),
+            text("App", "RecommendedUpdateKey", \.recommendedUpdateKey),
 
-        choice("Source", "Type", \.sourceType),
-        optionalPath("Source", "Path", \.sourcePath),
-        optionalText("Source", "URL", \.sourceURL),
-        ConfigKey(section: "Source", key: "Header") { config, value, location throws(ConfigError) in
-            guard !value.isEmpty else { return config.headers = [] }
-            guard let colon = value.firstIndex(of: ":"), !value[..<colon].trimmingSpaces().isEmpty else {
-                throw ConfigError(location, "Header= must be 'Name: value', got '\(TextEscaping.terminal(value))'")
-            }
-            // Sent as it is written: a control byte (a CR would end the header and start another)
-            // or a name HTTP does not allow is an error here, not a request that fails later.
-            // RFC 9110 5.1: no whitespace between the name and the colon (servers answer 400).
-            guard HeaderField.isValidName(value[..<colon]) else {
-                throw ConfigError(
-                    location, "Header= name '\(TextEscaping.terminal(String(value[..<colon])))' is not an HTTP token")
-            }
-            if let problem = HeaderField.problem(inValue: value[value.index(after: colon)...]) {
-                throw ConfigError(location, "Header= value cannot be sent: \(problem)")
-            }
-            config.headers.append(value)
-        },
-        optionalPath("Source", "CAFile", \.caFile),
-        optionalPath("Source", "ClientCertificate", \.clientCertificate),
-        optionalPath("Source", "ClientKey", \.clientKey),
-        optionalText("Source", "ProjectId", \.projectId),
-        optionalText("Source", "AppId", \.appId),
-        ConfigKey(section: "Source", key: "APIKey") { config, value, location throws(ConfigError) in
-            // Sent as the X-Goog-Api-Key header.
-            if let problem = HeaderField.problem(inValue: value) {
-                throw ConfigError(location, "APIKey= cannot be sent: \(problem)")
-            }
-            config.apiKey = value.isEmpty ? builtIn.apiKey : value
-        },
-        ConfigKey(section: "Source", key: "Endpoint") { config, value, location throws(ConfigError) in
-            guard !value.isEmpty else { return config.endpoint = nil }
-            guard URLText.origin(of: value) != nil else {
-                throw ConfigError(location, "Endpoint= must be an http:// or https:// URL, got '\(value)'")
-            }
-            config.endpoint = value
-        },
-        ConfigKey(section: "Source", key: "MaxResponseSize") { config, value, location throws(ConfigError) in
-            guard !value.isEmpty else { return config.maxResponseSize = builtIn.maxResponseSize }
-            guard let size = SizeText.parse(value) else {
-                throw ConfigError(location, "MaxResponseSize= '\(value)' is not a size (e.g. 4M, 512K, 65536)")
-            }
-            config.maxResponseSize = size
-        },
+            choice("Source", "Type", \.sourceType),
+            optionalPath("Source", "Path", \.sourcePath),
+            optionalText("Source", "URL", \.sourceURL),
+            ConfigKey(section: "Source", key: "Header") { config, value, location throws(ConfigError) in
+                guard !value.isEmpty else { return config.headers = [] }
+                guard let colon = value.firstIndex(of: ":"), !value[..<colon].trimmingSpaces().isEmpty else {
+                    throw ConfigError(location, "Header= must be 'Name: value', got '\(TextEscaping.terminal(value))'")
+                }
+                // Sent as it is written: a control byte (a CR would end the header and start another)
+                // or a name HTTP does not allow is an error here, not a request that fails later.
+                // RFC 9110 5.1: no whitespace between the name and the colon (servers answer 400).
+                guard HeaderField.isValidName(value[..<colon]) else {
+                    throw ConfigError(
+                        location,
+                        "Header= name '\(TextEscaping.terminal(String(value[..<colon])))' is not an HTTP token")
+                }
+                if let problem = HeaderField.problem(inValue: value[value.index(after: colon)...]) {
+                    throw ConfigError(location, "Header= value cannot be sent: \(problem)")
+                }
+                config.headers.append(value)
+            },
+            optionalPath("Source", "CAFile", \.caFile),
+            optionalPath("Source", "ClientCertificate", \.clientCertificate),
+            optionalPath("Source", "ClientKey", \.clientKey),
+            optionalText("Source", "ProjectId", \.projectId),
+            optionalText("Source", "AppId", \.appId),
+            ConfigKey(section: "Source", key: "APIKey") { config, value, location throws(ConfigError) in
+                // Sent as the X-Goog-Api-Key header.
+                if let problem = HeaderField.problem(inValue: value) {
+                    throw ConfigError(location, "APIKey= cannot be sent: \(problem)")
+                }
+                config.apiKey = value.isEmpty ? builtIn.apiKey : value
+            },
+            ConfigKey(section: "Source", key: "Endpoint") { config, value, location throws(ConfigError) in
+                guard !value.isEmpty else { return config.endpoint = nil }
+                guard URLText.origin(of: value) != nil else {
+                    throw ConfigError(location, "Endpoint= must be an http:// or https:// URL, got '\(value)'")
+                }
+                config.endpoint = value
+            },
+            ConfigKey(section: "Source", key: "MaxResponseSize") { config, value, location throws(ConfigError) in
+                guard !value.isEmpty else { return config.maxResponseSize = builtIn.maxResponseSize }
+                guard let size = SizeText.parse(value) else {
+                    throw ConfigError(location, "MaxResponseSize= '\(value)' is not a size (e.g. 4M, 512K, 65536)")
+                }
+                config.maxResponseSize = size
+            },
 
-        choice("Push", "Realtime", \.realtime),
-        ConfigKey(section: "Push", key: "MQTT") { config, value, location throws(ConfigError) in
-            config.mqttBrokers = try brokers(value, key: "MQTT", location)
-        },
-        text("Push", "MQTTTopic", \.mqttTopic),
-        optionalText("Push", "MQTTUsername", \.mqttUsername),
-        optionalPath("Push", "MQTTPasswordFile", \.mqttPasswordFile),
-        optionalPath("Push", "MQTTCAFile", \.mqttCAFile),
-        optionalPath("Push", "MQTTClientCertificate", \.mqttClientCertificate),
-        optionalPath("Push", "MQTTClientKey", \.mqttClientKey),
-        duration("Push", "Jitter", \.jitter),
+            choice("Push", "Realtime", \.realtime),
+            ConfigKey(section: "Push", key: "MQTT") { config, value, location throws(ConfigError) in
+                config.mqttBrokers = try brokers(value, key: "MQTT", location)
+            },
+            text("Push", "MQTTTopic", \.mqttTopic),
+            optionalText("Push", "MQTTUsername", \.mqttUsername),
+            optionalPath("Push", "MQTTPasswordFile", \.mqttPasswordFile),
+            optionalPath("Push", "MQTTCAFile", \.mqttCAFile),
+            optionalPath("Push", "MQTTClientCertificate", \.mqttClientCertificate),
+            optionalPath("Push", "MQTTClientKey", \.mqttClientKey),
+            duration("Push", "Jitter", \.jitter),
 
-        ConfigKey(section: "Report", key: "MQTTStatusTopic") { config, value, location throws(ConfigError) in
-            guard !value.isEmpty else { return config.reportTopic = nil }
-            if let problem = ReportTopic.problem(value) {
-                throw ConfigError(location, "MQTTStatusTopic= \(problem), got '\(value)'")
-            }
-            config.reportTopic = value
-        },
-        ConfigKey(section: "Report", key: "MQTT") { config, value, location throws(ConfigError) in
-            config.reportBrokerList = value.isEmpty ? nil : try brokers(value, key: "MQTT", location)
-        },
-        optionalText("Report", "MQTTUsername", \.reportUsername),
-        optionalPath("Report", "MQTTPasswordFile", \.reportPasswordFile),
-        optionalPath("Report", "MQTTCAFile", \.reportCAFile),
-        optionalPath("Report", "MQTTClientCertificate", \.reportClientCertificate),
-        optionalPath("Report", "MQTTClientKey", \.reportClientKey),
+            ConfigKey(section: "Report", key: "MQTTStatusTopic") { config, value, location throws(ConfigError) in
+                guard !value.isEmpty else { return config.reportTopic = nil }
+                if let problem = ReportTopic.problem(value) {
+                    throw ConfigError(location, "MQTTStatusTopic= \(problem), got '\(value)'")
+                }
+                config.reportTopic = value
+            },
+            ConfigKey(section: "Report", key: "MQTT") { config, value, location throws(ConfigError) in
+                config.reportBrokerList = value.isEmpty ? nil : try brokers(value, key: "MQTT", location)
+            },
+            optionalText("Report", "MQTTUsername", \.reportUsername),
+            optionalPath("Report", "MQTTPasswordFile", \.reportPasswordFile),
+            optionalPath("Report", "MQTTCAFile", \.reportCAFile),
+            optionalPath("Report", "MQTTClientCertificate", \.reportClientCertificate),
+            optionalPath("Report", "MQTTClientKey", \.reportClientKey),
 
-        // `rcadmin relay` only: the daemon does not read it.
-        ConfigKey(section: "Relay", key: "FCMTopic") { config, value, location throws(ConfigError) in
-            guard !value.isEmpty else { return config.relayFCMTopic = nil }
-            guard FCMTopic.isValid(value) else {
-                throw ConfigError(location, "FCMTopic= must be a topic name of [A-Za-z0-9-_.~%], got '\(value)'")
-            }
-            config.relayFCMTopic = value
-        },
-    ]
+            // `rcadmin relay` only: the daemon does not read it.
+            ConfigKey(section: "Relay", key: "FCMTopic") { config, value, location throws(ConfigError) in
+                guard !value.isEmpty else { return config.relayFCMTopic = nil }
+                guard FCMTopic.isValid(value) else {
+                    throw ConfigError(location, "FCMTopic= must be a topic name of [A-Za-z0-9-_.~%], got '\(value)'")
+                }
+                config.relayFCMTopic = value
+            },
+        ] + ActivationSettings.configKeys
 
     private static let builtIn = AgentConfig()
 

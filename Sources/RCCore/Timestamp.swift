@@ -129,7 +129,7 @@ struct CivilDate {
 }
 
 extension Int64 {
-    func floorDivided(by d: Int64) -> Int64 {
+    package func floorDivided(by d: Int64) -> Int64 {
         let q = self / d
         return (self % d != 0 && (self < 0) != (d < 0)) ? q - 1 : q
     }

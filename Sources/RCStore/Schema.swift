@@ -91,6 +91,39 @@ enum Schema {
         DROP TABLE fetched_values;
         ALTER TABLE fetched_values_rowid RENAME TO fetched_values;
         """,
+        // 5: safe activation. `history`: the activated snapshots, newest last, each with its values
+        // (what `rollback` restores) and outcome ('active', 'superseded', 'trial', 'rolled-back' with
+        // a reason). `rejected_versions`: never activated again. `trial`: the activation on trial, written
+        // before its health check runs, so a start that finds it knows the check never finished.
+        """
+        CREATE TABLE history (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            template_version TEXT,
+            activated_at INTEGER NOT NULL,
+            source TEXT NOT NULL,
+            changed_keys INTEGER NOT NULL,
+            outcome TEXT NOT NULL CHECK (outcome IN ('active', 'superseded', 'trial', 'rolled-back')),
+            reason TEXT,
+            exit_code INTEGER
+        );
+        CREATE TABLE history_values (
+            history_id INTEGER NOT NULL REFERENCES history (id) ON DELETE CASCADE,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            PRIMARY KEY (history_id, key)
+        );
+        CREATE TABLE rejected_versions (
+            template_version TEXT PRIMARY KEY,
+            rejected_at INTEGER NOT NULL,
+            reason TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE trial (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            history_id INTEGER NOT NULL REFERENCES history (id) ON DELETE CASCADE,
+            started_at INTEGER NOT NULL,
+            deadline INTEGER NOT NULL
+        );
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -118,16 +118,19 @@ extension StateStore {
         try write { try activatePending(at: now, withValues: withValues) }
     }
 
-    private func activatePending(at now: Timestamp, withValues: Bool) throws(SQLiteError) -> Activation? {
+    func activatePending(at now: Timestamp, withValues: Bool) throws(SQLiteError) -> Activation? {
         let pending = try db.query("SELECT template_version FROM snapshots WHERE kind = 'fetched' AND pending = 1") {
             $0.text(0)
         }
         guard let templateVersion = pending.first else { return nil }
+        // A change is a change of the value `get` returns (remote, else default): a key whose value
+        // stays while its source moves between remote and default is not one.
         let changedSQL = """
-            SELECT key FROM fetched_values f
-                WHERE NOT EXISTS (SELECT 1 FROM active_values a WHERE a.key = f.key AND a.value = f.value)
-            UNION
-            SELECT key FROM active_values a WHERE NOT EXISTS (SELECT 1 FROM fetched_values f WHERE f.key = a.key)
+            SELECT u.key FROM (SELECT key FROM fetched_values UNION SELECT key FROM active_values) u
+                LEFT JOIN active_values a ON a.key = u.key
+                LEFT JOIN fetched_values f ON f.key = u.key
+                LEFT JOIN defaults d ON d.key = u.key
+            WHERE coalesce(a.value, d.value) IS NOT coalesce(f.value, d.value)
             """
         let changedKeys: [String]
         var changes: [KeyChange]?

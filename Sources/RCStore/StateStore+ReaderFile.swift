@@ -123,6 +123,9 @@ extension StateStore {
                 INSERT OR REPLACE INTO fetch_state SELECT * FROM live.fetch_state;
                 INSERT OR REPLACE INTO stale SELECT * FROM live.stale;
                 INSERT INTO activities SELECT * FROM live.activities;
+                INSERT INTO history SELECT * FROM live.history;
+                INSERT INTO rejected_versions SELECT * FROM live.rejected_versions;
+                INSERT INTO trial SELECT * FROM live.trial;
                 INSERT INTO events SELECT * FROM live.events WHERE id =
                     (SELECT max(id) FROM live.events WHERE kind = 'database-recovered');
                 COMMIT;

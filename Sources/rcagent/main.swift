@@ -3,13 +3,15 @@ import CLinux
 import Glibc
 import RCAgent
 import RCClient
+import RCCore
+import RCSystem
 
 // One executable, two programs, chosen by the name it is called by (as busybox's): installed as
 // /usr/bin/rcagent, the CLI, and through a link to it as /usr/bin/rcagentd, the daemon. One copy of
 // the Swift runtime on the device instead of two (BENCHMARKS.md, issue 20).
 // The name from glibc, not CommandLine.arguments.first: that one is missing where libfaketime is
-// preloaded (the reliability suite's clock tests run the daemon so).
-let arguments = Array(CommandLine.arguments.dropFirst())
+// preloaded (the reliability suite's clock tests run the daemon so); the arguments then come from /proc.
+let arguments = ProcessArguments.current()
 if String(cString: rcagent_program_name()) == "rcagentd" {
     // The daemon's async main, as the compiler would start it. The CLI's stays synchronous: an async
     // main would start the concurrency runtime before every `rcagent get`.

@@ -9,6 +9,7 @@ import Testing
             AgentEventKind.allCases.map(\.rawValue) == [
                 "fetched", "fetch-failed", "activated", "stale-set", "stale-cleared", "activity-started",
                 "activity-updated", "activity-ended", "activity-removed", "clock-stepped-back", "database-recovered",
+                "activation-deferred", "rolled-back",
             ])
     }
 
@@ -16,7 +17,7 @@ import Testing
         #expect(
             AgentEventKind.allCases.filter(\.reachesHooks) == [
                 .activated, .staleSet, .staleCleared, .activityStarted, .activityUpdated, .activityEnded,
-                .activityRemoved,
+                .activityRemoved, .rolledBack,
             ])
         #expect(AgentEventKind.allCases.filter(\.isActivity).allSatisfy { $0.rawValue.hasPrefix("activity-") })
         #expect(AgentEventKind.allCases.filter(\.isActivity).count == 4)

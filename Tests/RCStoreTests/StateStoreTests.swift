@@ -86,8 +86,8 @@ import Testing
             }
             #expect(
                 tables == [
-                    "active_values", "activities", "defaults", "events", "fetch_state", "fetched_values", "meta",
-                    "removed_activities", "snapshots", "stale",
+                    "active_values", "activities", "defaults", "events", "fetch_state", "fetched_values", "history",
+                    "history_values", "meta", "rejected_versions", "removed_activities", "snapshots", "stale", "trial",
                 ])
             #expect(try store.integrityProblems() == nil)
         }

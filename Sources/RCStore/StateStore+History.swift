@@ -1,0 +1,280 @@
+import RCCore
+
+/// Safe activation's durable half: the kept activated snapshots with their values and outcomes,
+/// the rejected versions and the trial under way. Every change here is one transaction with the
+/// activation or rollback it records, so a kill at any moment leaves a whole snapshot active and a
+/// trial either recorded with it or not begun.
+extension StateStore {
+    /// Activates the pending fetched snapshot as ``activate(at:withValues:)`` does and records it in
+    /// the history (keeping the newest `keep`), in one transaction. With `trialDeadline`, the
+    /// activation is a trial until ``commitTrial(at:)`` or ``rollBackTrial(_:at:)``. A pending
+    /// snapshot whose version is rejected is dropped instead (returns `nil`), as is one found while a
+    /// trial is under way (the trial decides first; the snapshot stays pending).
+    @discardableResult
+    public func activateRecorded(
+        at now: Timestamp, source: String = "fetch", keep: Int, trialDeadline: Timestamp? = nil,
+        withValues: Bool = false
+    ) throws(StoreError) -> Activation? {
+        try write { () throws -> Activation? in
+            guard try trialRow() == nil else { return nil }
+            let pending = try db.query("SELECT template_version FROM snapshots WHERE kind = 'fetched' AND pending = 1")
+            {
+                $0.text(0)
+            }
+            guard let version = pending.first else { return nil }
+            if let version, try isRejectedVersion(version) {
+                try db.run("UPDATE snapshots SET pending = 0 WHERE kind = 'fetched'")
+                return nil
+            }
+            try recordBaseline(at: now)
+            guard let activation = try activatePending(at: now, withValues: withValues) else { return nil }
+            try appendHistory(
+                version: activation.templateVersion, at: now, source: source,
+                changedKeys: activation.changedKeys.count, trial: trialDeadline != nil, keep: keep)
+            if let trialDeadline {
+                try db.run(
+                    "INSERT INTO trial (id, history_id, started_at, deadline) VALUES (1, (SELECT max(id) FROM history), ?, ?)",
+                    [.integer(now.milliseconds), .integer(trialDeadline.milliseconds)])
+            }
+            return activation
+        }
+    }
+
+    /// The trial under way, if any (after a restart: the one that was interrupted).
+    public func pendingTrial() throws(StoreError) -> PendingTrial? {
+        try Self.wrap { () throws(SQLiteError) in try trialRow() }
+    }
+
+    /// The health check passed: the trial's snapshot is simply the active one.
+    public func commitTrial(at now: Timestamp) throws(StoreError) {
+        try write(readerVisible: false) {
+            guard let trial = try trialRow() else { return }
+            try db.run("UPDATE history SET outcome = 'active' WHERE id = ?", [.integer(trial.historyID)])
+            try db.run("DELETE FROM trial")
+        }
+    }
+
+    /// The trial failed (or was interrupted): the snapshot active before it is active again, the
+    /// trial's version is rejected, and a `rolled-back` event carries the keys that changed back.
+    /// Returns `nil` when no trial was under way.
+    @discardableResult
+    public func rollBackTrial(_ reason: RollbackReason, at now: Timestamp) throws(StoreError) -> Activation? {
+        try write { () throws -> Activation? in
+            guard let trial = try trialRow() else { return nil }
+            try db.run("DELETE FROM trial")
+            let previous = try db.query(
+                "SELECT id FROM history WHERE id < ? AND outcome = 'superseded' ORDER BY id DESC LIMIT 1",
+                [.integer(trial.historyID)]
+            ) { $0.integer(0) ?? 0 }.first
+            return try restore(previous, replacing: [trial.historyID], reason: reason, at: now)
+        }
+    }
+
+    /// `rcagent rollback [VERSION]`: re-activates the newest kept snapshot older than the active one
+    /// that is not rejected (or the newest kept one of `version`), rejecting every version activated
+    /// after it.
+    public func rollback(to version: String? = nil, at now: Timestamp) throws(StoreError) -> Result<
+        Activation, RollbackRefusal
+    > {
+        try write { () throws -> Result<Activation, RollbackRefusal> in
+            if let trial = try trialRow() { return .failure(.trialPending(trial.templateVersion)) }
+            let entries = try historyRows()
+            guard let current = entries.last(where: { $0.outcome == .active }) else {
+                return .failure(.nothingToRollBackTo)
+            }
+            let rejected = Set(try rejectedRows().map(\.templateVersion))
+            let target: HistoryEntry
+            if let version {
+                if current.templateVersion == version { return .failure(.alreadyActive(version)) }
+                if rejected.contains(version) { return .failure(.rejected(version)) }
+                guard let found = entries.last(where: { $0.templateVersion == version && $0.id < current.id }) else {
+                    return .failure(.notKept(version))
+                }
+                target = found
+            } else {
+                guard
+                    let found = entries.last(where: { entry in
+                        entry.id < current.id && entry.templateVersion.map { !rejected.contains($0) } ?? true
+                            && entry.templateVersion != current.templateVersion
+                            && entry.outcome == .superseded
+                    })
+                else { return .failure(.nothingToRollBackTo) }
+                target = found
+            }
+            let after = entries.filter { $0.id > target.id && $0.templateVersion != target.templateVersion }
+            let activation = try restore(target.id, replacing: after.map(\.id), reason: .byRollback, at: now)
+            return .success(activation)
+        }
+    }
+
+    /// The kept snapshots, newest first.
+    public func history() throws(StoreError) -> [HistoryEntry] {
+        try Self.wrap { () throws(SQLiteError) in try historyRows().reversed() }
+    }
+
+    /// The rejected versions, oldest first.
+    public func rejectedVersions() throws(StoreError) -> [RejectedVersion] {
+        try Self.wrap { () throws(SQLiteError) in try rejectedRows() }
+    }
+
+    /// Whether `version` must never be activated on this device.
+    public func isRejected(_ version: String) throws(StoreError) -> Bool {
+        try Self.wrap { () throws(SQLiteError) in try isRejectedVersion(version) }
+    }
+
+    // MARK: - Inside a transaction
+
+    private func isRejectedVersion(_ version: String) throws(SQLiteError) -> Bool {
+        !(try db.query("SELECT 1 FROM rejected_versions WHERE template_version = ?", [.text(version)]) { _ in 1 })
+            .isEmpty
+    }
+
+    private func trialRow() throws(SQLiteError) -> PendingTrial? {
+        try db.query(
+            """
+            SELECT t.history_id, h.template_version, t.started_at, t.deadline
+            FROM trial t JOIN history h ON h.id = t.history_id
+            """
+        ) { row in
+            PendingTrial(
+                historyID: row.integer(0) ?? 0, templateVersion: row.text(1),
+                startedAt: Timestamp(milliseconds: row.integer(2) ?? 0),
+                deadline: Timestamp(milliseconds: row.integer(3) ?? 0))
+        }.first
+    }
+
+    private func historyRows() throws(SQLiteError) -> [HistoryEntry] {
+        try db.query(
+            "SELECT id, template_version, activated_at, source, changed_keys, outcome, reason, exit_code FROM history ORDER BY id"
+        ) { row in
+            let outcome: HistoryOutcome =
+                switch row.text(5) {
+                case "active": .active
+                case "trial": .trial
+                case "rolled-back":
+                    .rolledBack(RollbackReason(storedName: row.text(6), exitCode: row.integer(7)) ?? .interrupted)
+                default: .superseded
+                }
+            return HistoryEntry(
+                id: row.integer(0) ?? 0, templateVersion: row.text(1),
+                activatedAt: Timestamp(milliseconds: row.integer(2) ?? 0), source: row.text(3) ?? "",
+                changedKeys: Int(row.integer(4) ?? 0), outcome: outcome)
+        }
+    }
+
+    private func rejectedRows() throws(SQLiteError) -> [RejectedVersion] {
+        try db.query("SELECT template_version, rejected_at, reason FROM rejected_versions ORDER BY rejected_at, 1") {
+            RejectedVersion(
+                templateVersion: $0.text(0) ?? "", at: Timestamp(milliseconds: $0.integer(1) ?? 0),
+                reason: $0.text(2) ?? "")
+        }
+    }
+
+    /// The snapshot that was active before history was kept (a database from an older version, or
+    /// values activated by ``activate(at:withValues:)``) becomes the first entry, so a trial always
+    /// has something to roll back to.
+    private func recordBaseline(at now: Timestamp) throws(SQLiteError) {
+        let current = try db.query("SELECT outcome FROM history ORDER BY id DESC LIMIT 1") { $0.text(0) }
+        guard current.isEmpty else { return }
+        let active = try db.query("SELECT template_version, activated_at FROM snapshots WHERE kind = 'active'") {
+            ($0.text(0), $0.integer(1))
+        }
+        guard let (version, activatedAt) = active.first else { return }
+        try db.run(
+            "INSERT INTO history (template_version, activated_at, source, changed_keys, outcome) VALUES (?, ?, 'baseline', 0, 'active')",
+            [version.map(SQLValue.text) ?? .null, .integer(activatedAt ?? now.milliseconds)])
+        try db.run(
+            "INSERT INTO history_values (history_id, key, value) SELECT last_insert_rowid(), key, value FROM active_values"
+        )
+    }
+
+    /// Adds the snapshot now in `active_values` as the newest entry and drops the oldest beyond `keep`.
+    private func appendHistory(
+        version: String?, at now: Timestamp, source: String, changedKeys: Int, trial: Bool, keep: Int
+    ) throws(SQLiteError) {
+        try db.run("UPDATE history SET outcome = 'superseded' WHERE outcome IN ('active', 'trial')")
+        let id =
+            try db.query(
+                "INSERT INTO history (template_version, activated_at, source, changed_keys, outcome) VALUES (?, ?, ?, ?, ?) RETURNING id",
+                [
+                    version.map(SQLValue.text) ?? .null, .integer(now.milliseconds), .text(source),
+                    .integer(Int64(changedKeys)), .text(trial ? "trial" : "active"),
+                ]
+            ) { $0.integer(0) ?? 0 }.first ?? 0
+        try db.run(
+            "INSERT INTO history_values (history_id, key, value) SELECT ?, key, value FROM active_values",
+            [.integer(id)])
+        // A trial keeps the snapshot it would roll back to, whatever `keep` says.
+        let kept = Int64(max(keep, trial ? 2 : 1))
+        try db.run(
+            "DELETE FROM history WHERE id NOT IN (SELECT id FROM history ORDER BY id DESC LIMIT ?)", [.integer(kept)])
+    }
+
+    /// Makes history entry `target`'s values active (none: no remote values), marks it active and the
+    /// entries `replaced` rolled back for `reason`, rejects their versions, and logs `rolled-back`.
+    private func restore(_ target: Int64?, replacing replaced: [Int64], reason: RollbackReason, at now: Timestamp)
+        throws(SQLiteError) -> Activation
+    {
+        let targetID = SQLValue.integer(target ?? -1)
+        let changes = try db.query(
+            """
+            WITH target(key, value) AS (SELECT key, value FROM history_values WHERE history_id = ?1)
+            SELECT u.key, coalesce(a.value, d.value), coalesce(t.value, d.value),
+                CASE WHEN t.value IS NOT NULL THEN 1 WHEN d.value IS NOT NULL THEN 0 END
+            FROM (SELECT key FROM target UNION SELECT key FROM active_values) u
+                LEFT JOIN active_values a ON a.key = u.key
+                LEFT JOIN target t ON t.key = u.key
+                LEFT JOIN defaults d ON d.key = u.key
+            WHERE coalesce(a.value, d.value) IS NOT coalesce(t.value, d.value)
+            ORDER BY 1
+            """, [targetID]
+        ) { row in
+            KeyChange(
+                key: row.text(0) ?? "", old: row.text(1), new: row.text(2),
+                source: row.integer(3).map { $0 == 1 ? .remote : .default })
+        }
+        try db.run("DELETE FROM active_values")
+        try db.run(
+            "INSERT INTO active_values (key, value) SELECT key, value FROM history_values WHERE history_id = ?",
+            [targetID])
+        let version =
+            try db.query("SELECT template_version FROM history WHERE id = ?", [targetID]) { $0.text(0) }.first ?? nil
+        if target == nil {
+            try db.run("DELETE FROM snapshots WHERE kind = 'active'")
+        } else {
+            try db.run(
+                """
+                INSERT OR REPLACE INTO snapshots (kind, template_version, etag, fetched_at, activated_at, pending)
+                VALUES ('active', ?, NULL, NULL, ?, 0)
+                """, [version.map(SQLValue.text) ?? .null, .integer(now.milliseconds)])
+            try db.run("UPDATE history SET outcome = 'active' WHERE id = ?", [targetID])
+        }
+        var exitCode = SQLValue.null
+        if case let .healthCheckFailed(code) = reason { exitCode = .integer(Int64(code)) }
+        for id in replaced {
+            try db.run(
+                "UPDATE history SET outcome = 'rolled-back', reason = ?, exit_code = ? WHERE id = ?",
+                [.text(reason.storedName), exitCode, .integer(id)])
+            try db.run(
+                """
+                INSERT OR IGNORE INTO rejected_versions (template_version, rejected_at, reason)
+                SELECT template_version, ?, ? FROM history WHERE id = ? AND template_version IS NOT NULL
+                """, [.integer(now.milliseconds), .text(reason.description), .integer(id)])
+        }
+        // A fetched snapshot of a rejected version never becomes active.
+        try db.run(
+            """
+            UPDATE snapshots SET pending = 0 WHERE kind = 'fetched' AND pending = 1
+                AND template_version IN (SELECT template_version FROM rejected_versions)
+            """)
+        let changedKeys = changes.map(\.key)
+        try appendEvent(
+            .rolledBack, at: now,
+            detail: .object([
+                ("changedKeys", .array(changedKeys.map(JSONValue.string))),
+                ("templateVersion", version.map(JSONValue.string) ?? .null),
+                ("reason", .string(reason.description)),
+            ]))
+        return Activation(changedKeys: changedKeys, templateVersion: version, changes: changes)
+    }
+}

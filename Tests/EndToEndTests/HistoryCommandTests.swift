@@ -1,0 +1,93 @@
+import Foundation
+import RCCore
+import RCStore
+import TestSupport
+import Testing
+
+/// `rcagent history` over a real state database, and the window line it prints, from real processes
+/// whose clock libfaketime sets (the nights Berlin's clocks change, a zone named and the local one).
+@Suite struct HistoryCommandTests {
+    static let faketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+    private func at(_ seconds: Int64) -> Timestamp { Timestamp(milliseconds: 1_700_000_000_000 + seconds * 1_000) }
+
+    @Test func historyListsTheKeptSnapshotsNewestFirstWithTheirOutcome() throws {
+        let sandbox = try Sandbox()
+        try FileManager.default.createDirectory(atPath: sandbox.statePath, withIntermediateDirectories: true)
+        do {
+            let store = try StateStore.openForWriting(path: sandbox.databasePath)
+            try store.recordFetch(
+                .update(values: ["url": "good"], templateVersion: "1", etag: nil), at: at(1), activate: false)
+            try store.activateRecorded(at: at(1), keep: 20)
+            try store.recordFetch(
+                .update(values: ["url": "bad"], templateVersion: "2", etag: nil), at: at(2), activate: false)
+            try store.activateRecorded(at: at(2), keep: 20, trialDeadline: at(62))
+            try store.rollBackTrial(.healthCheckFailed(exitCode: 3), at: at(3))
+        }
+        let json = try sandbox.cli("history", "--json")
+        #expect(json.status == 0, "\(json.stderr)")
+        let entries = try #require(
+            try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]], "\(json.stdout)")
+        #expect(entries.map { $0["templateVersion"] as? String } == ["2", "1"])
+        #expect(entries.map { $0["outcome"] as? String } == ["rolled-back: health check failed (exit 3)", "active"])
+        #expect(entries.first?["activatedAt"] as? String == at(2).iso8601)
+        #expect(entries.first?["source"] as? String == "fetch")
+        #expect(entries.first?["changedKeys"] as? Int == 1)
+
+        let text = try sandbox.cli("history")
+        #expect(
+            text.stdout.contains("2  \(at(2).iso8601)  fetch  1 changed  rolled-back: health check failed (exit 3)\n"))
+        #expect(text.stdout.contains("rejected: 2\n"))
+        #expect(!text.stdout.contains("window:"))
+    }
+
+    @Test func historyOnADeviceThatNeverActivatedSaysSo() throws {
+        let sandbox = try Sandbox()
+        let result = try sandbox.cli("history")
+        #expect(result.status == 0)
+        #expect(result.stdout == "no activations recorded\n")
+        #expect(try sandbox.cli("history", "--json").stdout == "[]\n")
+    }
+
+    /// `rcagent history` at a faked wall-clock time (`FAKETIME`, read in the process's `TZ`).
+    private func window(_ window: String, at time: String, zone: String) throws -> String {
+        let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=\(window)\n")
+        let result = try sandbox.run(
+            "rcagent", ["history", "--config", sandbox.configPath],
+            environment: [
+                "LD_PRELOAD": Self.faketime, "FAKETIME": "@" + time, "FAKETIME_DONT_FAKE_MONOTONIC": "1", "TZ": zone,
+            ])
+        #expect(result.status == 0, "\(result.stderr)")
+        return result.stdout.split(separator: "\n").last.map(String.init) ?? ""
+    }
+
+    @Test func theWindowLineFollowsTheFakedClock() throws {
+        #expect(
+            try window("*-*-* 02:00-04:00 UTC", at: "2026-12-02 01:00:00", zone: "UTC")
+                == "window: closed; the next opens at 2026-12-02T02:00:00Z (*-*-* 02:00-04:00 UTC)")
+        #expect(
+            try window("*-*-* 02:00-04:00 UTC", at: "2026-12-02 03:00:00", zone: "UTC")
+                == "window: open now (*-*-* 02:00-04:00 UTC)")
+    }
+
+    @Test func aStartTheClocksSkipOpensAfterTheJumpInARealProcess() throws {
+        // 2026-03-29 00:30 UTC is 01:30 CET; at 01:00 UTC Berlin's clocks jump from 02:00 to 03:00.
+        #expect(
+            try window("Sun 02:00-04:00 Europe/Berlin", at: "2026-03-29 00:30:00", zone: "UTC")
+                == "window: closed; the next opens at 2026-03-29T01:00:00Z (Sun 02:00-04:00 Europe/Berlin)")
+        // The night the clocks go back, 02:30 comes twice: from 02:50 CEST the next is 02:30 CET.
+        #expect(
+            try window("Sun 02:30-02:45 Europe/Berlin", at: "2026-10-25 00:50:00", zone: "UTC")
+                == "window: closed; the next opens at 2026-10-25T01:30:00Z (Sun 02:30-02:45 Europe/Berlin)")
+    }
+
+    @Test func aWindowWithoutAZoneIsInTheDevicesLocalTime() throws {
+        // TZ=Europe/Berlin: the faked 01:30 is CET, 00:30 UTC; the 02:00 local window opens at 01:00 UTC.
+        #expect(
+            try window("*-*-* 02:00-04:00", at: "2026-12-02 01:30:00", zone: "Europe/Berlin")
+                == "window: closed; the next opens at 2026-12-02T01:00:00Z (*-*-* 02:00-04:00)")
+        #expect(
+            try window("*-*-* 02:00-04:00", at: "2026-12-02 01:30:00", zone: "America/New_York")
+                == "window: closed; the next opens at 2026-12-02T07:00:00Z (*-*-* 02:00-04:00)")
+    }
+}
