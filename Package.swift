@@ -87,7 +87,9 @@ let package = Package(
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore", "RCSystem"]),
         .testTarget(
             name: "RCAgentTests",
-            dependencies: ["RCAgent", "RCStore", "RCCore", "RCSystem", "RCMQTT", "RCService", "RCTemplate", "TestSupport"]),
+            dependencies: [
+                "RCAgent", "RCStore", "RCCore", "RCSystem", "RCMQTT", "RCService", "RCTemplate", "TestSupport",
+            ]),
         .testTarget(name: "RCAdminTests", dependencies: ["RCAdmin", "RCCore", "RCSystem", "RCMQTT", "TestSupport"]),
         .testTarget(
             name: "RCNetworkTests",

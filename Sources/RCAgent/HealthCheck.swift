@@ -1,6 +1,6 @@
 import RCCore
-import RCSystem
 import RCService
+import RCSystem
 
 /// `[Activation] HealthCheck=`: the program run after an activation to say whether the device is
 /// still healthy with the new values. It runs like a hook (``SupervisedProcess``: its own process

@@ -1,8 +1,8 @@
 import CLinux
 import Glibc
 import RCCore
-import RCSystem
 import RCService
+import RCSystem
 
 /// A program run the way hooks and the health check run: in a process group of its own (a timeout
 /// kills whatever it started too), with only stdin, stdout and stderr open, SIGPIPE at its default

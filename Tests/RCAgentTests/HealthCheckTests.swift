@@ -1,7 +1,7 @@
 import Glibc
 import RCCore
-import RCSystem
 import RCService
+import RCSystem
 import Synchronization
 import TestSupport
 import Testing

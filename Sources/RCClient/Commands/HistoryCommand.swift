@@ -1,6 +1,6 @@
 import RCCore
-import RCSystem
 import RCStore
+import RCSystem
 
 /// `rcagent history [--json]`: the kept activated snapshots, newest first, with their outcome, the
 /// rejected versions and, when `[Activation] Window=` is set, whether a window is open now and when
