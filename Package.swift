@@ -8,7 +8,9 @@
 //     Config and FCM admin APIs); RCMQTT (libmosquitto)
 //   RCService (journald log lines, sd_notify, the signal-and-stop lifecycle) for both long-running programs.
 //   RCAgent → RCStore, RCTemplate, RCHTTP, RCFirebase, RCMQTT, RCService;
-//   RCAdmin (rcadmin) → RCHTTP, RCFirebase, RCGoogle, RCMQTT, RCService, never RCAgent.
+//   RCSigning (DSSE envelopes, Ed25519 via libcrypto) → RCCore: the daemon verifies, rcadmin signs;
+//   RCAgent also → RCSigning;
+//   RCAdmin (rcadmin) → RCHTTP, RCFirebase, RCGoogle, RCMQTT, RCService, RCSigning, RCTemplate, never RCAgent.
 // `rcagent` → RCClient → RCStore + RCCore must never reach libcurl, libmosquitto or full Foundation.
 //
 // rcagent and rcagentd are one executable, `rcagent`, that runs the daemon when called as `rcagentd` (a
@@ -48,11 +50,18 @@ let package = Package(
         .target(
             name: "RCAgent",
             dependencies: [
-                "RCCore", "RCStore", "RCTemplate", "RCHTTP", "RCFirebase", "RCMQTT", "RCService", "CLinux",
+                "RCCore", "RCStore", "RCTemplate", "RCSigning", "RCHTTP", "RCFirebase", "RCMQTT", "RCService",
+                "CLinux",
             ]),
         .target(name: "RCClient", dependencies: ["RCCore", "RCStore"]),
         .target(name: "RCTemplate", dependencies: ["RCCore", "RCService", "CCrypto", "CPCRE2", "CLazyLibraries"]),
-        .target(name: "RCAdmin", dependencies: ["RCCore", "RCMQTT", "RCHTTP", "RCFirebase", "RCGoogle", "RCService"]),
+        // Signed documents (DSSE envelopes, Ed25519 with libcrypto): the daemon verifies, rcadmin signs.
+        .target(name: "RCSigning", dependencies: ["RCCore", "CCrypto", "CLazyLibraries"]),
+        .target(
+            name: "RCAdmin",
+            dependencies: [
+                "RCCore", "RCMQTT", "RCHTTP", "RCFirebase", "RCGoogle", "RCService", "RCSigning", "RCTemplate",
+            ]),
 
         // rcagent and, called as rcagentd, the daemon (main.swift chooses by the name it is called by).
         .executableTarget(
@@ -65,13 +74,15 @@ let package = Package(
 
         // Parser fuzz targets (`make fuzz`; the corpus run is a Reliability suite of EndToEndTests).
         .target(
-            name: "RCFuzzing", dependencies: ["RCCore", "RCTemplate", "RCHTTP", "RCFirebase", "RCService"]),
+            name: "RCFuzzing",
+            dependencies: ["RCCore", "RCTemplate", "RCSigning", "RCHTTP", "RCFirebase", "RCService"]),
         .executableTarget(name: "rcfuzz", dependencies: ["RCFuzzing"]),
 
         .target(name: "TestSupport", dependencies: ["CLinux", "RCCore"], path: "Tests/TestSupport"),
         .testTarget(name: "RCCoreTests", dependencies: ["RCCore", "TestSupport"]),
         .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "TestSupport"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore"]),
+        .testTarget(name: "RCSigningTests", dependencies: ["RCSigning", "RCCore", "TestSupport"]),
         .testTarget(
             name: "RCAgentTests",
             dependencies: ["RCAgent", "RCStore", "RCCore", "RCService", "RCTemplate", "TestSupport"]),

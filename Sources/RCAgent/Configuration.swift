@@ -28,7 +28,8 @@ struct Configuration {
     /// Builds the source the config names. Nothing starts yet.
     init(_ config: AgentConfig, deviceId: String, log: Logger) {
         self.config = config
-        let reader = DocumentReader(deviceId: deviceId, signals: config.signals, log: log)
+        let gate = config.trustedKeys.map { SignatureGate(config: config, keysPath: $0, log: log) }
+        let reader = DocumentReader(deviceId: deviceId, signals: config.signals, log: log, opener: gate)
         switch config.sourceType {
         case .file:
             if let path = config.sourcePath {

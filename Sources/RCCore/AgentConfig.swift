@@ -50,6 +50,11 @@ public struct AgentConfig: Sendable {
     public var endpoint: String?
     /// http/firebase: larger responses are refused.
     public var maxResponseSize = 4 << 20
+    /// file/http: the Ed25519 public keys (a PEM file or a directory of them) whose DSSE envelopes are
+    /// accepted; set, plain documents are refused.
+    public var trustedKeys: String?
+    /// How many distinct trusted keys must have signed a document.
+    public var signatureThreshold = 1
     // [Push]
     public var realtime = RealtimeMode.auto
     /// `[Push] MQTT=`: one broker, or several of one cluster (failover, tried in turn).
@@ -97,6 +102,10 @@ public struct AgentConfig: Sendable {
 
     public var databasePath: String { stateDirectory + "/state.db" }
 
+    /// The last accepted signed version: a file of its own beside the database, so that a database
+    /// moved aside as corrupt (and rebuilt from the defaults) does not forget it.
+    public var signedVersionPath: String { stateDirectory + "/signed-version.json" }
+
     /// Loads the config file that `explicitPath` (from `--config`) or `RCAGENT_CONFIG` names, or the
     /// default path, then its drop-ins `<file>.d/*.conf` in lexical order. A missing default file
     /// means built-in defaults; a missing file the user named is an error.
@@ -126,6 +135,7 @@ public struct AgentConfig: Sendable {
         collect { () throws(ConfigError) in try config.validateSignals() }
         collect { () throws(ConfigError) in try config.validateReport() }
         collect { () throws(ConfigError) in try config.validateClientCertificates() }
+        collect { () throws(ConfigError) in try config.validateTrustedKeys() }
         // Every problem at once; the unknown keys too, which may be what caused the others.
         if let error = ConfigError.combining(problems + (problems.isEmpty ? [] : config.warnings)) { throw error }
         return config
@@ -204,6 +214,14 @@ public struct AgentConfig: Sendable {
         throw ConfigError(
             locations["Signals.\(first)"] ?? SourceLocation(file: files.last ?? "config", line: 0),
             "[Signals] sets \(signals.count) custom signals; Firebase allows at most \(Self.maximumSignalCount)")
+    }
+
+    /// Signed documents are the file and http sources' (Firebase signs nothing of the kind).
+    public func validateTrustedKeys() throws(ConfigError) {
+        guard trustedKeys != nil, sourceType == .firebase else { return }
+        throw ConfigError(
+            locations["Source.TrustedKeys"] ?? SourceLocation(file: files.last ?? "config", line: 0),
+            "TrustedKeys= applies to the file and http sources, not Type=firebase")
     }
 
     // MARK: - Report
