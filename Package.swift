@@ -85,7 +85,9 @@ let package = Package(
         .testTarget(name: "RCSigningTests", dependencies: ["RCSigning", "RCCore", "TestSupport"]),
         .testTarget(
             name: "RCAgentTests",
-            dependencies: ["RCAgent", "RCStore", "RCCore", "RCService", "RCTemplate", "TestSupport"]),
+            dependencies: [
+                "RCAgent", "RCStore", "RCCore", "RCService", "RCTemplate", "RCSigning", "TestSupport",
+            ]),
         .testTarget(name: "RCAdminTests", dependencies: ["RCAdmin", "RCCore", "RCMQTT", "TestSupport"]),
         .testTarget(
             name: "RCNetworkTests",
