@@ -108,6 +108,11 @@ struct Configuration {
             || ["App.Version", "App.Package", "Agent.FetchTimeout"].contains(setting)
     }
 
+    /// Whether a reload builds the source again even when no setting changed: trusted keys are read at
+    /// start and at every reload (a key added to or removed from `TrustedKeys=`'s directory changes no
+    /// setting), and only a new source reads them.
+    static func rereadsKeys(_ config: AgentConfig) -> Bool { config.trustedKeys != nil }
+
     /// Whether a changed setting feeds the services around the source (the push channels, the report).
     static func feedsServices(_ setting: String) -> Bool {
         feedsSource(setting) || setting.hasPrefix("Push.") || setting.hasPrefix("Report.")

@@ -235,7 +235,7 @@ public enum Daemon {
         let changed = loaded.changedSettings(since: running.configuration.config)
         let restartNeeded = changed.filter(Configuration.restartOnly.contains)
         let new = Configuration.applicable(loaded, running: running.configuration.config)
-        let sourceChanged = changed.contains(where: Configuration.feedsSource)
+        let sourceChanged = changed.contains(where: Configuration.feedsSource) || Configuration.rereadsKeys(new)
         // Another source is built only when its settings changed; otherwise the running one stays.
         let configuration =
             sourceChanged
