@@ -61,6 +61,10 @@ public struct DSSEEnvelope: Sendable, Equatable {
         case let .success(decoded): payload = decoded
         case let .failure(problem): throw SigningError(.signature, "envelope: \"payload\" \(problem)")
         }
+        // The length check above is on whole groups of four; the last, short one may add two bytes.
+        guard payload.count <= payloadLimit else {
+            throw SigningError(.signature, "envelope: \"payload\" is larger than \(payloadLimit) bytes")
+        }
         guard case let .array(items)? = json["signatures"] else {
             throw SigningError(.signature, "envelope: \"signatures\" must be an array")
         }
