@@ -10,10 +10,11 @@
 //     RCHTTP (libcurl) → RCFirebase (installations, fetch, realtime), RCGoogle (service accounts, the Remote
 //     Config and FCM admin APIs); RCMQTT (libmosquitto)
 //   RCService (journald log lines, sd_notify, the signal-and-stop lifecycle) for both long-running programs.
-//   RCAgent → RCStore, RCTemplate, RCHTTP, RCFirebase, RCMQTT, RCService; inside it the agent actor is the one
-//     writer of the state, and the report, the MQTT channel and the realtime stream see it only through narrow
-//     protocols (Agent/ChannelInterfaces.swift), so each is unit-tested against a fake;
-//   RCAdmin (rcadmin) → RCHTTP, RCFirebase, RCGoogle, RCMQTT, RCService, never RCAgent.
+//   RCAgent → RCStore, RCTemplate, RCSigning, RCHTTP, RCFirebase, RCMQTT, RCService; inside it the agent actor is
+//     the one writer of the state, and the report, the MQTT channel and the realtime stream see it only through
+//     narrow protocols (Agent/ChannelInterfaces.swift), so each is unit-tested against a fake;
+//   RCSigning (DSSE envelopes, Ed25519 via libcrypto) → RCCore: the daemon verifies, rcadmin signs;
+//   RCAdmin (rcadmin) → RCHTTP, RCFirebase, RCGoogle, RCMQTT, RCService, RCSigning, RCTemplate, never RCAgent.
 // `rcagent` → RCClient → RCStore + RCSystem + RCCore must never reach libcurl, libmosquitto or full Foundation.
 //
 // rcagent and rcagentd are one executable, `rcagent`, that runs the daemon when called as `rcagentd` (a
@@ -55,16 +56,21 @@ let package = Package(
         .target(
             name: "RCAgent",
             dependencies: [
-                "RCCore", "RCSystem", "RCStore", "RCTemplate", "RCHTTP", "RCFirebase", "RCMQTT", "RCService",
-                "CLinux",
+                "RCCore", "RCSystem", "RCStore", "RCTemplate", "RCSigning", "RCHTTP", "RCFirebase", "RCMQTT",
+                "RCService", "CLinux",
             ]),
         .target(name: "RCClient", dependencies: ["RCCore", "RCSystem", "RCStore"]),
         .target(
             name: "RCTemplate",
             dependencies: ["RCCore", "RCSystem", "RCService", "CCrypto", "CPCRE2", "CLazyLibraries"]),
+        // Signed documents (DSSE envelopes, Ed25519 with libcrypto): the daemon verifies, rcadmin signs.
+        .target(name: "RCSigning", dependencies: ["RCCore", "RCSystem", "CCrypto", "CLazyLibraries"]),
         .target(
             name: "RCAdmin",
-            dependencies: ["RCCore", "RCSystem", "RCMQTT", "RCHTTP", "RCFirebase", "RCGoogle", "RCService"]),
+            dependencies: [
+                "RCCore", "RCSystem", "RCMQTT", "RCHTTP", "RCFirebase", "RCGoogle", "RCService", "RCSigning",
+                "RCTemplate",
+            ]),
 
         // rcagent and, called as rcagentd, the daemon (main.swift chooses by the name it is called by).
         .executableTarget(
@@ -77,7 +83,8 @@ let package = Package(
 
         // Parser fuzz targets (`make fuzz`; the corpus run is a Reliability suite of EndToEndTests).
         .target(
-            name: "RCFuzzing", dependencies: ["RCCore", "RCSystem", "RCTemplate", "RCHTTP", "RCFirebase", "RCService"]),
+            name: "RCFuzzing",
+            dependencies: ["RCCore", "RCSystem", "RCTemplate", "RCSigning", "RCHTTP", "RCFirebase", "RCService"]),
         .executableTarget(name: "rcfuzz", dependencies: ["RCFuzzing"]),
 
         .target(name: "TestSupport", dependencies: ["CLinux", "RCCore", "RCSystem"], path: "Tests/TestSupport"),
@@ -85,10 +92,12 @@ let package = Package(
         .testTarget(name: "RCSystemTests", dependencies: ["RCSystem", "RCCore"]),
         .testTarget(name: "RCStoreTests", dependencies: ["RCStore", "RCCore", "RCSystem", "TestSupport"]),
         .testTarget(name: "RCTemplateTests", dependencies: ["RCTemplate", "RCCore", "RCSystem"]),
+        .testTarget(name: "RCSigningTests", dependencies: ["RCSigning", "RCCore", "RCSystem", "TestSupport"]),
         .testTarget(
             name: "RCAgentTests",
             dependencies: [
-                "RCAgent", "RCStore", "RCCore", "RCSystem", "RCMQTT", "RCService", "RCTemplate", "TestSupport",
+                "RCAgent", "RCStore", "RCCore", "RCSystem", "RCMQTT", "RCService", "RCTemplate", "RCSigning",
+                "TestSupport",
             ]),
         .testTarget(name: "RCAdminTests", dependencies: ["RCAdmin", "RCCore", "RCSystem", "RCMQTT", "TestSupport"]),
         .testTarget(

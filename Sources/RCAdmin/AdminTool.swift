@@ -13,7 +13,7 @@ public enum AdminTool {
         TokenCommands.projectId, TokenCommands.token, TemplateCommands.get, TemplateCommands.publish,
         TemplateHistoryCommands.versions, TemplateHistoryCommands.rollback, TemplateHistoryCommands.diff,
         SetUpdateCommand.command, NotifyCommand.notifyStale, ActivityCommand.start, ActivityCommand.update,
-        ActivityCommand.end, FleetStatusCommand.command,
+        ActivityCommand.end, FleetStatusCommand.command, KeyCommands.generate, SignCommands.sign, SignCommands.verify,
     ]
 
     /// The overview `rcadmin --help` prints: every command's synopsis.

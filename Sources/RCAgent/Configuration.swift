@@ -31,7 +31,8 @@ struct Configuration {
     /// Builds the source the config names, for the agent, and what its services need. Nothing
     /// starts yet.
     static func build(_ config: AgentConfig, deviceId: String, log: Logger) -> (Configuration, any ConfigSource) {
-        let reader = DocumentReader(deviceId: deviceId, signals: config.signals, log: log)
+        let gate = config.trustedKeys.map { SignatureGate(config: config, keysPath: $0, log: log) }
+        let reader = DocumentReader(deviceId: deviceId, signals: config.signals, log: log, opener: gate)
         switch config.sourceType {
         case .file:
             guard let path = config.sourcePath else {
@@ -130,6 +131,11 @@ struct Configuration {
         setting.hasPrefix("Source.") || setting.hasPrefix("Signals.")
             || ["App.Version", "App.Package", "Agent.FetchTimeout"].contains(setting)
     }
+
+    /// Whether a reload builds the source again even when no setting changed: trusted keys are read at
+    /// start and at every reload (a key added to or removed from `TrustedKeys=`'s directory changes no
+    /// setting), and only a new source reads them.
+    static func rereadsKeys(_ config: AgentConfig) -> Bool { config.trustedKeys != nil }
 
     /// `new` as a running daemon can apply it: the restart-only settings keep their running values.
     static func applicable(_ new: AgentConfig, running: AgentConfig) -> AgentConfig {

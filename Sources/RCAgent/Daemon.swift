@@ -252,7 +252,7 @@ public enum Daemon {
         let changed = loaded.changedValues(since: old)
         let restartNeeded = changed.filter(Configuration.restartOnly.contains)
         let new = Configuration.applicable(loaded, running: old)
-        let sourceChanged = changed.contains(where: Configuration.feedsSource)
+        let sourceChanged = changed.contains(where: Configuration.feedsSource) || Configuration.rereadsKeys(new)
         // Another source is built only when its settings changed; otherwise the running one stays.
         let built = sourceChanged ? Configuration.build(new, deviceId: deviceId, log: log) : nil
         let configuration = built?.0 ?? running.configuration

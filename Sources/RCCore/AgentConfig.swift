@@ -50,6 +50,11 @@ public struct AgentConfig: Sendable {
     public var endpoint: String?
     /// http/firebase: larger responses are refused.
     public var maxResponseSize = 4 << 20
+    /// file/http: the Ed25519 public keys (a PEM file or a directory of them) whose DSSE envelopes are
+    /// accepted; set, plain documents are refused.
+    public var trustedKeys: String?
+    /// How many distinct trusted keys must have signed a document.
+    public var signatureThreshold = 1
     // [Push]
     public var realtime = RealtimeMode.auto
     /// `[Push] MQTT=`: one broker, or several of one cluster (failover, tried in turn).
@@ -98,6 +103,10 @@ public struct AgentConfig: Sendable {
     public static let defaultPath = "/etc/rcagent/agent.conf"
 
     public var databasePath: String { stateDirectory + "/state.db" }
+
+    /// The last accepted signed version: a file of its own beside the database, so that a database
+    /// moved aside as corrupt (and rebuilt from the defaults) does not forget it.
+    public var signedVersionPath: String { stateDirectory + "/signed-version.json" }
 
     /// Applies one file's assignments over the current values.
     /// Every bad value is reported at once (a syntax error ends the file: what follows it cannot be
@@ -211,6 +220,14 @@ public struct AgentConfig: Sendable {
     /// A client certificate goes with its key, and only over TLS: either alone, or with `mqtt://`
     /// brokers, would be silently unused, and the broker would refuse the device for a reason
     /// nobody sees in the config.
+    /// Signed documents are the file and http sources' (Firebase signs nothing of the kind).
+    public func validateTrustedKeys() throws(ConfigError) {
+        guard trustedKeys != nil, sourceType == .firebase else { return }
+        throw ConfigError(
+            locations["Source.TrustedKeys"] ?? SourceLocation(file: files.last ?? "config", line: 0),
+            "TrustedKeys= applies to the file and http sources, not Type=firebase")
+    }
+
     /// Every `Window=` zone is one the system's zone database has (`exists`: RCSystem's check).
     public func validateWindowZones(exists: (String) -> Bool) throws(ConfigError) {
         for window in activationSettings.windows.windows {

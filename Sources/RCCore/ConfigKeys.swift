@@ -98,6 +98,15 @@ enum ConfigKeys {
                 }
                 config.maxResponseSize = size
             },
+            optionalPath("Source", "TrustedKeys", \.trustedKeys),
+            ConfigKey(section: "Source", key: "SignatureThreshold") { config, value, location throws(ConfigError) in
+                guard !value.isEmpty else { return config.signatureThreshold = builtIn.signatureThreshold }
+                guard let count = Int(value), (1...32).contains(count) else {
+                    throw ConfigError(
+                        location, "SignatureThreshold= must be a number of keys from 1 to 32, got '\(value)'")
+                }
+                config.signatureThreshold = count
+            },
 
             choice("Push", "Realtime", \.realtime),
             ConfigKey(section: "Push", key: "MQTT") { config, value, location throws(ConfigError) in

@@ -45,10 +45,23 @@ public struct DeviceReport: Sendable, Equatable {
     public var update: Update
     /// Live activities the device holds (ended ones waiting for their dismissal included).
     public var activities: Int
+    /// With `TrustedKeys=`: the last accepted signed version and when it expires (a fleet view
+    /// sees a server that stopped publishing before the devices refuse it); `nil` otherwise.
+    public var signed: Signed?
+
+    /// The last accepted signed document's version and expiry.
+    public struct Signed: Sendable, Equatable {
+        public var version: Int64
+        public var expires: Timestamp
+        public init(version: Int64, expires: Timestamp) {
+            self.version = version
+            self.expires = expires
+        }
+    }
 
     public init(
         deviceId: String, online: Bool, at: Timestamp, agentVersion: String, templateVersion: String?, stale: Stale,
-        lastFetch: LastFetch, appInstalled: String?, update: Update, activities: Int
+        lastFetch: LastFetch, appInstalled: String?, update: Update, activities: Int, signed: Signed? = nil
     ) {
         self.deviceId = deviceId
         self.online = online
@@ -60,6 +73,7 @@ public struct DeviceReport: Sendable, Equatable {
         self.appInstalled = appInstalled
         self.update = update
         self.activities = activities
+        self.signed = signed
     }
 
     /// Limits a reader holds reports to: a hostile broker or device cannot make a fleet view
@@ -69,7 +83,7 @@ public struct DeviceReport: Sendable, Equatable {
 
     public var json: JSONValue {
         func time(_ t: Timestamp?) -> JSONValue { t.map { .string($0.iso8601) } ?? .null }
-        return .object([
+        var members: [(key: String, value: JSONValue)] = [
             ("deviceId", .string(deviceId)),
             ("online", .bool(online)),
             ("at", .string(at.iso8601)),
@@ -85,7 +99,16 @@ public struct DeviceReport: Sendable, Equatable {
             ),
             ("app", .object([("installed", .optional(appInstalled)), ("update", .string(update.rawValue))])),
             ("activities", .integer(Int64(activities))),
-        ])
+        ]
+        // Only on devices that require signatures: the others' reports stay as they were.
+        if let signed {
+            members.append(
+                (
+                    "signed",
+                    .object([("version", .integer(signed.version)), ("expires", .string(signed.expires.iso8601))])
+                ))
+        }
+        return .object(members)
     }
 
     /// The same report with what the reader's view does not care about (`at`) taken out: two
@@ -125,6 +148,15 @@ public struct DeviceReport: Sendable, Equatable {
         }
         self.update = kind
         activities = try reader.count("activities")
+        if let signedReader = try reader.object("signed") {
+            guard case let .integer(version)? = json["signed"]?["version"], version >= 1 else {
+                throw DeviceReportError("signed.version is not a version number")
+            }
+            guard let expires = try signedReader.time("expires") else {
+                throw DeviceReportError("signed.expires is missing")
+            }
+            signed = Signed(version: version, expires: expires)
+        }
     }
 
     /// Reads members of one object, naming each by its path in errors.

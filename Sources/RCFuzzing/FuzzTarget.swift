@@ -84,7 +84,7 @@ extension Checker {
 public enum FuzzTargets {
     public static let all: [FuzzTarget] =
         ConfigTargets.all + JSONTargets.all + VersionTargets.all + AddressTargets.all + TemplateTargets.all
-        + AgentTargets.all
+        + AgentTargets.all + SigningTargets.all
 
     public static func named(_ name: String) -> FuzzTarget? {
         all.first { $0.name == name }

@@ -31,6 +31,7 @@ extension AgentConfig {
         collect { () throws(ConfigError) in try config.validateSignals() }
         collect { () throws(ConfigError) in try config.validateReport() }
         collect { () throws(ConfigError) in try config.validateClientCertificates() }
+        collect { () throws(ConfigError) in try config.validateTrustedKeys() }
         collect { () throws(ConfigError) in try config.validateWindowZones(exists: TimeZoneName.exists) }
         // Every problem at once; the unknown keys too, which may be what caused the others.
         if let error = ConfigError.combining(problems + (problems.isEmpty ? [] : config.warnings)) { throw error }

@@ -21,9 +21,15 @@ package final class DocumentReader: Sendable {
     /// How many condition names are remembered as reported.
     package var rememberedCount: Int { alreadyReported.withLock { $0.count } }
 
-    package init(deviceId: String, signals: [(name: String, value: String)], log: Logger) {
+    /// Verifies signed documents (`TrustedKeys=`) before they are read; `nil`: plain JSON.
+    private let opener: (any DocumentOpener)?
+
+    package init(
+        deviceId: String, signals: [(name: String, value: String)], log: Logger, opener: (any DocumentOpener)? = nil
+    ) {
         context = EvaluationContext(deviceId: deviceId, signals: Dictionary(signals.map { ($0.name, $0.value) }) { $1 })
         self.log = log
+        self.opener = opener
     }
 
     /// Identifies the evaluation context: sources add it to their ETags, so a change of `[Signals]`
@@ -33,15 +39,28 @@ package final class DocumentReader: Sendable {
             context.deviceId + "\n"
             + context.signals.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
             .joined(separator: "\n")
-        return FNV1a.tag(text.utf8)
+        return FNV1a.tag(text.utf8) + (opener.map { "+" + $0.contextTag } ?? "")
     }
 
     /// Parses the document once; a template with `conditions` is then evaluated for this device.
+    /// With an opener, the document is the one inside the envelope, and is accepted once read.
     package func read(_ bytes: [UInt8], name: String) throws(DocumentError) -> RemoteDocument {
+        guard let opener else { return try read(plain: bytes, name: name) }
+        let opened = try opener.open(bytes, name: name)
+        let document = try read(opened.document, name: name)
+        try opened.accept()
+        return document
+    }
+
+    private func read(plain bytes: [UInt8], name: String) throws(DocumentError) -> RemoteDocument {
         let json: JSONValue
         do { json = try JSONValue.parse(bytes) } catch {
             throw DocumentError(document: name, reason: error.description)
         }
+        return try read(json, name: name)
+    }
+
+    private func read(_ json: JSONValue, name: String) throws(DocumentError) -> RemoteDocument {
         let shape = try RemoteDocument.read(json, name: name)
         guard case .update = shape, json["parameters"] != nil, json["conditions"] != nil else { return shape }
         let evaluation = try TemplateEvaluator.evaluate(json, name: name, context: context)

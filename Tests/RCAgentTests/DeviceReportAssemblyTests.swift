@@ -33,4 +33,26 @@ import Testing
         #expect(!report.stale.set && report.templateVersion == nil && report.lastFetch.status == nil)
         #expect(report.appInstalled == "1.0.0" && report.update == .none)
     }
+
+    @Test func aDeviceThatRequiresSignaturesReportsItsAcceptedVersionAndExpiry() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            var config = AgentConfig()
+            config.stateDirectory = dir.path
+            let plain = DeviceReportAssembly.report(
+                deviceId: "d", online: true, at: t0, status: nil, installed: nil, activities: 0, config: config,
+                value: { _ in nil })
+            #expect(plain.signed == nil && plain.json["signed"] == nil)
+            config.trustedKeys = dir.file("keys.pem")
+            try SignedVersionRecord(
+                version: 41, documentDigest: String(repeating: "a", count: 64), expires: t0 + .seconds(3_600),
+                acceptedAt: t0
+            ).save(config.signedVersionPath)
+            let report = DeviceReportAssembly.report(
+                deviceId: "d", online: true, at: t0, status: nil, installed: nil, activities: 0, config: config,
+                value: { _ in nil })
+            #expect(report.signed == DeviceReport.Signed(version: 41, expires: t0 + .seconds(3_600)))
+            // What the fleet view reads back.
+            #expect(try DeviceReport(parsing: Array(report.json.compactText.utf8)) == report)
+        }
+    }
 }

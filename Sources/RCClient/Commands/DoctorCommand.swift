@@ -47,6 +47,7 @@ enum DoctorCommand {
         checks.append(contentsOf: daemon(config, invocation: invocation))
         checks.append(clock(status))
         checks.append(source(config))
+        if let signatures = SignedDocumentStatus.check(config, now: .now()) { checks.append(signatures) }
         checks.append(hooks(config))
         return report(checks, json: invocation.json)
     }
