@@ -1,4 +1,5 @@
 import RCCore
+import RCSystem
 import Testing
 
 /// `[Activation] Window=`: the syntax, what a bad value says, and the `[Activation]` section as
@@ -44,7 +45,6 @@ import Testing
         ("Mon,,Tue 02:00-03:00", "empty weekday"),
         ("2026-12-01 02:00-04:00", "not a weekday"),
         ("Mon *-*-01 02:00-04:00", "dates other than *-*-* are not supported"),
-        ("Mon 02:00-04:00 Mars/Olympus", "not a time zone"),
         ("Mon 02:00-04:00 ../../etc/passwd", "not a time zone"),
         ("Mon 02:00-04:00 /usr/share/zoneinfo/UTC", "not a time zone"),
         ("Mon 02:00-04:00 UTC extra", "after the zone name"),
@@ -109,6 +109,24 @@ import Testing
             #expect(text.contains("50-window.conf:3: HealthCheck= must be an absolute path"))
             #expect(text.contains("50-window.conf:4: History= must be a number from 1 to 1000"))
             #expect(text.contains("50-window.conf:5: HoldLimit= must be greater than 0"))
+        }
+    }
+
+    /// A well-formed zone name the zone database lacks is refused when the config is loaded, with
+    /// the window's text; one it has passes.
+    @Test func aZoneTheDatabaseLacksIsAConfigError() throws {
+        var config = AgentConfig()
+        try config.apply(
+            text: "[Activation]\nWindow=Mon 02:00-04:00 Europe/Berlin\n", file: "/etc/rcagent/agent.conf")
+        try config.validateWindowZones(exists: TimeZoneName.exists)
+        try config.apply(
+            text: "[Activation]\nWindow=Mon 02:00-04:00 Mars/Olympus\n", file: "/etc/rcagent/agent.conf.d/mars.conf")
+        #expect(throws: ConfigError.self) { try config.validateWindowZones(exists: TimeZoneName.exists) }
+        do { try config.validateWindowZones(exists: TimeZoneName.exists) } catch {
+            #expect(
+                error.description
+                    == "/etc/rcagent/agent.conf.d/mars.conf:2: Window= 'Mon 02:00-04:00 Mars/Olympus' 'Mars/Olympus' is not a time zone in the system's zone database (e.g. Europe/Berlin)"
+            )
         }
     }
 
