@@ -52,7 +52,8 @@ let package = Package(
         .target(name: "RCFirebase", dependencies: ["RCCore", "RCSystem", "RCHTTP"]),
         // What a long-running systemd service needs: journald-prefixed log lines and sd_notify.
         .target(name: "RCService", dependencies: ["RCCore", "RCSystem", "CSystemd", "CLazyLibraries"]),
-        .target(name: "RCGoogle", dependencies: ["RCCore", "RCSystem", "RCHTTP", "CCrypto", "CLazyLibraries"]),
+        .target(
+            name: "RCGoogle", dependencies: ["RCCore", "RCSystem", "RCHTTP", "RCSigning", "CCrypto", "CLazyLibraries"]),
         .target(
             name: "RCAgent",
             dependencies: [

@@ -47,7 +47,7 @@ final class SocketFile: Sendable {
         }
 
         var info = stat()
-        if fstat(directory.rawValue, &info) == 0, let who = Self.otherWriters(info) {
+        if fstat(directory.rawValue, &info) == 0, let who = FileWriters.others(info) {
             log.warning(
                 "The socket directory \(directoryPath) can be written by \(who): they can remove the socket or put "
                     + "another in its place; use a directory only the daemon's user can write (like /run/rcagent)")
@@ -96,16 +96,6 @@ final class SocketFile: Sendable {
         guard listen(fd.rawValue, 128) == 0 else { throw SystemError("listen \(path)") }
         listener = fd
         self.directory = directory
-    }
-
-    /// Who besides the daemon's user (and root) can add or remove names in a directory, or `nil`.
-    /// Who besides root and this process's user can write what `info` describes (nil: nobody).
-    static func otherWriters(_ info: stat) -> String? {
-        let mode = String(info.st_mode & 0o7777, radix: 8)
-        if info.st_uid != 0 && info.st_uid != geteuid() { return "its owner, uid \(info.st_uid) (mode \(mode))" }
-        if info.st_mode & S_IWOTH != 0 { return "every user (mode \(mode))" }
-        if info.st_mode & S_IWGRP != 0 { return "group \(info.st_gid) (mode \(mode))" }
-        return nil
     }
 
     /// Removes the socket file, if the name still holds the socket this daemon bound. The directory

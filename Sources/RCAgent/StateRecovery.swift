@@ -26,7 +26,7 @@ enum StateRecovery {
         let slash = database.lastIndex(of: "/")
         let directory = slash.map { $0 == database.startIndex ? "/" : String(database[..<$0]) } ?? "."
         var info = stat()
-        guard stat(directory, &info) == 0, let who = SocketFile.otherWriters(info) else { return }
+        guard stat(directory, &info) == 0, let who = FileWriters.others(info) else { return }
         log.warning(
             "The state directory \(directory) can be written by \(who): they can replace the database or the "
                 + "reader file; use a directory only the daemon's user can write (like /var/lib/rcagent)")

@@ -67,12 +67,8 @@ struct SignedDocumentStatus {
     private static func keysProblem(_ path: String) -> String? {
         var info = stat()
         guard stat(path, &info) == 0 else { return String(cString: strerror(errno)) }
-        let mode = String(info.st_mode & 0o7777, radix: 8)
-        if info.st_uid != 0 && info.st_uid != geteuid() && info.st_uid != getuid() {
-            return "owned by uid \(info.st_uid) (mode \(mode)): another user can change the trusted keys"
-        }
-        if info.st_mode & (S_IWOTH | S_IWGRP) != 0 {
-            return "mode \(mode): another user can change the trusted keys"
+        if let who = FileWriters.others(info, trusting: [geteuid(), getuid()]) {
+            return "\(who) can change the trusted keys"
         }
         guard info.st_mode & S_IFMT != S_IFDIR else { return nil }
         let text = (try? FileBytes.read(path, limit: 64 << 10)) ?? nil

@@ -8,23 +8,7 @@ package enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     package static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        let input = Array(bytes)
-        var output: [UInt8] = []
-        output.reserveCapacity((input.count * 4 + 2) / 3)
-        var index = 0
-        while index < input.count {
-            // Up to three bytes make one 24-bit group, read as four 6-bit digits; a short last group
-            // gives two or three digits (no padding).
-            let count = min(3, input.count - index)
-            var group = UInt32(input[index]) << 16
-            if count > 1 { group |= UInt32(input[index + 1]) << 8 }
-            if count > 2 { group |= UInt32(input[index + 2]) }
-            for digit in 0...count {
-                output.append(alphabet[Int((group >> (18 - 6 * UInt32(digit))) & 0x3f)])
-            }
-            index += 3
-        }
-        return String(decoding: output, as: UTF8.self)
+        Base64Digits.encode(Array(bytes), alphabet: alphabet, padded: false)
     }
 
     /// The bytes of `text`, or `nil` when it is not canonical unpadded base64url: standard base64's
@@ -33,21 +17,12 @@ package enum Base64URL {
     package static func decode(_ text: String) -> [UInt8]? {
         let digits = Array(text.utf8)
         guard digits.count % 4 != 1 else { return nil }
-        var output: [UInt8] = []
-        output.reserveCapacity(digits.count * 3 / 4)
-        var group: UInt32 = 0
-        var bits = 0
+        var decoder = Base64Digits.Decoder(capacity: digits.count)
         for digit in digits {
             guard let value = value(of: digit) else { return nil }
-            group = group << 6 | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                output.append(UInt8(truncatingIfNeeded: group >> UInt32(bits)))
-                group &= (1 << UInt32(bits)) - 1
-            }
+            decoder.append(value)
         }
-        return group == 0 ? output : nil
+        return decoder.finish()
     }
 
     private static func value(of digit: UInt8) -> UInt8? {
@@ -59,5 +34,50 @@ package enum Base64URL {
         case UInt8(ascii: "_"): 63
         default: nil
         }
+    }
+}
+
+/// The one base64 encoder: three bytes make one 24-bit group, read as four 6-bit digits of
+/// `alphabet`; a short last group gives two or three digits, then `=` padding when `padded`.
+/// Base64URL (JWTs, device ids) and DSSE envelopes use it with their alphabets.
+package enum Base64Digits {
+    package static func encode(_ input: [UInt8], alphabet: [UInt8], padded: Bool) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity((input.count + 2) / 3 * 4)
+        var index = 0
+        while index < input.count {
+            let count = min(3, input.count - index)
+            var group = UInt32(input[index]) << 16
+            if count > 1 { group |= UInt32(input[index + 1]) << 8 }
+            if count > 2 { group |= UInt32(input[index + 2]) }
+            for digit in 0...count {
+                output.append(alphabet[Int((group >> (18 - 6 * UInt32(digit))) & 0x3f)])
+            }
+            if padded { output.append(contentsOf: repeatElement(UInt8(ascii: "="), count: 3 - count)) }
+            index += 3
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Digits (their 6-bit values) to bytes, eight bits at a time: the loop both decoders share.
+    package struct Decoder {
+        private var output: [UInt8] = []
+        private var group: UInt32 = 0
+        private var bits = 0
+
+        package init(capacity digits: Int) { output.reserveCapacity(digits * 3 / 4) }
+
+        package mutating func append(_ value: UInt8) {
+            group = group << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                output.append(UInt8(truncatingIfNeeded: group >> UInt32(bits)))
+                group &= (1 << UInt32(bits)) - 1
+            }
+        }
+
+        /// The bytes, or `nil` when the last digit has bits that encode nothing.
+        package func finish() -> [UInt8]? { group == 0 ? output : nil }
     }
 }

@@ -1,3 +1,5 @@
+import RCCore
+
 /// Base64 as DSSE allows it (envelope.md: "either standard or URL-safe encoding, with or without
 /// padding"): one alphabet per text, `=` only as the padding a length needs, no whitespace, and
 /// no bits in the last digit that encode nothing. Encoding is standard base64 with padding, what
@@ -6,21 +8,7 @@ public enum DSSEBase64 {
     private static let standard = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
     public static func encode(_ bytes: [UInt8]) -> String {
-        var output: [UInt8] = []
-        output.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var index = 0
-        while index < bytes.count {
-            let count = min(3, bytes.count - index)
-            var group = UInt32(bytes[index]) << 16
-            if count > 1 { group |= UInt32(bytes[index + 1]) << 8 }
-            if count > 2 { group |= UInt32(bytes[index + 2]) }
-            for digit in 0..<4 {
-                output.append(
-                    digit <= count ? standard[Int((group >> (18 - 6 * UInt32(digit))) & 0x3f)] : UInt8(ascii: "="))
-            }
-            index += 3
-        }
-        return String(decoding: output, as: UTF8.self)
+        Base64Digits.encode(bytes, alphabet: standard, padded: true)
     }
 
     /// The decoded length of `text` at most, without decoding it (for size limits checked first).
@@ -36,10 +24,7 @@ public enum DSSEBase64 {
         }
         if padding > 0, (digits.count + padding) % 4 != 0 { return .failure(.badPadding) }
         guard digits.count % 4 != 1 else { return .failure(.badLength) }
-        var output: [UInt8] = []
-        output.reserveCapacity(digits.count * 3 / 4)
-        var group: UInt32 = 0
-        var bits = 0
+        var decoder = Base64Digits.Decoder(capacity: digits.count)
         var urlSafe: Bool?
         for (offset, digit) in digits.enumerated() {
             let value: UInt8
@@ -55,15 +40,9 @@ public enum DSSEBase64 {
             default:
                 return .failure(.badCharacter(offset: offset))
             }
-            group = group << 6 | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                output.append(UInt8(truncatingIfNeeded: group >> UInt32(bits)))
-                group &= (1 << UInt32(bits)) - 1
-            }
+            decoder.append(value)
         }
-        return group == 0 ? .success(output) : .failure(.danglingBits)
+        return decoder.finish().map { .success($0) } ?? .failure(.danglingBits)
     }
 
     /// Why a text is not base64.

@@ -1,9 +1,9 @@
 internal import CCrypto
 internal import CLazyLibraries
 
-/// What every owner of a libcrypto object here shares: loading the library (on first use, so that
+/// What every owner of a libcrypto object shares (here, and RCGoogle's RSA key): loading the library (on first use, so that
 /// `rcagent`, which never verifies anything, never maps it), handing it bytes, and its reasons.
-enum Libcrypto {
+package enum Libcrypto {
     /// Loads libcrypto, or throws why it cannot be loaded, naming `feature`.
     static func require(_ feature: String) throws(SigningError) {
         if let problem = rc_lazy_require(RC_LAZY_CRYPTO) {
@@ -13,7 +13,7 @@ enum Libcrypto {
 
     /// libcrypto's reason for the last failure, its error queue emptied so nothing is left for the
     /// next caller to misread.
-    static func lastError() -> String {
+    package static func lastError() -> String {
         let code = ERR_peek_last_error()
         defer { ERR_clear_error() }
         guard code != 0, let reason = ERR_reason_error_string(code) else { return "libcrypto gave no reason" }
@@ -22,7 +22,7 @@ enum Libcrypto {
 
     /// Runs `body` with a read-only memory BIO over a copy of `bytes` (wiped after: it may be a
     /// private key), or `nil` when libcrypto cannot make one.
-    static func withReadBIO<T>(_ bytes: [UInt8], _ body: (OpaquePointer) -> T) -> T? {
+    package static func withReadBIO<T>(_ bytes: [UInt8], _ body: (OpaquePointer) -> T) -> T? {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 1)
         buffer.copyBytes(from: bytes)
         defer {

@@ -33,7 +33,7 @@ public struct TrustedKeys: Sendable {
         }
         var keys: [Ed25519PublicKey] = []
         if info.st_mode & S_IFMT == S_IFDIR {
-            if let writers = otherWriters(info) {
+            if let writers = FileWriters.others(info) {
                 throw SigningError(.key, "\(path): the directory can be written by \(writers); refused")
             }
             for name in try pemFiles(in: path) { keys += try Self.keys(in: path + "/" + name) }
@@ -59,7 +59,7 @@ public struct TrustedKeys: Sendable {
         guard fstat(descriptor.rawValue, &info) == 0 else {
             throw SigningError(.key, "\(path): \(String(cString: strerror(errno)))")
         }
-        if let writers = otherWriters(info) {
+        if let writers = FileWriters.others(info) {
             throw SigningError(.key, "\(path): the key file can be written by \(writers); refused")
         }
         guard Int(info.st_size) <= maximumFileSize else {
@@ -110,15 +110,6 @@ public struct TrustedKeys: Sendable {
             }
         }
         return names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-    }
-
-    /// Who besides root and this process's user can write what `info` describes (nil: nobody).
-    static func otherWriters(_ info: stat) -> String? {
-        let mode = String(info.st_mode & 0o7777, radix: 8)
-        if info.st_uid != 0 && info.st_uid != geteuid() { return "its owner, uid \(info.st_uid) (mode \(mode))" }
-        if info.st_mode & S_IWOTH != 0 { return "every user (mode \(mode))" }
-        if info.st_mode & S_IWGRP != 0 { return "group \(info.st_gid) (mode \(mode))" }
-        return nil
     }
 
     /// Identifies the key set (for the sources' ETag context: another set re-reads the document).
