@@ -8,7 +8,7 @@
 //     → RCStore (SQLite state) → RCAgent (daemon) / RCClient (CLI)
 //   network modules, shared by the daemon and the operator tool, none of them knowing either:
 //     RCHTTP (libcurl) → RCFirebase (installations, fetch, realtime), RCGoogle (service accounts, the Remote
-//     Config and FCM admin APIs); RCMQTT (libmosquitto)
+//     Config and FCM admin APIs; it reads keys with RCSigning's libcrypto helpers); RCMQTT (libmosquitto)
 //   RCService (journald log lines, sd_notify, the signal-and-stop lifecycle) for both long-running programs.
 //   RCAgent → RCStore, RCTemplate, RCSigning, RCHTTP, RCFirebase, RCMQTT, RCService; inside it the agent actor is
 //     the one writer of the state, and the report, the MQTT channel and the realtime stream see it only through

@@ -14,15 +14,9 @@ final class RSASigningKey {
         if let problem = rc_lazy_require(RC_LAZY_CRYPTO) {
             throw GoogleError(call, "signing a service-account token needs \(String(cString: problem))")
         }
-        // A callback that gives no passphrase: without it, libcrypto would prompt on the terminal for
-        // an encrypted key (Google's key files are never encrypted). The PEM goes through a copy that
-        // is wiped as soon as the key is read: a Swift string cannot be cleared.
-        let noPassphrase:
-            @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?) ->
-                Int32 = { _, _, _, _ in 0 }
-        guard let read = Libcrypto.withReadBIO(Array(pem.utf8), { PEM_read_bio_PrivateKey($0, nil, noPassphrase, nil) })
-        else { throw GoogleError(call, "cannot hand \"private_key\" to libcrypto") }
-        guard let key = read else {
+        // The PEM goes through a copy that is wiped as soon as the key is read (a Swift string cannot
+        // be cleared); Google's key files are never encrypted, so no passphrase is asked for.
+        guard let key = Libcrypto.readKey(Array(pem.utf8), .privateKey) else {
             throw GoogleError(call, "\"private_key\" is not a PEM private key (\(Libcrypto.lastError()))")
         }
         guard EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA else {

@@ -23,21 +23,10 @@ public final class Ed25519PrivateKey {
     /// A key from PEM (`BEGIN PRIVATE KEY`, PKCS#8, as `openssl genpkey -algorithm ed25519` writes it).
     public init(pem: [UInt8], name: String) throws(SigningError) {
         try Libcrypto.require("reading \(name)")
-        // No passphrase callback answer: libcrypto would otherwise prompt on the terminal.
-        let noPassphrase:
-            @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?) -> Int32 = {
-                _, _, _, _ in 0
-            }
-        guard let read = Libcrypto.withReadBIO(pem, { PEM_read_bio_PrivateKey($0, nil, noPassphrase, nil) }),
-            let key = read
-        else {
+        guard let key = Libcrypto.readKey(pem, .privateKey) else {
             throw SigningError(.key, "\(name): not an unencrypted PEM private key (\(Libcrypto.lastError()))")
         }
-        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_ED25519 else {
-            EVP_PKEY_free(key)
-            throw SigningError(.key, "\(name): not an Ed25519 key (signed documents use Ed25519)")
-        }
-        self.key = key
+        self.key = try Libcrypto.requireEd25519(key, name)
     }
 
     deinit {

@@ -14,19 +14,10 @@ public final class Ed25519PublicKey: @unchecked Sendable {
     /// `name` says where the key came from, for errors.
     public init(pem: [UInt8], name: String) throws(SigningError) {
         try Libcrypto.require("reading \(name)")
-        let noPassphrase:
-            @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?) -> Int32 = {
-                _, _, _, _ in 0
-            }
-        guard let read = Libcrypto.withReadBIO(pem, { PEM_read_bio_PUBKEY($0, nil, noPassphrase, nil) }),
-            let key = read
-        else {
+        guard let read = Libcrypto.readKey(pem, .publicKey) else {
             throw SigningError(.key, "\(name): not a PEM public key (\(Libcrypto.lastError()))")
         }
-        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_ED25519 else {
-            EVP_PKEY_free(key)
-            throw SigningError(.key, "\(name): not an Ed25519 key (signed documents use Ed25519)")
-        }
+        let key = try Libcrypto.requireEd25519(read, name)
         var raw = [UInt8](repeating: 0, count: 32)
         var length = 32
         guard EVP_PKEY_get_raw_public_key(key, &raw, &length) == 1, length == 32 else {

@@ -36,6 +36,34 @@ package enum Libcrypto {
         return body(bio)
     }
 
+    /// Which PEM block a key is read from.
+    package enum PEMKind { case privateKey, publicKey }
+
+    /// The key in `pem`, or `nil` when it holds none of `kind` (``lastError()`` says why). Never
+    /// prompts: libcrypto would otherwise ask on the terminal for an encrypted key's passphrase.
+    package static func readKey(_ pem: [UInt8], _ kind: PEMKind) -> OpaquePointer? {
+        let noPassphrase:
+            @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?) -> Int32 = {
+                _, _, _, _ in 0
+            }
+        let read = withReadBIO(pem) { bio in
+            switch kind {
+            case .privateKey: PEM_read_bio_PrivateKey(bio, nil, noPassphrase, nil)
+            case .publicKey: PEM_read_bio_PUBKEY(bio, nil, noPassphrase, nil)
+            }
+        }
+        return read ?? nil
+    }
+
+    /// `key` if it is an Ed25519 key; else it is freed and the error names `name`.
+    static func requireEd25519(_ key: OpaquePointer, _ name: String) throws(SigningError) -> OpaquePointer {
+        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_ED25519 else {
+            EVP_PKEY_free(key)
+            throw SigningError(.key, "\(name): not an Ed25519 key (signed documents use Ed25519)")
+        }
+        return key
+    }
+
     /// What `write` puts into a memory BIO, or `nil` when it fails.
     static func writtenText(_ write: (OpaquePointer) -> Int32) -> [UInt8]? {
         guard let bio = BIO_new(BIO_s_mem()) else { return nil }
