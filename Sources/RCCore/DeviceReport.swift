@@ -49,6 +49,8 @@ public struct DeviceReport: Sendable, Equatable {
     /// sees a server that stopped publishing before the devices refuse it), both `nil` before one
     /// is accepted; `nil` on devices that do not require signatures.
     public var signature: Signature?
+    /// Safe activation (`activation`, see ``Activation``); `nil` in reports of agents that predate it.
+    public var activation: Activation?
 
     /// The last accepted signed document's version and expiry (the report's `signature` member).
     public struct Signature: Sendable, Equatable {
@@ -62,7 +64,7 @@ public struct DeviceReport: Sendable, Equatable {
 
     public init(
         deviceId: String, online: Bool, at: Timestamp, agentVersion: String, templateVersion: String?, stale: Stale,
-        lastFetch: LastFetch, appInstalled: String?, update: Update, activities: Int, signature: Signature? = nil
+        lastFetch: LastFetch, appInstalled: String?, update: Update, activities: Int, signature: Signature? = nil, activation: Activation? = nil
     ) {
         self.deviceId = deviceId
         self.online = online
@@ -75,6 +77,7 @@ public struct DeviceReport: Sendable, Equatable {
         self.update = update
         self.activities = activities
         self.signature = signature
+        self.activation = activation
     }
 
     /// Limits a reader holds reports to: a hostile broker or device cannot make a fleet view
@@ -106,6 +109,7 @@ public struct DeviceReport: Sendable, Equatable {
             .object([("version", signature.version.map(JSONValue.integer) ?? .null), ("expires", time(signature.expires))])
         }
         members.append(("signature", signatureJSON ?? .null))
+        if let activation { members.append(("activation", activation.json)) }
         return .object(members)
     }
 
@@ -155,10 +159,13 @@ public struct DeviceReport: Sendable, Equatable {
             }
             signature = Signature(version: version, expires: try signatureReader.time("expires"))
         }
+        activation = try reader.object("activation").map { reader throws(DeviceReportError) in
+            try Activation(reader)
+        }
     }
 
     /// Reads members of one object, naming each by its path in errors.
-    private struct Reader {
+    struct Reader {
         let json: JSONValue
         let path: String
 
