@@ -43,10 +43,14 @@ enum DoctorCommand {
             return report(checks, json: invocation.json)
         }
         var status: StoreStatus?
-        checks.append(database(config, status: &status))
+        var activation: DoctorFindings.Activation?
+        checks.append(database(config, status: &status, activation: &activation))
         checks.append(contentsOf: daemon(config, invocation: invocation))
         checks.append(clock(status))
         checks.append(source(config))
+        checks.append(DoctorFindings.libraries(config))
+        if let fetch = DoctorFindings.lastFetch(status, now: .now()) { checks.append(fetch) }
+        checks.append(contentsOf: DoctorFindings.activation(activation, now: .now()))
         if let signatures = SignedDocumentStatus.check(config, now: .now()) { checks.append(signatures) }
         checks.append(hooks(config))
         return report(checks, json: invocation.json)
@@ -54,10 +58,12 @@ enum DoctorCommand {
 
     /// The state database's integrity; for a user who may not read it (it is private to the daemon),
     /// the reader file's, which is what this user's commands read.
-    static func database(_ config: AgentConfig, status: inout StoreStatus?) -> Check {
+    static func database(
+        _ config: AgentConfig, status: inout StoreStatus?, activation: inout DoctorFindings.Activation?
+    ) -> Check {
         let path = config.databasePath
         if access(path, R_OK) != 0 && errno == EACCES {
-            return readerFile(config, status: &status)
+            return readerFile(config, status: &status, activation: &activation)
         }
         do {
             guard let store = try StateStore.openForReading(path: path) else {
@@ -67,6 +73,7 @@ enum DoctorCommand {
                 return Check(name: "database", ok: false, detail: "\(path): integrity check failed: \(problems)")
             }
             status = try store.status()
+            activation = DoctorFindings.Activation.read(store)
             return Check(
                 name: "database", ok: true, detail: "\(path): integrity ok, schema \(StateStore.schemaVersion)")
         } catch {
@@ -74,7 +81,9 @@ enum DoctorCommand {
         }
     }
 
-    static func readerFile(_ config: AgentConfig, status: inout StoreStatus?) -> Check {
+    static func readerFile(
+        _ config: AgentConfig, status: inout StoreStatus?, activation: inout DoctorFindings.Activation?
+    ) -> Check {
         let path = StateStore.readerPath(forDatabase: config.databasePath)
         let privately = "\(config.databasePath) is private to the daemon"
         do {
@@ -87,6 +96,7 @@ enum DoctorCommand {
                 return Check(name: "database", ok: false, detail: "\(path): integrity check failed: \(problems)")
             }
             status = try store.status()
+            activation = DoctorFindings.Activation.read(store)
             return Check(name: "database", ok: true, detail: "\(privately); \(path): integrity ok")
         } catch {
             return Check(name: "database", ok: false, detail: "\(privately); \(path): \(error)")
