@@ -240,3 +240,41 @@ import Testing
         #expect(result.stdout.contains("a required update applies: 1.5.0 (installed 1.4.0)"), "\(result.stdout)")
     }
 }
+
+/// etc/default/rcagent-update-check, shipped in the device package: every variable the script
+/// reads is there, commented out, so the shipped file changes nothing.
+@Suite struct UpdateCheckDefaultsTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    @Test func everyVariableIsDocumentedAndNoneIsSet() throws {
+        let script = try String(contentsOf: Self.root.appendingPathComponent("packaging/rcagent-update-check"), encoding: .utf8)
+        let defaultsPath = Self.root.appendingPathComponent("etc/default/rcagent-update-check").path
+        let defaults = try String(contentsOfFile: defaultsPath, encoding: .utf8)
+        // The settings: the variables the script reads with a default (`${NAME:-...}`).
+        let read = Set(script.matches(of: /\$\{(RCAGENT[A-Z_]*):-/).map { String($0.output.1) })
+        #expect(read == ["RCAGENT", "RCAGENT_CHECK_TIMEOUT", "RCAGENT_ON_RECOMMENDED_UPDATE", "RCAGENT_ON_REQUIRED_UPDATE"])
+        for name in read {
+            #expect(defaults.contains("\n#\(name)="), "\(name) is not in the defaults file")
+        }
+        // Every line a comment: read by sh as the unit's EnvironmentFile would be, it sets nothing.
+        #expect(defaults.split(separator: "\n").allSatisfy { $0.hasPrefix("#") }, "\(defaults)")
+        let sourced = try runProcess(
+            "/bin/sh", ["-c", #". "$0"; env | grep '^RCAGENT' || true"#, defaultsPath], environment: ["PATH": "/usr/bin:/bin"])
+        #expect(sourced.status == 0 && sourced.stdout.isEmpty, "\(sourced.stdout)\(sourced.stderr)")
+    }
+
+    @Test func noCommandConfiguredNamesTheVariableAndTheFile() throws {
+        let defaults = try JSONSerialization.data(withJSONObject: [
+            "linux_required_update": CheckUpdateTests.offer("1.5.0")
+        ])
+        let sandbox = try Sandbox(
+            defaults: String(decoding: defaults, as: UTF8.self), extraConfig: "[App]\nVersion=1.4.0")
+        let result = try UpdateCheckScriptTests().runScript(sandbox, onRequired: "")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            result.stdout.contains(
+                "no command is configured for a required update: set RCAGENT_ON_REQUIRED_UPDATE in /etc/default/rcagent-update-check"
+            ), "\(result.stdout)")
+    }
+}
