@@ -40,7 +40,9 @@ final class SocketFile: Sendable {
         var address = try UnixSocket.address(path, for: "bind")
         // mkdir never changes what exists; a symlinked component only decides where the socket
         // lands, and that directory is what is checked below.
-        if directoryPath != "/" && directoryPath != "." { try FileBytes.makeDirectories(directoryPath) }
+        if directoryPath != "/" && directoryPath != "." {
+            try FileBytes.makeDirectories(directoryPath, whenRefused: FileBytes.createItHint(directoryPath))
+        }
         // Both descriptors opened here close on the way out should anything below throw.
         guard let directory = FileDescriptor(returnedBy: open(directoryPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) else {
             throw SystemError("open \(directoryPath)")
