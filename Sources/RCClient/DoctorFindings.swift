@@ -16,9 +16,16 @@ enum DoctorFindings {
 
         /// `nil` when the store has none of it to read (a database from before safe activation).
         static func read(_ store: StateStore) -> Activation? {
-            guard let trial = try? store.pendingTrial(), let rejected = try? store.rejectedVersions(),
-                let history = try? store.history()
-            else { return nil }
+            let trial: PendingTrial?
+            let rejected: [RejectedVersion]
+            let history: [HistoryEntry]
+            do {
+                trial = try store.pendingTrial()
+                rejected = try store.rejectedVersions()
+                history = try store.history()
+            } catch {
+                return nil
+            }
             let rollback = history.lazy.compactMap { entry -> (HistoryEntry, RollbackReason)? in
                 guard case let .rolledBack(reason) = entry.outcome else { return nil }
                 return (entry, reason)
