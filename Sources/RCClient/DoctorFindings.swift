@@ -116,7 +116,8 @@ enum DoctorFindings {
             let version = entry.templateVersion ?? "(none)"
             let at = activation.rejected.last { $0.templateVersion == entry.templateVersion }?.at
             parts.append(
-                "last rollback: version \(version)" + (at.map { " at \($0.iso8601)" } ?? "") + " (\(reason.description))")
+                "last rollback: version \(version)" + (at.map { " at \($0.iso8601)" } ?? "")
+                    + " (\(reason.description))")
         }
         if !activation.rejected.isEmpty {
             let shown = activation.rejected.suffix(10).map(\.templateVersion)

@@ -64,7 +64,8 @@ public struct DeviceReport: Sendable, Equatable {
 
     public init(
         deviceId: String, online: Bool, at: Timestamp, agentVersion: String, templateVersion: String?, stale: Stale,
-        lastFetch: LastFetch, appInstalled: String?, update: Update, activities: Int, signature: Signature? = nil, activation: Activation? = nil
+        lastFetch: LastFetch, appInstalled: String?, update: Update, activities: Int, signature: Signature? = nil,
+        activation: Activation? = nil
     ) {
         self.deviceId = deviceId
         self.online = online
@@ -106,7 +107,9 @@ public struct DeviceReport: Sendable, Equatable {
         ]
         // `null` on devices that do not require signatures.
         let signatureJSON = signature.map { signature -> JSONValue in
-            .object([("version", signature.version.map(JSONValue.integer) ?? .null), ("expires", time(signature.expires))])
+            .object([
+                ("version", signature.version.map(JSONValue.integer) ?? .null), ("expires", time(signature.expires)),
+            ])
         }
         members.append(("signature", signatureJSON ?? .null))
         if let activation { members.append(("activation", activation.json)) }

@@ -248,19 +248,22 @@ import Testing
         .deletingLastPathComponent()
 
     @Test func everyVariableIsDocumentedAndNoneIsSet() throws {
-        let script = try String(contentsOf: Self.root.appendingPathComponent("packaging/rcagent-update-check"), encoding: .utf8)
+        let script = try String(
+            contentsOf: Self.root.appendingPathComponent("packaging/rcagent-update-check"), encoding: .utf8)
         let defaultsPath = Self.root.appendingPathComponent("etc/default/rcagent-update-check").path
         let defaults = try String(contentsOfFile: defaultsPath, encoding: .utf8)
         // The settings: the variables the script reads with a default (`${NAME:-...}`).
         let read = Set(script.matches(of: /\$\{(RCAGENT[A-Z_]*):-/).map { String($0.output.1) })
-        #expect(read == ["RCAGENT", "RCAGENT_CHECK_TIMEOUT", "RCAGENT_ON_RECOMMENDED_UPDATE", "RCAGENT_ON_REQUIRED_UPDATE"])
+        #expect(
+            read == ["RCAGENT", "RCAGENT_CHECK_TIMEOUT", "RCAGENT_ON_RECOMMENDED_UPDATE", "RCAGENT_ON_REQUIRED_UPDATE"])
         for name in read {
             #expect(defaults.contains("\n#\(name)="), "\(name) is not in the defaults file")
         }
         // Every line a comment: read by sh as the unit's EnvironmentFile would be, it sets nothing.
         #expect(defaults.split(separator: "\n").allSatisfy { $0.hasPrefix("#") }, "\(defaults)")
         let sourced = try runProcess(
-            "/bin/sh", ["-c", #". "$0"; env | grep '^RCAGENT' || true"#, defaultsPath], environment: ["PATH": "/usr/bin:/bin"])
+            "/bin/sh", ["-c", #". "$0"; env | grep '^RCAGENT' || true"#, defaultsPath],
+            environment: ["PATH": "/usr/bin:/bin"])
         #expect(sourced.status == 0 && sourced.stdout.isEmpty, "\(sourced.stdout)\(sourced.stderr)")
     }
 

@@ -96,7 +96,8 @@ import Testing
             activation.hasPrefix("warn  activation last rollback: version 42 at "), "\(activation)")
         #expect(
             activation.hasSuffix(
-                " (health check failed (exit 3)); rejected versions (never activated again here): 42 (see rcagent history)"),
+                " (health check failed (exit 3)); rejected versions (never activated again here): 42 (see rcagent history)"
+            ),
             "\(activation)")
         #expect(line(result, "trial") == nil, "no trial pending: \(result.stdout)")
 

@@ -31,7 +31,8 @@ import Testing
         let names = result.stdout.split(separator: "\n").map { String($0.dropFirst(6).prefix { $0 != " " }) }
         #expect(
             names == [
-                "config", "database", "socket", "daemon", "clock", "source", "libraries", "fetch", "activation", "hooks",
+                "config", "database", "socket", "daemon", "clock", "source", "libraries", "fetch", "activation",
+                "hooks",
             ])
         let json = try #require(
             JSONSerialization.jsonObject(with: Data(try sandbox.cli("doctor", "--json").stdout.utf8)) as? [String: Any])

@@ -44,7 +44,8 @@ import Testing
         #expect(text.stdout.hasPrefix("Devices: 6 (online 6, offline 0)\n"), "\(text.stdout)")
         #expect(text.stdout.contains("\nActivation deferred: 1\nRolled back: 2\n"), "\(text.stdout)")
         #expect(
-            text.stdout.contains("Rollbacks per version (devices that rolled it back or reject it):\n  v44  2\n  v42  1\n"),
+            text.stdout.contains(
+                "Rollbacks per version (devices that rolled it back or reject it):\n  v44  2\n  v42  1\n"),
             "\(text.stdout)")
         #expect(text.stdout.contains("\nActivation deferred (1):\n  k2: v44\n"), "\(text.stdout)")
         #expect(
@@ -74,11 +75,17 @@ import Testing
         try fleet.publish(raw: Self.report("k1", "43", activation: Self.none), topic: "rcagent/status/k1")
         let watch = try fleet.watch([])
         #expect(
-            eventually(60) { watch.lines.contains { $0.hasSuffix(" devices 1 online 1 · v43 1 (100%) · stale 0 · failing 0 · offline 0") } },
+            eventually(60) {
+                watch.lines.contains {
+                    $0.hasSuffix(" devices 1 online 1 · v43 1 (100%) · stale 0 · failing 0 · offline 0")
+                }
+            },
             "\(watch.lines)\n\(watch.stderr)")
         try Self.publishFleet(fleet)
         #expect(
-            eventually(60) { watch.lines.last?.hasSuffix(" · offline 0 · deferred 1 · rolled back v44 2, v42 1") == true },
+            eventually(60) {
+                watch.lines.last?.hasSuffix(" · offline 0 · deferred 1 · rolled back v44 2, v42 1") == true
+            },
             "\(watch.lines)\n\(watch.stderr)")
         #expect(watch.stop(SIGINT).status == 0, "\(watch.stderr)")
     }

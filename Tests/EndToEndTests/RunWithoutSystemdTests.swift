@@ -22,7 +22,10 @@ import Testing
         chmod(sandbox.configPath, 0o644)
         let result = try sandbox.run(
             "/usr/bin/setpriv",
-            ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.url("rcagentd").path, "--config", sandbox.configPath])
+            [
+                "--reuid=65534", "--regid=65534", "--clear-groups", Binaries.url("rcagentd").path, "--config",
+                sandbox.configPath,
+            ])
         #expect(result.status != 0)
         #expect(
             result.stderr.contains(

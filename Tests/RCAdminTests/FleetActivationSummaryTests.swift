@@ -36,7 +36,8 @@ import Testing
 
         let text = FleetStatusOutput.text(summary, topic: "rcagent/status", limit: nil)
         #expect(text.contains("Activation deferred: 1\nRolled back: 2\n"), "\(text)")
-        #expect(text.contains("Rollbacks per version (devices that rolled it back or reject it):\n  v43  2\n  v41  1\n"))
+        #expect(
+            text.contains("Rollbacks per version (devices that rolled it back or reject it):\n  v43  2\n  v41  1\n"))
         #expect(text.contains("\nActivation deferred (1):\n  a2: v43\n"), "\(text)")
         #expect(
             text.contains(
@@ -73,6 +74,8 @@ import Testing
             }
         }
         let many = "[" + (0...256).map { "\"\($0)\"" }.joined(separator: ",") + "]"
-        #expect(throws: DeviceReportError.self) { try DeviceReport(parsing: Array((head + #"{"rejected":\#(many)}}"#).utf8)) }
+        #expect(throws: DeviceReportError.self) {
+            try DeviceReport(parsing: Array((head + #"{"rejected":\#(many)}}"#).utf8))
+        }
     }
 }

@@ -43,7 +43,8 @@ import Testing
         // One setting under either name: the later line wins, whichever section it is in, and
         // it is recorded (for reload and errors) under the [Source] name.
         let both = try Self.config(
-            "[Source]\nTrustedKeys=/a.pem\nSignatureThreshold=3\n[Push]\nTrustedKeys=/b.pem\n[Source]\nSignatureThreshold=\n")
+            "[Source]\nTrustedKeys=/a.pem\nSignatureThreshold=3\n[Push]\nTrustedKeys=/b.pem\n[Source]\nSignatureThreshold=\n"
+        )
         #expect(both.trustedKeys == "/b.pem" && both.signatureThreshold == 1)
         #expect(both.settingValue("Source.TrustedKeys") == "/b.pem")
         #expect(both.locations["Source.TrustedKeys"]?.line == 5)

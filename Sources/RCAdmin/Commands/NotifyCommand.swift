@@ -150,7 +150,9 @@ enum NotifyCommand {
             activate what they fetch at once, outside their maintenance windows and holds (a kill
             switch that must not wait for a window).
             """,
-        options: AdminCommand.accountOptions + PushDestinations.options + [.value("template-version", "N"), .flag("activate-now")],
+        options: AdminCommand.accountOptions + PushDestinations.options + [
+            .value("template-version", "N"), .flag("activate-now"),
+        ],
         arguments: 0...0
     ) { options, environment throws(AdminFailure) in
         let notification = try PushDestinations(options)

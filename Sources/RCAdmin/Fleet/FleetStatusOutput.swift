@@ -48,7 +48,9 @@ public enum FleetStatusOutput {
             let width0 = rows.map { $0.0.unicodeScalars.count }.max() ?? 0
             let width1 = rows.map { $0.1.count }.max() ?? 0
             for (version, count) in rows {
-                out += "  " + pad(version, width0) + "  " + String(repeating: " ", count: width1 - count.count) + count + "\n"
+                out +=
+                    "  " + pad(version, width0) + "  " + String(repeating: " ", count: width1 - count.count) + count
+                    + "\n"
             }
         }
         if !summary.unreadable.isEmpty { out += "Unreadable reports: \(summary.unreadable.count)\n" }
