@@ -128,4 +128,29 @@ import Testing
         activation = try #require(line(try sandbox.cli("doctor"), "trial"))
         #expect(activation.hasPrefix("FAIL  trial     version 44"))
     }
+
+    /// A user outside `SocketGroup=`: both lines fail, and the socket's says how to join the group.
+    @Test(.enabled(if: getuid() == 0, "needs root to run doctor as another user"))
+    func aUserOutsideTheSocketGroupIsToldHowToJoinIt() throws {
+        let sandbox = try Sandbox()
+        try sandbox.writeConfig(extra: "[Agent]\nSocketGroup=daemon\n")
+        try sandbox.publish(Sandbox.document(version: 1))
+        chmod(sandbox.root.path, 0o755)
+        for path in [sandbox.configPath, sandbox.defaultsPath] { chmod(path, 0o644) }
+        let daemon = try sandbox.startDaemon()
+        let result = try sandbox.run(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=65534", "--regid=65534", "--clear-groups", Binaries.url("rcagent").path, "doctor",
+                "--config", sandbox.configPath,
+            ])
+        #expect(result.status == 1)
+        let socket = try #require(line(result, "socket"), "\(result.stdout)")
+        #expect(socket.contains("this user may not talk to the daemon; add this user to its group (as root: adduser "))
+        #expect(socket.hasSuffix(" daemon; then log in again)"), "\(socket)")
+        #expect(
+            line(result, "daemon") == "FAIL  daemon    not reachable by this user (the socket refuses it)",
+            "\(result.stdout)")
+        #expect(daemon.stop() == 0)
+    }
 }

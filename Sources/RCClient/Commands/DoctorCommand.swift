@@ -128,10 +128,15 @@ enum DoctorCommand {
             }
             return [socket, Check(name: "daemon", ok: true, detail: running)]
         case let .denied(error):
+            // Who may: root, the daemon's user, and the socket's group, which this user can join.
+            let join = config.socketGroup.map { group in
+                "; add this user to its group (as root: adduser \(userName()) \(group); then log in again)"
+            }
             return [
                 Check(
                     name: "socket", ok: false,
-                    detail: "\(config.socket): \(error): this user may not talk to the daemon")
+                    detail: "\(config.socket): \(error): this user may not talk to the daemon" + (join ?? "")),
+                Check(name: "daemon", ok: false, detail: "not reachable by this user (the socket refuses it)"),
             ]
         case .notRunning:
             return [
@@ -139,6 +144,12 @@ enum DoctorCommand {
                 Check(name: "daemon", ok: false, detail: "not running"),
             ]
         }
+    }
+
+    /// This user's login name, or its uid when it has none.
+    static func userName() -> String {
+        guard let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name else { return "\(geteuid())" }
+        return String(cString: name)
     }
 
     static func clock(_ status: StoreStatus?) -> Check {
