@@ -33,4 +33,24 @@ import Testing
                     + "(install -d -o rcagent -g rcagent -m 0755 \(socketDirectory)) or run systemd-tmpfiles --create"),
             "\(result.stderr)")
     }
+
+    /// root running the daemon with a socket directory its user owns (the package's /run/rcagent):
+    /// the warning's advice is to run as that user, not to move to the directory it is in.
+    @Test(.enabled(if: getuid() == 0, "needs root to own a directory as another user"))
+    func rootInTheDaemonUsersDirectoryIsToldToRunAsThatUser() throws {
+        let sandbox = try Sandbox()
+        let socketDirectory = sandbox.root.appendingPathComponent("run-rcagent").path
+        try FileManager.default.createDirectory(atPath: socketDirectory, withIntermediateDirectories: true)
+        chmod(socketDirectory, 0o755)
+        chown(socketDirectory, 65534, 65534)
+        try sandbox.writeConfig(extra: "[Agent]\nSocket=\(socketDirectory)/agent.sock\n")
+        let daemon = try sandbox.startDaemon()
+        #expect(daemon.stop() == 0)
+        #expect(
+            daemon.log.contains(
+                "The socket directory \(socketDirectory) can be written by its owner, uid 65534 (mode 755): they can "
+                    + "remove the socket or put another in its place; run the daemon as the directory's owner "
+                    + "(the package's unit runs it as rcagent), or use a directory only this user can write"),
+            "\(daemon.log)")
+    }
 }
