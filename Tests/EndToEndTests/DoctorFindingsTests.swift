@@ -153,4 +153,19 @@ import Testing
             "\(result.stdout)")
         #expect(daemon.stop() == 0)
     }
+
+    /// The daemon with the same broken library: its error names the library, with no TLS settings
+    /// in front of it (issue 29 item 5).
+    @Test func theDaemonSaysWhichLibraryMQTTLacks() throws {
+        let sandbox = try Sandbox()
+        try sandbox.writeConfig(extra: "[Push]\nMQTT=mqtt://127.0.0.1:1\n")
+        let broken = sandbox.root.appendingPathComponent("broken-libs")
+        try FileManager.default.createDirectory(at: broken, withIntermediateDirectories: true)
+        try sandbox.write("not a library\n", to: broken.appendingPathComponent("libmosquitto.so.1").path)
+        let daemon = try DaemonProcess(sandbox, environment: ["LD_LIBRARY_PATH": broken.path])
+        #expect(
+            eventually(60) { daemon.log.contains("cannot set up MQTT: MQTT needs libmosquitto.so.1") }, "\(daemon.log)")
+        #expect(!daemon.log.contains("MQTTCAFile="), "\(daemon.log)")
+        daemon.stop()
+    }
 }
