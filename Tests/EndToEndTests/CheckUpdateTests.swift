@@ -28,6 +28,17 @@ import Testing
         #expect(result.stdout == "no update: installed 1.4.0 is current\n")
     }
 
+    /// `--required` while a recommended update applies: not "current" (issue 29 item 4).
+    @Test func oneKindAloneSaysTheOtherWasNotChecked() throws {
+        let sandbox = try sandbox(recommended: Self.offer("1.5.0"))
+        let result = try sandbox.cli("check-update", "--required")
+        #expect(result.status == 0)
+        #expect(
+            result.stdout
+                == "no required update for installed 1.4.0 (--required: the recommended-update key was not checked)\n")
+        #expect(try sandbox.cli("check-update", "--recommended").status == 100)
+    }
+
     @Test func recommendedExits100() throws {
         let sandbox = try sandbox(recommended: Self.offer("1.5.0", deadline: "2999-01-01T00:00:00Z"))
         let result = try sandbox.cli("check-update")
