@@ -60,7 +60,7 @@ let package = Package(
                 "RCCore", "RCSystem", "RCStore", "RCTemplate", "RCSigning", "RCHTTP", "RCFirebase", "RCMQTT",
                 "RCService", "CLinux",
             ]),
-        .target(name: "RCClient", dependencies: ["RCCore", "RCSystem", "RCStore"]),
+        .target(name: "RCClient", dependencies: ["RCCore", "RCSystem", "RCStore", "CLazyLibraries"]),
         .target(
             name: "RCTemplate",
             dependencies: ["RCCore", "RCSystem", "RCService", "CCrypto", "CPCRE2", "CLazyLibraries"]),

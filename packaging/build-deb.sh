@@ -85,12 +85,13 @@ pkg=$stage/rcagent
 install_programs "$pkg" rcagent
 ln -s rcagent "$pkg/usr/bin/rcagentd"
 install -d "$pkg/usr/libexec/rcagent" "$pkg/lib/systemd/system" "$pkg/usr/lib/sysusers.d" "$pkg/usr/lib/tmpfiles.d" \
-    "$pkg/etc/rcagent/hooks.d" "$pkg/etc/rcagent/agent.conf.d" "$pkg/usr/share/doc/rcagent"
+    "$pkg/etc/rcagent/hooks.d" "$pkg/etc/rcagent/agent.conf.d" "$pkg/etc/default" "$pkg/usr/share/doc/rcagent"
 install -m 0755 "$root/packaging/rcagent-update-check" "$pkg/usr/libexec/rcagent/"
 install -m 0644 "$root/packaging/rcagentd.service" "$root/packaging/rcagent-update-check.service" "$pkg/lib/systemd/system/"
 install -m 0644 "$root/packaging/sysusers.conf" "$pkg/usr/lib/sysusers.d/rcagent.conf"
 install -m 0644 "$root/packaging/tmpfiles.conf" "$pkg/usr/lib/tmpfiles.d/rcagent.conf"
 install -m 0644 "$root/etc/rcagent/agent.conf" "$root/etc/rcagent/defaults.json" "$pkg/etc/rcagent/"
+install -m 0644 "$root/etc/default/rcagent-update-check" "$pkg/etc/default/"
 install -m 0644 "$root/README.md" "$pkg/usr/share/doc/rcagent/README.md"
 for page in "$root"/docs/*.md; do
     [ "$(basename "$page")" = rcadmin.md ] || install -m 0644 "$page" "$pkg/usr/share/doc/rcagent/"
@@ -98,7 +99,8 @@ done
 install_manpages "$pkg" rcagent:1 rcagentd:8 agent.conf:5
 install -d "$pkg/DEBIAN"
 for script in postinst prerm postrm; do install -m 0755 "$root/packaging/debian/$script" "$pkg/DEBIAN/$script"; done
-printf '/etc/rcagent/agent.conf\n/etc/rcagent/defaults.json\n' > "$pkg/DEBIAN/conffiles"
+printf '/etc/rcagent/agent.conf\n/etc/rcagent/defaults.json\n/etc/default/rcagent-update-check\n' \
+    > "$pkg/DEBIAN/conffiles"
 finish_package rcagent
 
 # The operator package: the relay's unit stays disabled until the operator writes its config.

@@ -59,6 +59,10 @@ mkdir "$work/extract"
 dpkg-deb -x "$deb" "$work/extract"
 dpkg-deb -x "$admin" "$work/extract"
 dpkg-deb -c "$deb" | grep -q 'usr/bin/rcadmin' && fail "the device package carries rcadmin"
+# The update check's settings ship commented, as a conffile: an edit survives an upgrade.
+[ -f "$work/extract/etc/default/rcagent-update-check" ] || fail "no /etc/default/rcagent-update-check"
+dpkg-deb -I "$deb" conffiles | grep -qx /etc/default/rcagent-update-check ||
+    fail "/etc/default/rcagent-update-check is not a conffile"
 [ "$(readlink "$work/extract/usr/bin/rcagentd")" = rcagent ] || fail "rcagentd is not a link to rcagent"
 for program in rcagent rcagentd rcadmin; do
     file=$work/extract/usr/bin/$program

@@ -40,7 +40,9 @@ final class SocketFile: Sendable {
         var address = try UnixSocket.address(path, for: "bind")
         // mkdir never changes what exists; a symlinked component only decides where the socket
         // lands, and that directory is what is checked below.
-        if directoryPath != "/" && directoryPath != "." { try FileBytes.makeDirectories(directoryPath) }
+        if directoryPath != "/" && directoryPath != "." {
+            try FileBytes.makeDirectories(directoryPath, whenRefused: FileBytes.createItHint(directoryPath))
+        }
         // Both descriptors opened here close on the way out should anything below throw.
         guard let directory = FileDescriptor(returnedBy: open(directoryPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) else {
             throw SystemError("open \(directoryPath)")
@@ -48,9 +50,16 @@ final class SocketFile: Sendable {
 
         var info = stat()
         if fstat(directory.rawValue, &info) == 0, let who = FileWriters.others(info) {
+            // Owned by another user (root running the daemon in the package's /run/rcagent): the
+            // cure is that user, not another directory.
+            let cure =
+                info.st_uid != 0 && info.st_uid != geteuid()
+                ? "run the daemon as the directory's owner (the package's unit runs it as rcagent), "
+                    + "or use a directory only this user can write"
+                : "use a directory only the daemon's user can write (like /run/rcagent)"
             log.warning(
                 "The socket directory \(directoryPath) can be written by \(who): they can remove the socket or put "
-                    + "another in its place; use a directory only the daemon's user can write (like /run/rcagent)")
+                    + "another in its place; \(cure)")
         }
 
         // A socket file left by a daemon that died is in the way; a live daemon would answer.

@@ -22,12 +22,18 @@ struct SignedDocumentStatus {
         }
     }
 
-    var json: JSONValue {
-        .object([
+    /// The status's `signature` member: `required` false (and the rest empty) without `TrustedKeys=`;
+    /// `keyIds` are the trusted keys that signed the accepted document.
+    static func json(_ config: AgentConfig) -> JSONValue {
+        let status = read(config)
+        let record = status?.record
+        return .object([
+            ("required", .bool(status != nil)),
             ("version", record.map { .integer($0.version) } ?? .null),
             ("expires", record.map { .string($0.expires.iso8601) } ?? .null),
+            ("keyIds", .array((record?.keyIDs ?? []).map(JSONValue.string))),
             ("acceptedAt", record.map { .string($0.acceptedAt.iso8601) } ?? .null),
-            ("problem", problem.map(JSONValue.string) ?? .null),
+            ("problem", status?.problem.map(JSONValue.string) ?? .null),
         ])
     }
 

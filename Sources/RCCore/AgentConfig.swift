@@ -129,8 +129,7 @@ public struct AgentConfig: Sendable {
             do { try apply(entry) } catch {
                 problems.append(error)
                 // Back to the built-in default: an empty value resets every key.
-                let setting = ConfigKeys.all.first { $0.section == entry.section && $0.key == entry.key }
-                try? setting?.apply(&self, "", entry.location)
+                try? ConfigKeys.setting(entry.section, entry.key)?.apply(&self, "", entry.location)
             }
         }
         return problems
@@ -159,7 +158,7 @@ public struct AgentConfig: Sendable {
             if !entry.value.isEmpty { signals.append((entry.key, entry.value)) }
             return
         }
-        guard let setting = ConfigKeys.all.first(where: { $0.section == entry.section && $0.key == entry.key }) else {
+        guard let setting = ConfigKeys.setting(entry.section, entry.key) else {
             let known = ConfigKeys.all.contains { $0.section == entry.section } || entry.section == "Signals"
             warnings.append(
                 ConfigError(
@@ -173,7 +172,8 @@ public struct AgentConfig: Sendable {
             return
         }
         try setting.apply(&self, entry.value, entry.location)
-        let name = "\(entry.section).\(entry.key)"
+        // An alias (`[Push] TrustedKeys=`) is recorded under the key it spells: the later line wins.
+        let name = "\(setting.section).\(setting.key)"
         locations[name] = entry.location
         if entry.value.isEmpty {
             assignments[name] = nil

@@ -30,6 +30,18 @@ extension AgentConfig {
 }
 
 enum ConfigKeys {
+    /// Keys a second section also takes, with the same meaning: the signature keys belong to the
+    /// source (they judge its documents) and are documented next to the push keys too.
+    static let aliases: [String: String] = [
+        "Push.TrustedKeys": "Source.TrustedKeys", "Push.SignatureThreshold": "Source.SignatureThreshold",
+    ]
+
+    /// The setting `[section] key=` assigns, through ``aliases``; `nil` for an unknown key.
+    static func setting(_ section: String, _ key: String) -> ConfigKey? {
+        let name = aliases["\(section).\(key)"] ?? "\(section).\(key)"
+        return all.first { "\($0.section).\($0.key)" == name }
+    }
+
     static let all: [ConfigKey] =
         [
             path("Agent", "StateDirectory", \.stateDirectory),

@@ -46,14 +46,17 @@ public struct DeviceReport: Sendable, Equatable {
     /// Live activities the device holds (ended ones waiting for their dismissal included).
     public var activities: Int
     /// With `TrustedKeys=`: the last accepted signed version and when it expires (a fleet view
-    /// sees a server that stopped publishing before the devices refuse it); `nil` otherwise.
-    public var signed: Signed?
+    /// sees a server that stopped publishing before the devices refuse it), both `nil` before one
+    /// is accepted; `nil` on devices that do not require signatures.
+    public var signature: Signature?
+    /// Safe activation (`activation`, see ``Activation``); `nil` in reports of agents that predate it.
+    public var activation: Activation?
 
-    /// The last accepted signed document's version and expiry.
-    public struct Signed: Sendable, Equatable {
-        public var version: Int64
-        public var expires: Timestamp
-        public init(version: Int64, expires: Timestamp) {
+    /// The last accepted signed document's version and expiry (the report's `signature` member).
+    public struct Signature: Sendable, Equatable {
+        public var version: Int64?
+        public var expires: Timestamp?
+        public init(version: Int64?, expires: Timestamp?) {
             self.version = version
             self.expires = expires
         }
@@ -61,7 +64,8 @@ public struct DeviceReport: Sendable, Equatable {
 
     public init(
         deviceId: String, online: Bool, at: Timestamp, agentVersion: String, templateVersion: String?, stale: Stale,
-        lastFetch: LastFetch, appInstalled: String?, update: Update, activities: Int, signed: Signed? = nil
+        lastFetch: LastFetch, appInstalled: String?, update: Update, activities: Int, signature: Signature? = nil,
+        activation: Activation? = nil
     ) {
         self.deviceId = deviceId
         self.online = online
@@ -73,7 +77,8 @@ public struct DeviceReport: Sendable, Equatable {
         self.appInstalled = appInstalled
         self.update = update
         self.activities = activities
-        self.signed = signed
+        self.signature = signature
+        self.activation = activation
     }
 
     /// Limits a reader holds reports to: a hostile broker or device cannot make a fleet view
@@ -100,14 +105,14 @@ public struct DeviceReport: Sendable, Equatable {
             ("app", .object([("installed", .optional(appInstalled)), ("update", .string(update.rawValue))])),
             ("activities", .integer(Int64(activities))),
         ]
-        // Only on devices that require signatures: the others' reports stay as they were.
-        if let signed {
-            members.append(
-                (
-                    "signed",
-                    .object([("version", .integer(signed.version)), ("expires", .string(signed.expires.iso8601))])
-                ))
+        // `null` on devices that do not require signatures.
+        let signatureJSON = signature.map { signature -> JSONValue in
+            .object([
+                ("version", signature.version.map(JSONValue.integer) ?? .null), ("expires", time(signature.expires)),
+            ])
         }
+        members.append(("signature", signatureJSON ?? .null))
+        if let activation { members.append(("activation", activation.json)) }
         return .object(members)
     }
 
@@ -148,19 +153,22 @@ public struct DeviceReport: Sendable, Equatable {
         }
         self.update = kind
         activities = try reader.count("activities")
-        if let signedReader = try reader.object("signed") {
-            guard case let .integer(version)? = json["signed"]?["version"], version >= 1 else {
-                throw DeviceReportError("signed.version is not a version number")
+        if let signatureReader = try reader.object("signature") {
+            let version: Int64?
+            switch json["signature"]?["version"] {
+            case nil, .null?: version = nil
+            case let .integer(number)? where number >= 1: version = number
+            case _?: throw DeviceReportError("signature.version is not a version number")
             }
-            guard let expires = try signedReader.time("expires") else {
-                throw DeviceReportError("signed.expires is missing")
-            }
-            signed = Signed(version: version, expires: expires)
+            signature = Signature(version: version, expires: try signatureReader.time("expires"))
+        }
+        activation = try reader.object("activation").map { reader throws(DeviceReportError) in
+            try Activation(reader)
         }
     }
 
     /// Reads members of one object, naming each by its path in errors.
-    private struct Reader {
+    struct Reader {
         let json: JSONValue
         let path: String
 

@@ -9,18 +9,28 @@ public struct SignedVersionRecord: Sendable, Equatable {
     public var documentDigest: String
     public var expires: Timestamp
     public var acceptedAt: Timestamp
+    /// The key ids (SHA-256 of the raw key, hex) of the trusted keys whose signatures were valid:
+    /// `status` names them without reading the keys. Empty in records written before they were kept.
+    public var keyIDs: [String]
 
-    public init(version: Int64, documentDigest: String, expires: Timestamp, acceptedAt: Timestamp) {
+    /// Most key ids a record keeps (as many as keys are trusted at once).
+    public static let maximumKeyIDs = 32
+
+    public init(
+        version: Int64, documentDigest: String, expires: Timestamp, acceptedAt: Timestamp, keyIDs: [String] = []
+    ) {
         self.version = version
         self.documentDigest = documentDigest
         self.expires = expires
         self.acceptedAt = acceptedAt
+        self.keyIDs = Array(keyIDs.prefix(Self.maximumKeyIDs))
     }
 
     public var json: JSONValue {
         .object([
             ("version", .integer(version)), ("documentDigest", .string(documentDigest)),
             ("expires", .string(expires.iso8601)), ("acceptedAt", .string(acceptedAt.iso8601)),
+            ("keyIds", .array(keyIDs.map(JSONValue.string))),
         ])
     }
 
@@ -35,8 +45,19 @@ public struct SignedVersionRecord: Sendable, Equatable {
             case let .string(expiresText)? = json["expires"], let expires = Timestamp(iso8601: expiresText),
             case let .string(acceptedText)? = json["acceptedAt"], let accepted = Timestamp(iso8601: acceptedText)
         else { return fail("not a signed-version record") }
+        var keyIDs: [String] = []
+        if case let .array(ids)? = json["keyIds"] {
+            // A key id is 64 hex digits; anything else is not one (never printed as it stands).
+            keyIDs = ids.prefix(maximumKeyIDs).compactMap { id in
+                guard case let .string(text) = id, text.utf8.count == 64,
+                    text.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+                else { return nil }
+                return text
+            }
+        }
         return .success(
-            SignedVersionRecord(version: version, documentDigest: digest, expires: expires, acceptedAt: accepted))
+            SignedVersionRecord(
+                version: version, documentDigest: digest, expires: expires, acceptedAt: accepted, keyIDs: keyIDs))
     }
 
     /// Whether it expires within `window` of `now` (status and doctor warn).

@@ -12,7 +12,8 @@ extension StateStore {
         // Read the defaults before creating anything: a bad defaults file must not leave behind
         // a new database without them (it would not be new on the next open).
         let defaults = try isNew ? readDefaults(path: config.defaults) : nil
-        try FileBytes.makeDirectories(config.stateDirectory)
+        try FileBytes.makeDirectories(
+            config.stateDirectory, whenRefused: FileBytes.createItHint(config.stateDirectory))
         // root writing for the daemon's user (`rcagent mark-stale` with the daemon stopped): the files
         // keep the state directory's owner, or the daemon could no longer write its own database.
         var owner: (uid_t, gid_t)?

@@ -228,12 +228,28 @@ extension FileBytes {
         return names
     }
 
-    /// Creates `path` and its missing parents with `mode`.
-    public static func makeDirectories(_ path: String, mode: mode_t = 0o755) throws(SystemError) {
+    /// Creates `path` and its missing parents with `mode`. A refusal (`EACCES`, `EPERM`) says what to
+    /// do after the system's reason when `whenRefused` is given.
+    public static func makeDirectories(_ path: String, mode: mode_t = 0o755, whenRefused: String? = nil)
+        throws(SystemError)
+    {
         var prefix = ""
         for component in path.split(separator: "/") {
             prefix += "/" + component
-            if mkdir(prefix, mode) != 0 && errno != EEXIST { throw SystemError("mkdir \(prefix)") }
+            guard mkdir(prefix, mode) != 0, errno != EEXIST else { continue }
+            let code = errno
+            if let whenRefused, code == EACCES || code == EPERM {
+                throw SystemError(
+                    "mkdir \(prefix)", reason: String(cString: strerror(code)) + "; " + whenRefused, errno: code)
+            }
+            throw SystemError("mkdir \(prefix)", errno: code)
         }
+    }
+
+    /// What to do when the daemon may not create one of its directories (started by hand, in a
+    /// container or chroot, without systemd making it first).
+    public static func createItHint(_ path: String) -> String {
+        "create it as root for the daemon's user (install -d -o rcagent -g rcagent -m 0755 \(path)) "
+            + "or run systemd-tmpfiles --create"
     }
 }

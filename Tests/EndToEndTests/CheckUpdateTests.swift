@@ -28,6 +28,17 @@ import Testing
         #expect(result.stdout == "no update: installed 1.4.0 is current\n")
     }
 
+    /// `--required` while a recommended update applies: not "current" (issue 29 item 4).
+    @Test func oneKindAloneSaysTheOtherWasNotChecked() throws {
+        let sandbox = try sandbox(recommended: Self.offer("1.5.0"))
+        let result = try sandbox.cli("check-update", "--required")
+        #expect(result.status == 0)
+        #expect(
+            result.stdout
+                == "no required update for installed 1.4.0 (--required: the recommended-update key was not checked)\n")
+        #expect(try sandbox.cli("check-update", "--recommended").status == 100)
+    }
+
     @Test func recommendedExits100() throws {
         let sandbox = try sandbox(recommended: Self.offer("1.5.0", deadline: "2999-01-01T00:00:00Z"))
         let result = try sandbox.cli("check-update")
@@ -238,5 +249,46 @@ import Testing
                 == "1.5.0|\(download)|2020-01-01T00:00:00Z|\(message)")
         #expect(!FileManager.default.fileExists(atPath: marker))
         #expect(result.stdout.contains("a required update applies: 1.5.0 (installed 1.4.0)"), "\(result.stdout)")
+    }
+}
+
+/// etc/default/rcagent-update-check, shipped in the device package: every variable the script
+/// reads is there, commented out, so the shipped file changes nothing.
+@Suite struct UpdateCheckDefaultsTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    @Test func everyVariableIsDocumentedAndNoneIsSet() throws {
+        let script = try String(
+            contentsOf: Self.root.appendingPathComponent("packaging/rcagent-update-check"), encoding: .utf8)
+        let defaultsPath = Self.root.appendingPathComponent("etc/default/rcagent-update-check").path
+        let defaults = try String(contentsOfFile: defaultsPath, encoding: .utf8)
+        // The settings: the variables the script reads with a default (`${NAME:-...}`).
+        let read = Set(script.matches(of: /\$\{(RCAGENT[A-Z_]*):-/).map { String($0.output.1) })
+        #expect(
+            read == ["RCAGENT", "RCAGENT_CHECK_TIMEOUT", "RCAGENT_ON_RECOMMENDED_UPDATE", "RCAGENT_ON_REQUIRED_UPDATE"])
+        for name in read {
+            #expect(defaults.contains("\n#\(name)="), "\(name) is not in the defaults file")
+        }
+        // Every line a comment: read by sh as the unit's EnvironmentFile would be, it sets nothing.
+        #expect(defaults.split(separator: "\n").allSatisfy { $0.hasPrefix("#") }, "\(defaults)")
+        let sourced = try runProcess(
+            "/bin/sh", ["-c", #". "$0"; env | grep '^RCAGENT' || true"#, defaultsPath],
+            environment: ["PATH": "/usr/bin:/bin"])
+        #expect(sourced.status == 0 && sourced.stdout.isEmpty, "\(sourced.stdout)\(sourced.stderr)")
+    }
+
+    @Test func noCommandConfiguredNamesTheVariableAndTheFile() throws {
+        let defaults = try JSONSerialization.data(withJSONObject: [
+            "linux_required_update": CheckUpdateTests.offer("1.5.0")
+        ])
+        let sandbox = try Sandbox(
+            defaults: String(decoding: defaults, as: UTF8.self), extraConfig: "[App]\nVersion=1.4.0")
+        let result = try UpdateCheckScriptTests().runScript(sandbox, onRequired: "")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            result.stdout.contains(
+                "no command is configured for a required update: set RCAGENT_ON_REQUIRED_UPDATE in /etc/default/rcagent-update-check"
+            ), "\(result.stdout)")
     }
 }

@@ -29,7 +29,11 @@ import Testing
         let result = try sandbox.cli("doctor")
         #expect(result.status == 0, "\(result.stdout)")
         let names = result.stdout.split(separator: "\n").map { String($0.dropFirst(6).prefix { $0 != " " }) }
-        #expect(names == ["config", "database", "socket", "daemon", "clock", "source", "hooks"])
+        #expect(
+            names == [
+                "config", "database", "socket", "daemon", "clock", "source", "libraries", "fetch", "activation",
+                "hooks",
+            ])
         let json = try #require(
             JSONSerialization.jsonObject(with: Data(try sandbox.cli("doctor", "--json").stdout.utf8)) as? [String: Any])
         #expect(json["ok"] as? Bool == true)

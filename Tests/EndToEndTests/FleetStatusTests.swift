@@ -128,6 +128,8 @@ import Testing
             Updates pending: 1 required, 1 recommended
             Update state unknown: 1
             Lagging behind v43: 4
+            Activation deferred: 0
+            Rolled back: 0
 
             """
         #expect(result.stdout.hasPrefix(expectedHead), "\(result.stdout)")
@@ -172,7 +174,8 @@ import Testing
         #expect(
             counts == [
                 "devices": 9, "online": 8, "offline": 1, "onNewest": 5, "stale": 1, "failing": 1, "requiredUpdate": 1,
-                "recommendedUpdate": 1, "updateUnknown": 1, "lagging": 4, "unreadable": 0,
+                "recommendedUpdate": 1, "updateUnknown": 1, "lagging": 4, "unreadable": 0, "deferred": 0,
+                "rolledBack": 0,
             ])
         let versions = try #require(document["versions"] as? [[String: Any]])
         #expect(versions.map { $0["version"] as? String } == ["43", "42", "41", nil])

@@ -178,6 +178,8 @@ import Testing
             Updates pending: 1 required, 1 recommended
             Update state unknown: 1
             Lagging behind v43: 5
+            Activation deferred: 0
+            Rolled back: 0
 
             """
         #expect(text.hasPrefix(expectedHead), "\(text)")

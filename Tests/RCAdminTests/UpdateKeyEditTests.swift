@@ -269,7 +269,7 @@ import Testing
         let refused: [(String, String)] = [
             (
                 "http://dl.example.com/a.deb",
-                #"download "http://dl.example.com/a.deb": must be an https:// URL (devices install what it names; http:// only for labs)"#
+                #"download "http://dl.example.com/a.deb": must be an https:// URL (devices download and install what it names)"#
             ),
             ("ftp://dl.example.com/a.deb", #"download "ftp://dl.example.com/a.deb": must be an absolute https:// URL"#),
             ("/srv/a.deb", #"download "/srv/a.deb": must be an absolute https:// URL"#),

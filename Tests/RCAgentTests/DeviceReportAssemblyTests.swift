@@ -41,8 +41,15 @@ import Testing
             let plain = DeviceReportAssembly.report(
                 deviceId: "d", online: true, at: t0, status: nil, installed: nil, activities: 0, config: config,
                 value: { _ in nil })
-            #expect(plain.signed == nil && plain.json["signed"] == nil)
+            #expect(plain.signature == nil && plain.json["signature"] == .null)
             config.trustedKeys = dir.file("keys.pem")
+            // Required, none accepted yet: the member is there, its version and expiry null.
+            let waiting = DeviceReportAssembly.report(
+                deviceId: "d", online: true, at: t0, status: nil, installed: nil, activities: 0, config: config,
+                value: { _ in nil })
+            #expect(waiting.signature == DeviceReport.Signature(version: nil, expires: nil))
+            #expect(waiting.json["signature"]?["version"] == .null && waiting.json["signature"]?["expires"] == .null)
+            #expect(try DeviceReport(parsing: Array(waiting.json.compactText.utf8)) == waiting)
             try SignedVersionRecord(
                 version: 41, documentDigest: String(repeating: "a", count: 64), expires: t0 + .seconds(3_600),
                 acceptedAt: t0
@@ -50,7 +57,8 @@ import Testing
             let report = DeviceReportAssembly.report(
                 deviceId: "d", online: true, at: t0, status: nil, installed: nil, activities: 0, config: config,
                 value: { _ in nil })
-            #expect(report.signed == DeviceReport.Signed(version: 41, expires: t0 + .seconds(3_600)))
+            #expect(report.signature == DeviceReport.Signature(version: 41, expires: t0 + .seconds(3_600)))
+            #expect(report.json["signature"]?["version"] == .integer(41))
             // What the fleet view reads back.
             #expect(try DeviceReport(parsing: Array(report.json.compactText.utf8)) == report)
         }

@@ -13,7 +13,7 @@ import Testing
         let text = report.json.compactText
         #expect(
             text
-                == #"{"deviceId":"dAbCdEfGhIjKlMnOpQrStU","online":true,"at":"2026-11-30T12:00:00Z","agentVersion":"0.1.0","templateVersion":"42","stale":{"set":true,"since":"2026-11-30T11:59:00Z"},"lastFetch":{"status":"failure","at":"2026-11-30T11:58:00Z","error":"HTTP 503"},"app":{"installed":"1.2.3","update":"recommended"},"activities":2}"#
+                == #"{"deviceId":"dAbCdEfGhIjKlMnOpQrStU","online":true,"at":"2026-11-30T12:00:00Z","agentVersion":"0.1.0","templateVersion":"42","stale":{"set":true,"since":"2026-11-30T11:59:00Z"},"lastFetch":{"status":"failure","at":"2026-11-30T11:58:00Z","error":"HTTP 503"},"app":{"installed":"1.2.3","update":"recommended"},"activities":2,"signature":null}"#
         )
         #expect(try DeviceReport(parsing: Array(text.utf8)) == report)
     }

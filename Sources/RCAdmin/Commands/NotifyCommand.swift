@@ -75,22 +75,27 @@ struct PushDestinations: Sendable {
         if let firstFailure { throw AdminFailure(firstFailure.kind, "\(what) did not go out everywhere") }
     }
 
-    /// Sends the ping carrying `templateVersion` to every destination asked for, one line of
-    /// output each, as ``deliver(_:notesOnly:_:)`` does.
-    func send(templateVersion: String?, google: GoogleContext?, notesOnly: Bool = false) async throws(AdminFailure) {
+    /// Sends the ping carrying `templateVersion` (and `"activate": "now"` with `activateNow`) to
+    /// every destination asked for, one line of output each, as ``deliver(_:notesOnly:_:)`` does.
+    func send(templateVersion: String?, activateNow: Bool = false, google: GoogleContext?, notesOnly: Bool = false)
+        async throws(AdminFailure)
+    {
         try await deliver("the stale ping", notesOnly: notesOnly) { target throws(AdminFailure) in
             switch target {
             case .fcm:
                 guard let google else { throw .failure("no service account for FCM") }
-                return try await sendFCM(templateVersion: templateVersion, api: google.fcm)
-            case let .mqtt(url): return try await sendMQTT(url: url, templateVersion: templateVersion)
+                return try await sendFCM(templateVersion: templateVersion, activateNow: activateNow, api: google.fcm)
+            case let .mqtt(url):
+                return try await sendMQTT(url: url, templateVersion: templateVersion, activateNow: activateNow)
             }
         }
     }
 
     /// The FCM v1 topic message, checked locally as FCM would before it is sent. Returns what was done.
-    func sendFCM(templateVersion: String?, api: FCMAPI) async throws(AdminFailure) -> String {
-        let message = StalePing.fcmMessage(topic: topic, templateVersion: templateVersion)
+    func sendFCM(templateVersion: String?, activateNow: Bool = false, api: FCMAPI) async throws(AdminFailure)
+        -> String
+    {
+        let message = StalePing.fcmMessage(topic: topic, templateVersion: templateVersion, activateNow: activateNow)
         let name = try await GoogleContext.call { () async throws(GoogleError) in
             try api.validate(message)
             return try await api.send(message)
@@ -100,8 +105,10 @@ struct PushDestinations: Sendable {
     }
 
     /// The stale ping's MQTT payload, published as ``publish(_:url:what:)`` does.
-    func sendMQTT(url: String, templateVersion: String?) async throws(AdminFailure) -> String {
-        let payload = StalePing.mqttPayload(templateVersion: templateVersion)
+    func sendMQTT(url: String, templateVersion: String?, activateNow: Bool = false) async throws(AdminFailure)
+        -> String
+    {
+        let payload = StalePing.mqttPayload(templateVersion: templateVersion, activateNow: activateNow)
         try await publish(payload, url: url, what: "the stale ping")
         return "published \(payload) to \(TextEscaping.terminal(mqttTopic))"
     }
@@ -127,7 +134,7 @@ enum NotifyCommand {
     static let notifyStale = AdminCommand(
         words: ["notify-stale"],
         synopsis: """
-            [--mqtt URL] [--fcm] [--topic TOPIC] [--template-version N] [--device ID]
+            [--mqtt URL] [--fcm] [--topic TOPIC] [--template-version N] [--device ID] [--activate-now]
                                     \(MQTTLogin.synopsis)
                                     [--service-account FILE] [--endpoint URL]
             """,
@@ -139,9 +146,13 @@ enum NotifyCommand {
             checked first as FCM checks it, then sent with apns-priority 5 and content-available (how
             a data-only message reaches iOS apps) and the topic as collapse key. Both may be given;
             one is required. --template-version N names the version that made configs stale, so a
-            device that already has it does not fetch.
+            device that already has it does not fetch. --activate-now adds "activate":"now": devices
+            activate what they fetch at once, outside their maintenance windows and holds (a kill
+            switch that must not wait for a window).
             """,
-        options: AdminCommand.accountOptions + PushDestinations.options + [.value("template-version", "N")],
+        options: AdminCommand.accountOptions + PushDestinations.options + [
+            .value("template-version", "N"), .flag("activate-now"),
+        ],
         arguments: 0...0
     ) { options, environment throws(AdminFailure) in
         let notification = try PushDestinations(options)
@@ -150,6 +161,7 @@ enum NotifyCommand {
         let version = try options.integer("template-version", in: 0...Int64.max).map { String($0) }
         // MQTT alone needs no service account (the relay's hosts and lab brokers have none).
         let google = notification.fcm ? try GoogleContext(options, environment: environment) : nil
-        try await notification.send(templateVersion: version, google: google)
+        try await notification.send(
+            templateVersion: version, activateNow: options.flag("activate-now"), google: google)
     }
 }

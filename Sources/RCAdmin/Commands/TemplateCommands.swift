@@ -112,7 +112,9 @@ enum TemplateCommands {
 
     /// What a refused `If-Match` means for the operator.
     static let staleHint: @Sendable (GoogleError) -> String? = { error in
-        error.status == 409 || error.status == 412 ? "someone else published since: run template get again" : nil
+        error.status == 409 || error.status == 412
+            ? "someone else published since, or this file was published already: run template get -o FILE "
+                + "again (publish --update-file keeps the file's ETag current)" : nil
     }
 
     /// A template file, or the failure naming what is wrong with it and where.

@@ -40,6 +40,19 @@ public enum FleetStatusOutput {
             + "\(summary.recommendedUpdate.count) recommended\n"
         out += "Update state unknown: \(summary.updateUnknown.count)\n"
         if let newest { out += "Lagging behind \(newest): \(summary.lagging.count)\n" }
+        out += "Activation deferred: \(summary.deferred.count)\n"
+        out += "Rolled back: \(summary.rolledBack.count)\n"
+        if !summary.rollbacks.isEmpty {
+            out += "Rollbacks per version (devices that rolled it back or reject it):\n"
+            let rows = summary.rollbacks.map { (($0.version.map(shown) ?? "none"), "\($0.devices)") }
+            let width0 = rows.map { $0.0.unicodeScalars.count }.max() ?? 0
+            let width1 = rows.map { $0.1.count }.max() ?? 0
+            for (version, count) in rows {
+                out +=
+                    "  " + pad(version, width0) + "  " + String(repeating: " ", count: width1 - count.count) + count
+                    + "\n"
+            }
+        }
         if !summary.unreadable.isEmpty { out += "Unreadable reports: \(summary.unreadable.count)\n" }
         if !complete {
             out += "(incomplete: reports were still arriving when the time was up)\n"
@@ -81,6 +94,11 @@ public enum FleetStatusOutput {
             let status = report.lastFetch.status.map(TextEscaping.terminal) ?? "?"
             return report.lastFetch.error.map { status + ": " + TextEscaping.snippet($0, maxBytes: 160) } ?? status
         case "lagging": return report.templateVersion.map(shown) ?? "none"
+        case "deferred": return report.activation?.deferred.map(shown)
+        case "rolledBack":
+            guard let rollback = report.activation?.lastRollback else { return nil }
+            let reason = rollback.reason.isEmpty ? "" : ": " + TextEscaping.snippet(rollback.reason, maxBytes: 160)
+            return "\(shown(rollback.templateVersion)) at \(rollback.at.iso8601)\(reason)"
         default: return nil
         }
     }
@@ -116,11 +134,17 @@ public enum FleetStatusOutput {
             ("requiredUpdate", number(summary.requiredUpdate.count)),
             ("recommendedUpdate", number(summary.recommendedUpdate.count)),
             ("updateUnknown", number(summary.updateUnknown.count)), ("lagging", number(summary.lagging.count)),
-            ("unreadable", number(summary.unreadable.count)),
+            ("unreadable", number(summary.unreadable.count)), ("deferred", number(summary.deferred.count)),
+            ("rolledBack", number(summary.rolledBack.count)),
         ]
+        let rollbacks = summary.rollbacks.map { entry in
+            JSONValue.object([
+                ("version", entry.version.map(JSONValue.string) ?? .null), ("devices", number(entry.devices)),
+            ])
+        }
         return [
             ("newestVersion", summary.newestVersion.map(JSONValue.string) ?? .null), ("counts", .object(counts)),
-            ("versions", .array(versions)),
+            ("versions", .array(versions)), ("rollbacks", .array(rollbacks)),
         ]
     }
 
@@ -156,6 +180,12 @@ public enum FleetStatusOutput {
         parts.append("failing \(summary.failing.count)")
         parts.append("offline \(summary.offline.count)")
         if !summary.requiredUpdate.isEmpty { parts.append("required update \(summary.requiredUpdate.count)") }
+        if !summary.deferred.isEmpty { parts.append("deferred \(summary.deferred.count)") }
+        if !summary.rollbacks.isEmpty {
+            let perVersion = summary.rollbacks.prefix(3).map { "\($0.version.map(shown) ?? "none") \($0.devices)" }
+            let more = summary.rollbacks.count > 3 ? ", ..." : ""
+            parts.append("rolled back " + perVersion.joined(separator: ", ") + more)
+        }
         if !summary.unreadable.isEmpty { parts.append("unreadable \(summary.unreadable.count)") }
         return parts.joined(separator: " · ")
     }

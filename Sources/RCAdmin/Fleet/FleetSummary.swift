@@ -46,6 +46,14 @@ public struct FleetSummary: Sendable {
     /// Devices whose template version is not ``newestVersion``: an older one, a non-numeric one or
     /// none, offline devices included (they have not got it either). Empty without a newest version.
     public let lagging: [String]
+    /// A fetched snapshot waits for a maintenance window or a hold (`activation.deferred`).
+    public let deferred: [String]
+    /// The device rolled a version back (`activation.lastRollback`).
+    public let rolledBack: [String]
+    /// Per template version, newest first, the devices that rolled it back or reject it (their
+    /// `activation.lastRollback` or `activation.rejected` names it): the signal to halt a rollout.
+    /// Reports without `activation` (agents before safe activation) count nowhere.
+    public let rollbacks: [VersionCount]
 
     public var devices: Int { reports.count }
 
@@ -72,6 +80,18 @@ public struct FleetSummary: Sendable {
         updateUnknown = ids { $0.update == .unknown }
         let newestNumber = TemplateVersionOrder.number(newest)
         lagging = newestNumber == nil ? [] : ids { TemplateVersionOrder.number($0.templateVersion) != newestNumber }
+        deferred = ids { $0.activation?.deferred != nil }
+        rolledBack = ids { $0.activation?.lastRollback != nil }
+        var rolled: [ByteKey: Int] = [:]
+        for report in reports {
+            guard let activation = report.activation else { continue }
+            // Each device once per version, however it names it.
+            var versions = Set(activation.rejected.map { ByteKey($0) })
+            if let rollback = activation.lastRollback { versions.insert(ByteKey(rollback.templateVersion)) }
+            for version in versions { rolled[version, default: 0] += 1 }
+        }
+        rollbacks = rolled.map { VersionCount(version: $0.key.text, devices: $0.value) }
+            .sorted { TemplateVersionOrder.precedes($0.version, $1.version) }
     }
 
     /// Devices on the newest version.
@@ -90,6 +110,8 @@ public struct FleetSummary: Sendable {
             ("recommendedUpdate", "recommended update pending", recommendedUpdate),
             ("updateUnknown", "update state unknown", updateUnknown),
             ("lagging", "lagging behind the newest version", lagging),
+            ("deferred", "activation deferred", deferred),
+            ("rolledBack", "rolled back", rolledBack),
         ]
     }
 }

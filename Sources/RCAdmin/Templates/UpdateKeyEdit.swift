@@ -166,7 +166,7 @@ public struct UpdateKeyEdit: Sendable, Equatable {
         } else if lower.hasPrefix("http://") {
             guard allowInsecure else {
                 throw TemplateError.invalid(
-                    "download", url, "must be an https:// URL (devices install what it names; http:// only for labs)")
+                    "download", url, "must be an https:// URL (devices download and install what it names)")
             }
             rest = url.dropFirst(7)
         } else {

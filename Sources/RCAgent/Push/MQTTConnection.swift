@@ -50,7 +50,9 @@ final class MQTTConnection: Sendable {
         }
         let client: MQTTClient
         do { client = try MQTTClient(options) } catch {
-            throw SetupError(description: "cannot set up MQTT (MQTTCAFile=, MQTTClientCertificate=, TLS): \(error)")
+            // Only a TLS failure is about the TLS settings; a missing libmosquitto is not.
+            let settings = error.kind == .tls ? " (MQTTCAFile=, MQTTClientCertificate=, TLS)" : ""
+            throw SetupError(description: "cannot set up MQTT\(settings): \(error)")
         }
         var configuration = MQTTSession.Configuration(brokers: brokers)
         configuration.keepAlive = keepAlive

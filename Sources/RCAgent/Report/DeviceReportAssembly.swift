@@ -21,17 +21,16 @@ enum DeviceReportAssembly {
                 error: status?.lastStatus == .failure ? status?.lastError : nil),
             appInstalled: installed?.version,
             update: updateVerdict(installed, config: config, now: now, value: value),
-            activities: activities, signed: signed(config))
+            activities: activities, signature: signature(config))
     }
 
     /// The last accepted signed version (`TrustedKeys=`), from its small file in the state
-    /// directory; `nil` without signatures, before any is accepted, or when it cannot be read (the
-    /// fetch error then says why).
-    static func signed(_ config: AgentConfig) -> DeviceReport.Signed? {
-        guard config.trustedKeys != nil, let record = try? SignedVersionRecord.load(config.signedVersionPath) else {
-            return nil
-        }
-        return DeviceReport.Signed(version: record.version, expires: record.expires)
+    /// directory: `nil` without signatures; version and expiry `nil` before any is accepted or when
+    /// the record cannot be read (the fetch error then says why).
+    static func signature(_ config: AgentConfig) -> DeviceReport.Signature? {
+        guard config.trustedKeys != nil else { return nil }
+        let record = try? SignedVersionRecord.load(config.signedVersionPath)
+        return DeviceReport.Signature(version: record?.version, expires: record?.expires)
     }
 
     /// What `rcagent check-update` would say, over the active values of the update keys; `unknown`

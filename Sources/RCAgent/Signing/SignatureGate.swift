@@ -84,7 +84,7 @@ final class SignatureGate: DocumentOpener {
         let payload = verified.payload
         let accepted = SignedVersionRecord(
             version: payload.version, documentDigest: verified.documentDigest, expires: payload.expires,
-            acceptedAt: .now())
+            acceptedAt: .now(), keyIDs: verified.signers)
         return OpenedDocument(document: payload.document) { [self] () throws(DocumentError) in
             try remember(accepted, previous: record, signers: verified.signers)
         }
@@ -96,7 +96,7 @@ final class SignatureGate: DocumentOpener {
         throws(DocumentError)
     {
         if let previous, previous.version == accepted.version, previous.documentDigest == accepted.documentDigest,
-            previous.expires == accepted.expires
+            previous.expires == accepted.expires, previous.keyIDs == accepted.keyIDs
         {
             return
         }

@@ -47,6 +47,8 @@ enum CheckUpdateCommand {
         let reader = try invocation.values()
         let now = Timestamp.now()
         var report = Report(freshness: freshness)
+        // With --required or --recommended alone, "none" is about that key only.
+        report.onlyKind = kinds.count == 1 ? kinds[0].kind : nil
         if let status = try? reader.store?.status() {
             report.stale = status.stale.isSet
             report.configAge = status.lastSuccess.map { (now - $0).milliseconds / 1_000 }
@@ -125,6 +127,8 @@ enum CheckUpdateCommand {
         var error: String?
         var stale = false
         var configAge: Int64?
+        /// The one kind checked (`--required` or `--recommended` alone), `nil` when both were.
+        var onlyKind: UpdateKind?
 
         var json: JSONValue {
             let offer = verdict?.result == UpdateVerdict.Result.none ? nil : verdict?.offer
@@ -187,7 +191,15 @@ enum CheckUpdateCommand {
             guard let verdict else { return lines.map { $0 + "\n" }.joined() }
             switch verdict.result {
             case .none:
-                lines.append("no update: installed \(installed ?? "-") is current")
+                if let onlyKind {
+                    // The other key was not read: an update of that kind may still apply.
+                    let other: UpdateKind = onlyKind == .required ? .recommended : .required
+                    lines.append(
+                        "no \(onlyKind.rawValue) update for installed \(installed ?? "-") "
+                            + "(--\(onlyKind.rawValue): the \(other.rawValue)-update key was not checked)")
+                } else {
+                    lines.append("no update: installed \(installed ?? "-") is current")
+                }
             case .recommended, .required:
                 let offer = verdict.offer!
                 let why = verdict.promotedByDeadline ? " (recommended, past its deadline)" : ""

@@ -43,10 +43,14 @@ enum DoctorCommand {
             return report(checks, json: invocation.json)
         }
         var status: StoreStatus?
-        checks.append(database(config, status: &status))
+        var activation: DoctorFindings.Activation?
+        checks.append(database(config, status: &status, activation: &activation))
         checks.append(contentsOf: daemon(config, invocation: invocation))
         checks.append(clock(status))
         checks.append(source(config))
+        checks.append(DoctorFindings.libraries(config))
+        if let fetch = DoctorFindings.lastFetch(status, now: .now()) { checks.append(fetch) }
+        checks.append(contentsOf: DoctorFindings.activation(activation, now: .now()))
         if let signatures = SignedDocumentStatus.check(config, now: .now()) { checks.append(signatures) }
         checks.append(hooks(config))
         return report(checks, json: invocation.json)
@@ -54,10 +58,12 @@ enum DoctorCommand {
 
     /// The state database's integrity; for a user who may not read it (it is private to the daemon),
     /// the reader file's, which is what this user's commands read.
-    static func database(_ config: AgentConfig, status: inout StoreStatus?) -> Check {
+    static func database(
+        _ config: AgentConfig, status: inout StoreStatus?, activation: inout DoctorFindings.Activation?
+    ) -> Check {
         let path = config.databasePath
         if access(path, R_OK) != 0 && errno == EACCES {
-            return readerFile(config, status: &status)
+            return readerFile(config, status: &status, activation: &activation)
         }
         do {
             guard let store = try StateStore.openForReading(path: path) else {
@@ -67,6 +73,7 @@ enum DoctorCommand {
                 return Check(name: "database", ok: false, detail: "\(path): integrity check failed: \(problems)")
             }
             status = try store.status()
+            activation = DoctorFindings.Activation.read(store)
             return Check(
                 name: "database", ok: true, detail: "\(path): integrity ok, schema \(StateStore.schemaVersion)")
         } catch {
@@ -74,7 +81,9 @@ enum DoctorCommand {
         }
     }
 
-    static func readerFile(_ config: AgentConfig, status: inout StoreStatus?) -> Check {
+    static func readerFile(
+        _ config: AgentConfig, status: inout StoreStatus?, activation: inout DoctorFindings.Activation?
+    ) -> Check {
         let path = StateStore.readerPath(forDatabase: config.databasePath)
         let privately = "\(config.databasePath) is private to the daemon"
         do {
@@ -87,6 +96,7 @@ enum DoctorCommand {
                 return Check(name: "database", ok: false, detail: "\(path): integrity check failed: \(problems)")
             }
             status = try store.status()
+            activation = DoctorFindings.Activation.read(store)
             return Check(name: "database", ok: true, detail: "\(privately); \(path): integrity ok")
         } catch {
             return Check(name: "database", ok: false, detail: "\(privately); \(path): \(error)")
@@ -118,10 +128,15 @@ enum DoctorCommand {
             }
             return [socket, Check(name: "daemon", ok: true, detail: running)]
         case let .denied(error):
+            // Who may: root, the daemon's user, and the socket's group, which this user can join.
+            let join = config.socketGroup.map { group in
+                "; add this user to its group (as root: adduser \(userName()) \(group); then log in again)"
+            }
             return [
                 Check(
                     name: "socket", ok: false,
-                    detail: "\(config.socket): \(error): this user may not talk to the daemon")
+                    detail: "\(config.socket): \(error): this user may not talk to the daemon" + (join ?? "")),
+                Check(name: "daemon", ok: false, detail: "not reachable by this user (the socket refuses it)"),
             ]
         case .notRunning:
             return [
@@ -129,6 +144,12 @@ enum DoctorCommand {
                 Check(name: "daemon", ok: false, detail: "not running"),
             ]
         }
+    }
+
+    /// This user's login name, or its uid when it has none.
+    static func userName() -> String {
+        guard let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name else { return "\(geteuid())" }
+        return String(cString: name)
     }
 
     static func clock(_ status: StoreStatus?) -> Check {

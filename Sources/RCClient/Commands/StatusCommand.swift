@@ -170,7 +170,7 @@ enum StatusCommand {
             ("nextFetchAt", daemon?.status.map { string($0.nextFetchAt) } ?? time(status?.nextFetchAt)),
             ("backoffStep", .integer(Int64(status?.backoffStep ?? 0))),
             ("activities", activities.json),
-            ("signed", SignedDocumentStatus.read(config)?.json ?? .null),
+            ("signature", SignedDocumentStatus.json(config)),
         ])
     }
 
@@ -217,7 +217,7 @@ enum StatusCommand {
             "last fetch:   \(status.lastStatus?.rawValue ?? "none"), attempted \(time(status.lastAttempt)), succeeded \(time(status.lastSuccess))"
         )
         if let error = status.lastError { lines.append("last error:   \(error)") }
-        if let signed = SignedDocumentStatus.read(config) { lines.append("signed:       \(signed.text(now: now))") }
+        if let signed = SignedDocumentStatus.read(config) { lines.append("signature:    \(signed.text(now: now))") }
         if let until = status.throttledUntil, until > now { lines.append("throttled:    until \(until.iso8601)") }
         if let next = daemon?.status?.nextFetchAt ?? status.nextFetchAt?.iso8601 {
             lines.append("next fetch:   \(next)")

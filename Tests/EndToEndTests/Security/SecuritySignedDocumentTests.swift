@@ -66,8 +66,17 @@ import Testing
         #expect(reused.stderr.contains("rollback: version 2 was accepted already with another document"))
         #expect(try signed.value() == "v2\n")
         let status = try sandbox.cli("status").stdout
-        #expect(status.contains("signed:       version 2, expires "), "\(status)")
+        #expect(status.contains("signature:    version 2, expires "), "\(status)")
         #expect(status.contains("rollback"), "the refusal is the last error: \(status)")
+        // The JSON member: required, the accepted version, and the key that signed it (the
+        // envelope's keyid, which rcadmin writes as the key's id).
+        let json = try JSONSerialization.jsonObject(with: Data(try sandbox.cli("status", "--json").stdout.utf8))
+        let signature = try #require((json as? [String: Any])?["signature"] as? [String: Any])
+        #expect(signature["required"] as? Bool == true && signature["version"] as? Int == 2)
+        #expect(signature["expires"] is String)
+        let envelope = try JSONSerialization.jsonObject(with: Data(try signed.envelope(version: 3).utf8))
+        let keyID = ((envelope as? [String: Any])?["signatures"] as? [[String: Any]])?.first?["keyid"] as? String
+        #expect(signature["keyIds"] as? [String] == [try #require(keyID)], "\(signature)")
         #expect(daemon.stop() == 0)
     }
 
