@@ -48,6 +48,9 @@ public struct DeviceReport: Sendable, Equatable {
     /// With `TrustedKeys=`: the last accepted signed version and when it expires (a fleet view
     /// sees a server that stopped publishing before the devices refuse it); `nil` otherwise.
     public var signed: Signed?
+    /// Safe activation: the deferred and trial versions, the last rollback, the rejected versions
+    /// (``ActivationStatus/reportJSON``); `nil` from agents that do not report it.
+    public var activation: ActivationStatus?
 
     /// The last accepted signed document's version and expiry.
     public struct Signed: Sendable, Equatable {
@@ -61,8 +64,10 @@ public struct DeviceReport: Sendable, Equatable {
 
     public init(
         deviceId: String, online: Bool, at: Timestamp, agentVersion: String, templateVersion: String?, stale: Stale,
-        lastFetch: LastFetch, appInstalled: String?, update: Update, activities: Int, signed: Signed? = nil
+        lastFetch: LastFetch, appInstalled: String?, update: Update, activities: Int, signed: Signed? = nil,
+        activation: ActivationStatus? = nil
     ) {
+        self.activation = activation
         self.deviceId = deviceId
         self.online = online
         self.at = at
@@ -100,6 +105,7 @@ public struct DeviceReport: Sendable, Equatable {
             ("app", .object([("installed", .optional(appInstalled)), ("update", .string(update.rawValue))])),
             ("activities", .integer(Int64(activities))),
         ]
+        if let activation { members.append(("activation", activation.reportJSON)) }
         // Only on devices that require signatures: the others' reports stay as they were.
         if let signed {
             members.append(
@@ -157,6 +163,40 @@ public struct DeviceReport: Sendable, Equatable {
             }
             signed = Signed(version: version, expires: expires)
         }
+        activation = try Self.activation(json["activation"], reader: try reader.object("activation"))
+    }
+
+    /// The `activation` member: each version a bounded text, at most ``ActivationStatus/reportedRejected``
+    /// rejected ones; the times of a deferral or trial are not reported (the report's own `at` dates them).
+    private static func activation(_ json: JSONValue?, reader: Reader?) throws(DeviceReportError) -> ActivationStatus? {
+        guard let json, let reader else { return nil }
+        var status = ActivationStatus()
+        if let deferred = try reader.optionalText("deferred") {
+            status.deferred = ActivationStatus.Deferred(
+                templateVersion: deferred, since: Timestamp(milliseconds: 0), until: nil, why: "")
+        }
+        if json["trial"] != nil, json["trial"] != .null {
+            status.trial = ActivationStatus.Trial(
+                templateVersion: try reader.optionalText("trial"), since: Timestamp(milliseconds: 0))
+        }
+        if let rollback = try reader.object("lastRollback") {
+            status.lastRollback = ActivationStatus.Rollback(
+                templateVersion: try rollback.text("templateVersion"), at: try rollback.time("at") ?? Timestamp(milliseconds: 0),
+                reason: try rollback.optionalText("reason") ?? "")
+        }
+        switch json["rejected"] {
+        case nil, .null?: break
+        case let .array(items)? where items.count <= ActivationStatus.reportedRejected:
+            for item in items {
+                guard case let .string(version) = item, version.utf8.count <= maximumTextLength else {
+                    throw DeviceReportError("activation.rejected holds something other than a short string")
+                }
+                status.rejected.append(version)
+            }
+        default:
+            throw DeviceReportError("activation.rejected is not an array of at most \(ActivationStatus.reportedRejected) versions")
+        }
+        return status
     }
 
     /// Reads members of one object, naming each by its path in errors.

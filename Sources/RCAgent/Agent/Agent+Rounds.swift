@@ -211,6 +211,9 @@ extension Agent {
                 log.info(
                     "Activated template \(version ?? "-") from \(source.name) (\(timing)): \(StatusText.describe(activation.changedKeys))"
                 )
+                startTrialIfPending()
+            } else if let version, (try? writer.store.isRejected(version)) == true {
+                log.info("Fetched template \(version) from \(source.name) (\(timing)); it is rejected on this device")
             } else {
                 log.info(
                     "Fetched template \(version ?? "-") from \(source.name) (\(timing)); activation is \(config.activation.rawValue)"
