@@ -44,7 +44,8 @@ public struct ActivationStatus: Sendable, Equatable {
     /// Oldest first.
     public var rejected: [String]
 
-    public init(deferred: Deferred? = nil, trial: Trial? = nil, lastRollback: Rollback? = nil, rejected: [String] = []) {
+    public init(deferred: Deferred? = nil, trial: Trial? = nil, lastRollback: Rollback? = nil, rejected: [String] = [])
+    {
         self.deferred = deferred
         self.trial = trial
         self.lastRollback = lastRollback
@@ -99,7 +100,9 @@ public struct ActivationStatus: Sendable, Equatable {
     /// The `status` lines: `trial:` and `rolled back:` only when there is something to say.
     public var textLines: [String] {
         var lines: [String] = []
-        if let trial { lines.append("trial:        template \(trial.templateVersion ?? "-") since \(trial.since.iso8601)") }
+        if let trial {
+            lines.append("trial:        template \(trial.templateVersion ?? "-") since \(trial.since.iso8601)")
+        }
         if let lastRollback {
             lines.append(
                 "rolled back:  template \(lastRollback.templateVersion) at \(lastRollback.at.iso8601) (\(lastRollback.reason))"

@@ -181,7 +181,8 @@ public struct DeviceReport: Sendable, Equatable {
         }
         if let rollback = try reader.object("lastRollback") {
             status.lastRollback = ActivationStatus.Rollback(
-                templateVersion: try rollback.text("templateVersion"), at: try rollback.time("at") ?? Timestamp(milliseconds: 0),
+                templateVersion: try rollback.text("templateVersion"),
+                at: try rollback.time("at") ?? Timestamp(milliseconds: 0),
                 reason: try rollback.optionalText("reason") ?? "")
         }
         switch json["rejected"] {
@@ -194,7 +195,8 @@ public struct DeviceReport: Sendable, Equatable {
                 status.rejected.append(version)
             }
         default:
-            throw DeviceReportError("activation.rejected is not an array of at most \(ActivationStatus.reportedRejected) versions")
+            throw DeviceReportError(
+                "activation.rejected is not an array of at most \(ActivationStatus.reportedRejected) versions")
         }
         return status
     }

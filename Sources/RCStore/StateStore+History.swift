@@ -56,7 +56,8 @@ extension StateStore {
 
     /// The health check passed: the trial's snapshot is simply the active one.
     public func commitTrial(at now: Timestamp) throws(StoreError) {
-        try write(readerVisible: false) {
+        // Readers see it: `history` and `status` read the trial and its outcome from the reader file.
+        try write {
             guard let trial = try trialRow() else { return }
             try db.run("UPDATE history SET outcome = 'active' WHERE id = ?", [.integer(trial.historyID)])
             try db.run("DELETE FROM trial")

@@ -55,15 +55,17 @@ import Testing
             "echo \"$RCAGENT_TEMPLATE_VERSION $RCAGENT_PREVIOUS_TEMPLATE_VERSION\" >> \(runs)\n"
                 + "[ \"$RCAGENT_TEMPLATE_VERSION\" = 2 ] && exit 3\nexit 0")
         let (sandbox, record) = try sandbox(activation: "HealthCheck=\(check)\nHealthTimeout=20s")
-        try sandbox.publish(Sandbox.document(version: 1, keys: 1, extra: ["greeting": "one"]))
+        try sandbox.publish(Sandbox.document(version: 1, keys: 0, extra: ["greeting": "one"]))
         let daemon = try sandbox.startDaemon()
         #expect(try sandbox.cli("fetch", "--wait").status == 0)
-        #expect(try eventually { try history(sandbox).first == "1 active" }, "\(daemon.log)")
+        #expect(
+            try eventually { try history(sandbox).first == "1 active" },
+            "\((try? history(sandbox)) ?? []) \(daemon.log)")
         #expect(daemon.log.contains("Trial of template 1 passed its health check; committed"))
 
         let watch = try SocketClient(path: sandbox.socketPath)
         #expect(watch.watch())
-        try sandbox.publish(Sandbox.document(version: 2, keys: 1, extra: ["greeting": "two"]))
+        try sandbox.publish(Sandbox.document(version: 2, keys: 0, extra: ["greeting": "two"]))
         #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
         let event = watch.event { $0["event"] as? String == "rolled-back" }
         #expect(event?["templateVersion"] as? String == "1", "the version active again")
@@ -87,7 +89,7 @@ import Testing
         #expect(try history(sandbox).first == "2 rolled-back: health check failed (exit 3)")
 
         // A newer version is tried as usual.
-        try sandbox.publish(Sandbox.document(version: 3, keys: 1, extra: ["greeting": "three"]))
+        try sandbox.publish(Sandbox.document(version: 3, keys: 0, extra: ["greeting": "three"]))
         #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
         #expect(try eventually { try history(sandbox).first == "3 active" }, "\(daemon.log)")
         #expect(try greeting(sandbox) == "three\n")
@@ -102,11 +104,13 @@ import Testing
         // Hangs for version 2: the sleep is the behaviour under test (a check that never answers).
         try script(check, "[ \"$RCAGENT_TEMPLATE_VERSION\" = 2 ] || exit 0\necho $$ >> \(pids)\nexec sleep 300")
         let (sandbox, record) = try sandbox(activation: "HealthCheck=\(check)\nHealthTimeout=1s")
-        try sandbox.publish(Sandbox.document(version: 1, keys: 1, extra: ["greeting": "one"]))
+        try sandbox.publish(Sandbox.document(version: 1, keys: 0, extra: ["greeting": "one"]))
         let daemon = try sandbox.startDaemon()
         #expect(try sandbox.cli("fetch", "--wait").status == 0)
-        #expect(try eventually { try history(sandbox).first == "1 active" }, "\(daemon.log)")
-        try sandbox.publish(Sandbox.document(version: 2, keys: 1, extra: ["greeting": "two"]))
+        #expect(
+            try eventually { try history(sandbox).first == "1 active" },
+            "\((try? history(sandbox)) ?? []) \(daemon.log)")
+        try sandbox.publish(Sandbox.document(version: 2, keys: 0, extra: ["greeting": "two"]))
         #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
         #expect(try eventually { try history(sandbox).first == "2 rolled-back: timed out" }, "\(daemon.log)")
         #expect(try greeting(sandbox) == "one\n")
@@ -126,11 +130,13 @@ import Testing
         // For version 2 the check says it started, then waits: the daemon dies during the trial.
         try script(check, "[ \"$RCAGENT_TEMPLATE_VERSION\" = 2 ] || exit 0\necho $$ >> \(pids)\nexec sleep 300")
         let (sandbox, record) = try sandbox(activation: "HealthCheck=\(check)\nHealthTimeout=5min")
-        try sandbox.publish(Sandbox.document(version: 1, keys: 1, extra: ["greeting": "one"]))
+        try sandbox.publish(Sandbox.document(version: 1, keys: 0, extra: ["greeting": "one"]))
         var daemon = try sandbox.startDaemon()
         #expect(try sandbox.cli("fetch", "--wait").status == 0)
-        #expect(try eventually { try history(sandbox).first == "1 active" }, "\(daemon.log)")
-        try sandbox.publish(Sandbox.document(version: 2, keys: 1, extra: ["greeting": "two"]))
+        #expect(
+            try eventually { try history(sandbox).first == "1 active" },
+            "\((try? history(sandbox)) ?? []) \(daemon.log)")
+        try sandbox.publish(Sandbox.document(version: 2, keys: 0, extra: ["greeting": "two"]))
         #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
         #expect(eventually { !lines(pids).isEmpty }, "the check runs")
         #expect(try greeting(sandbox) == "two\n", "on trial, the new values are active")
@@ -154,7 +160,7 @@ import Testing
         let (sandbox, record) = try sandbox(activation: "History=5")
         let daemon = try sandbox.startDaemon()
         for version in 1...3 {
-            try sandbox.publish(Sandbox.document(version: version, keys: 1, extra: ["greeting": "v\(version)"]))
+            try sandbox.publish(Sandbox.document(version: version, keys: 0, extra: ["greeting": "v\(version)"]))
             #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
         }
         #expect(try greeting(sandbox) == "v3\n")

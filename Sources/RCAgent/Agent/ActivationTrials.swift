@@ -29,7 +29,8 @@ extension Agent {
         guard let pending else { return }
         let settings = config.activationSettings
         guard let path = settings.healthCheck else {
-            log.notice("Committed the trial of template \(pending.templateVersion ?? "-"): HealthCheck= is no longer set")
+            log.notice(
+                "Committed the trial of template \(pending.templateVersion ?? "-"): HealthCheck= is no longer set")
             commitTrial()
             return
         }
