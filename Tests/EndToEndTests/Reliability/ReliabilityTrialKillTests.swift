@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RCCore
+import TestSupport
 import Testing
 
 extension Reliability {
