@@ -89,11 +89,15 @@ import Testing
         let missing = sandbox.root.appendingPathComponent("missing.html").absoluteString
         try sandbox.publish(Sandbox.document(version: 2, keys: 0, extra: ["kiosk_url": missing]))
         #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
-        #expect(eventually { daemon.log.contains("Rolled back template 2 (health check failed (exit 2))") }, "\(daemon.log)")
+        #expect(
+            eventually { daemon.log.contains("Rolled back template 2 (health check failed (exit 2))") }, "\(daemon.log)"
+        )
         #expect(try sandbox.cli("get", "kiosk_url").stdout == page.absoluteString + "\n")
         #expect(daemon.log.contains("health check: the start page does not load: \(missing)"))
         #expect(
-            eventually { ((try? String(contentsOfFile: restarts, encoding: .utf8)) ?? "") == "restarted\nrestarted\nrestarted\n" },
+            eventually {
+                ((try? String(contentsOfFile: restarts, encoding: .utf8)) ?? "") == "restarted\nrestarted\nrestarted\n"
+            },
             "started on v1, restarted on v2, back on v1: \(daemon.log)")
         daemon.stop()
     }
