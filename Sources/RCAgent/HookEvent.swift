@@ -53,7 +53,9 @@ struct HookEvent: Sendable {
             } else if event.kind.changesValues {
                 // An activation never folds into one waiting before a rollback (or the other way):
                 // the hooks would end on the values of the event that ran last, not the ones active.
-                pending.lastIndex(where: { $0.kind.changesValues }).flatMap { pending[$0].kind == event.kind ? $0 : nil }
+                pending.lastIndex(where: { $0.kind.changesValues }).flatMap {
+                    pending[$0].kind == event.kind ? $0 : nil
+                }
             } else {
                 pending.firstIndex(where: { $0.kind == event.kind })
             }
