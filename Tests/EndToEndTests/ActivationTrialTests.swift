@@ -61,7 +61,8 @@ import Testing
         #expect(
             try eventually { try history(sandbox).first == "1 active" },
             "\((try? history(sandbox)) ?? []) \(daemon.log)")
-        #expect(daemon.log.contains("Trial of template 1 passed its health check; committed"))
+        // Logged just after the commit readers see.
+        #expect(eventually { daemon.log.contains("Trial of template 1 passed its health check; committed") })
 
         let watch = try SocketClient(path: sandbox.socketPath)
         #expect(watch.watch())
@@ -74,7 +75,9 @@ import Testing
         #expect(try history(sandbox).prefix(2) == ["2 rolled-back: health check failed (exit 3)", "1 active"])
         #expect(eventually { lines(record).contains("rolled-back 1 greeting") }, "\(lines(record))")
         #expect(lines(runs).contains("2 1"), "the check hears the version on trial and the one before")
-        #expect(daemon.log.contains("Rolled back template 2 (health check failed (exit 3))"), "\(daemon.log)")
+        #expect(
+            eventually { daemon.log.contains("Rolled back template 2 (health check failed (exit 3))") }, "\(daemon.log)"
+        )
         let status = try activation(sandbox)
         #expect(status["rejected"] as? [String] == ["2"])
         #expect((status["lastRollback"] as? [String: Any])?["templateVersion"] as? String == "2")

@@ -8,8 +8,11 @@ import RCStore
 /// that forgets to publish is not possible from outside: the agent writes only through here.
 ///
 /// Owned by the agent and used only on its executor (SQLite commits block on fsync, off the
-/// cooperative pool). Safe activation (trials, rollback, holds) is meant to land here as steps of
-/// their own beside ``activate(fetchedBeforeStart:)``, and metrics as one more board subscriber.
+/// cooperative pool). An activation is one sequence: the gate (windows, holds) decides whether it
+/// happens now; every activation is recorded in the history (``activationSettings``), with
+/// `HealthCheck=` as a trial in the same transaction; the agent then runs the check
+/// (ActivationTrials.swift) and commits or rolls back through here. Metrics are meant to land as one
+/// more board subscriber.
 final class StateWriter {
     /// For reads only (values, activities, deadlines): writes go through the methods below.
     let store: StateStore
