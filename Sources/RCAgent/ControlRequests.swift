@@ -32,6 +32,15 @@ struct ControlRequests: Sendable {
                 return ActivateResponse.activated(
                     templateVersion: activation.templateVersion, changedKeys: activation.changedKeys
                 ).json
+            case let .rollback(version):
+                switch try await agent.rollback(to: version) {
+                case let .success(activation):
+                    return RollbackResponse(
+                        templateVersion: activation.templateVersion, changedKeys: activation.changedKeys
+                    ).json
+                case let .failure(refusal):
+                    return ControlError(.rollbackRefused, refusal.description).json
+                }
             case let .markStale(reason):
                 let (newlySet, _) = try await agent.markStale(reason: reason ?? "rcagent mark-stale")
                 return MarkStaleResponse(newlySet: newlySet).json

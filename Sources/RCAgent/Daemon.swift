@@ -83,6 +83,8 @@ public enum Daemon {
         StateRecovery.loadDefaults(into: store, config: config, log: log)
         let agent = try Agent(
             config: config, store: store, source: source, log: log, notifier: notifier)
+        // A trial the daemon (or the device) died during rolls back before anything else activates.
+        await agent.rollBackInterruptedTrial()
         // Before anything is served; through the agent, so the hooks hear of it.
         if config.activation == .onStart { _ = try await agent.activate(fetchedBeforeStart: true) }
         let status = try await agent.status()

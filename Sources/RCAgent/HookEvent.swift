@@ -35,21 +35,30 @@ struct HookEvent: Sendable {
     }
 
     /// Adds `event` to the events waiting for the hooks. Config events fold into the waiting one of
-    /// their kind. An activity event folds only into the last waiting event of the same activity,
+    /// their kind; an activation or a rollback only into the last waiting one of the two, when it is
+    /// of its kind (the hooks end on the values that are active). An activity event folds only into the last waiting event of the same activity,
     /// and only when it is of its kind: an update never jumps ahead of that activity's end or a
     /// new start, and the hooks see each activity's steps in order.
     ///
     /// At most ``maximumPending`` events wait: past that (hooks slower than a flood of activity
     /// messages, each start, end and removal of a new id an event of its own), the oldest waiting
-    /// activity event is dropped, and this returns `true` so the caller can say so. Config events,
-    /// one per kind at most, are never dropped.
+    /// activity event is dropped, and this returns `true` so the caller can say so. Config events
+    /// are never dropped (one per kind, except activations and rollbacks that alternate: one per trial).
     @discardableResult
     static func queue(_ event: HookEvent, into pending: inout [HookEvent]) -> Bool {
         let index =
-            event.kind.isActivity
-            ? pending.lastIndex(where: { $0.kind.isActivity && $0.activityId == event.activityId })
-                .flatMap { pending[$0].kind == event.kind ? $0 : nil }
-            : pending.firstIndex(where: { $0.kind == event.kind })
+            if event.kind.isActivity {
+                pending.lastIndex(where: { $0.kind.isActivity && $0.activityId == event.activityId })
+                    .flatMap { pending[$0].kind == event.kind ? $0 : nil }
+            } else if event.kind.changesValues {
+                // An activation never folds into one waiting before a rollback (or the other way):
+                // the hooks would end on the values of the event that ran last, not the ones active.
+                pending.lastIndex(where: { $0.kind.changesValues }).flatMap {
+                    pending[$0].kind == event.kind ? $0 : nil
+                }
+            } else {
+                pending.firstIndex(where: { $0.kind == event.kind })
+            }
         if let index {
             pending[index].absorb(event)
             return false
@@ -143,4 +152,9 @@ struct HookEvent: Sendable {
     /// 64 KiB: half of MAX_ARG_STRLEN, leaving room for the rest of the environment too.
     static let maxKeysBytes = 64 * 1024
     static let maxVersionBytes = 1024
+}
+
+extension AgentEventKind {
+    /// An activation or a rollback: an event that carries the changed keys and their values.
+    var changesValues: Bool { self == .activated || self == .rolledBack }
 }

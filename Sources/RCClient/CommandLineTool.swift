@@ -19,6 +19,7 @@ public enum CommandLineTool {
         MarkStaleCommand.spec,
         FetchCommand.spec,
         ActivateCommand.spec,
+        RollbackCommand.spec,
         ReloadCommand.spec,
         NotifyCommand.spec,
         WatchCommand.spec,

@@ -14,12 +14,15 @@ public enum ControlRequest: Sendable, Equatable {
     case reload
     /// Remove the Live Activity `id` at once (`rcagent activity remove`).
     case removeActivity(id: String)
+    /// Re-activate a kept snapshot (`version`, or the newest older one not rejected), rejecting the
+    /// versions after it (`rcagent rollback`).
+    case rollback(version: String?)
 
     /// Requests that change state need a privileged peer (root, the daemon's user, or SocketGroup).
     public var changesState: Bool {
         switch self {
         case .ping, .status, .watch: false
-        case .fetch, .activate, .markStale, .message, .reload, .removeActivity: true
+        case .fetch, .activate, .markStale, .message, .reload, .removeActivity, .rollback: true
         }
     }
 
@@ -66,6 +69,12 @@ public enum ControlRequest: Sendable, Equatable {
                 throw ControlError(.badRequest, "\"activity-remove\" op needs a string \"id\"")
             }
             return .removeActivity(id: id)
+        case "rollback":
+            switch json["version"] {
+            case nil, .null?: return .rollback(version: nil)
+            case let .string(s)?: return .rollback(version: s)
+            case let other?: throw ControlError(.badRequest, "\"version\" must be a string, got \(other.typeName)")
+            }
         default: throw ControlError(.unknownOp, "unknown op \"\(op)\"")
         }
     }
@@ -86,6 +95,8 @@ public enum ControlRequest: Sendable, Equatable {
         case .watch: .object([("op", .string("watch"))])
         case .reload: .object([("op", .string("reload"))])
         case let .removeActivity(id): .object([("op", .string("activity-remove")), ("id", .string(id))])
+        case let .rollback(version):
+            .object([("op", .string("rollback")), ("version", version.map(JSONValue.string) ?? .null)])
         }
     }
 }
@@ -123,6 +134,8 @@ public struct ControlError: Error, CustomStringConvertible, Sendable, Equatable 
         /// A reload found a config that does not load (the message has the file:line); the running
         /// config stays.
         public static let invalidConfig = Code(rawValue: "invalid-config")
+        /// `rollback` found nothing to go back to, or was asked for a version it cannot take.
+        public static let rollbackRefused = Code(rawValue: "rollback-refused")
         /// Anything else: a bug.
         public static let internalError = Code(rawValue: "internal")
     }

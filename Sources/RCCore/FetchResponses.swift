@@ -75,3 +75,26 @@ public enum ActivateResponse: ControlResponse {
         self = .activated(templateVersion: try response.optionalString("templateVersion"), changedKeys: changedKeys)
     }
 }
+
+/// The answer to `rollback`: the version active again and the keys that changed back.
+public struct RollbackResponse: ControlResponse, Equatable {
+    public var templateVersion: String?
+    public var changedKeys: [String]
+
+    public init(templateVersion: String?, changedKeys: [String]) {
+        self.templateVersion = templateVersion
+        self.changedKeys = changedKeys
+    }
+
+    public var members: [(key: String, value: JSONValue)] {
+        [
+            ("rolledBack", .bool(true)), ("templateVersion", .optional(templateVersion)),
+            ("changedKeys", .array(changedKeys.map(JSONValue.string))),
+        ]
+    }
+
+    public init(reading response: ControlResponseReader) throws(ControlResponseError) {
+        templateVersion = try response.optionalString("templateVersion")
+        changedKeys = try response.strings("changedKeys")
+    }
+}

@@ -93,3 +93,18 @@ public enum RollbackRefusal: Error, Sendable, Equatable, CustomStringConvertible
         }
     }
 }
+
+/// How an activation is recorded in the history: where it came from, how many snapshots history
+/// keeps, and, with a health check, when its trial's `HealthTimeout=` runs out.
+public struct ActivationRecording: Sendable, Equatable {
+    public var source: String
+    public var keep: Int
+    /// `nil`: no health check, the activation is not a trial.
+    public var trialDeadline: Timestamp?
+
+    public init(source: String = "fetch", keep: Int, trialDeadline: Timestamp? = nil) {
+        self.source = source
+        self.keep = keep
+        self.trialDeadline = trialDeadline
+    }
+}

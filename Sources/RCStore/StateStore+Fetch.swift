@@ -42,9 +42,10 @@ extension StateStore {
     /// same transaction, so a crash leaves either the old or the new snapshot, whole.
     @discardableResult
     /// `withValues`: the activation also carries each changed key's values (``Activation/changes``).
-    public func recordFetch(_ record: FetchRecord, at now: Timestamp, activate: Bool, withValues: Bool = false)
-        throws(StoreError) -> Activation?
-    {
+    public func recordFetch(
+        _ record: FetchRecord, at now: Timestamp, activate: Bool, recording: ActivationRecording? = nil,
+        withValues: Bool = false
+    ) throws(StoreError) -> Activation? {
         try write {
             let at = SQLValue.integer(now.milliseconds)
             switch record {
@@ -67,7 +68,14 @@ extension StateStore {
                         ("templateVersion", templateVersion.map(JSONValue.string) ?? .null),
                         ("keys", .integer(Int64(values.count))),
                     ]))
-                let activation = activate ? try activatePending(at: now, withValues: withValues) : nil
+                let activation: Activation? =
+                    if !activate {
+                        nil
+                    } else if let recording {
+                        try activateRecordedPending(at: now, recording: recording, withValues: withValues)
+                    } else {
+                        try activatePending(at: now, withValues: withValues)
+                    }
                 try clearStale(at: now)
                 return activation
             case .noChange:

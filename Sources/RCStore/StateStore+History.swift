@@ -16,28 +16,37 @@ extension StateStore {
         withValues: Bool = false
     ) throws(StoreError) -> Activation? {
         try write { () throws -> Activation? in
-            guard try trialRow() == nil else { return nil }
-            let pending = try db.query("SELECT template_version FROM snapshots WHERE kind = 'fetched' AND pending = 1")
-            {
-                $0.text(0)
-            }
-            guard let version = pending.first else { return nil }
-            if let version, try isRejectedVersion(version) {
-                try db.run("UPDATE snapshots SET pending = 0 WHERE kind = 'fetched'")
-                return nil
-            }
-            try recordBaseline(at: now)
-            guard let activation = try activatePending(at: now, withValues: withValues) else { return nil }
-            try appendHistory(
-                version: activation.templateVersion, at: now, source: source,
-                changedKeys: activation.changedKeys.count, trial: trialDeadline != nil, keep: keep)
-            if let trialDeadline {
-                try db.run(
-                    "INSERT INTO trial (id, history_id, started_at, deadline) VALUES (1, (SELECT max(id) FROM history), ?, ?)",
-                    [.integer(now.milliseconds), .integer(trialDeadline.milliseconds)])
-            }
-            return activation
+            try activateRecordedPending(
+                at: now, recording: ActivationRecording(source: source, keep: keep, trialDeadline: trialDeadline),
+                withValues: withValues)
         }
+    }
+
+    /// ``activateRecorded(at:source:keep:trialDeadline:withValues:)`` inside a transaction already
+    /// open (a fetch recorded with its activation, as one).
+    func activateRecordedPending(at now: Timestamp, recording: ActivationRecording, withValues: Bool)
+        throws(SQLiteError) -> Activation?
+    {
+        guard try trialRow() == nil else { return nil }
+        let pending = try db.query("SELECT template_version FROM snapshots WHERE kind = 'fetched' AND pending = 1") {
+            $0.text(0)
+        }
+        guard let version = pending.first else { return nil }
+        if let version, try isRejectedVersion(version) {
+            try db.run("UPDATE snapshots SET pending = 0 WHERE kind = 'fetched'")
+            return nil
+        }
+        try recordBaseline(at: now)
+        guard let activation = try activatePending(at: now, withValues: withValues) else { return nil }
+        try appendHistory(
+            version: activation.templateVersion, at: now, source: recording.source,
+            changedKeys: activation.changedKeys.count, trial: recording.trialDeadline != nil, keep: recording.keep)
+        if let trialDeadline = recording.trialDeadline {
+            try db.run(
+                "INSERT INTO trial (id, history_id, started_at, deadline) VALUES (1, (SELECT max(id) FROM history), ?, ?)",
+                [.integer(now.milliseconds), .integer(trialDeadline.milliseconds)])
+        }
+        return activation
     }
 
     /// The trial under way, if any (after a restart: the one that was interrupted).
@@ -47,7 +56,8 @@ extension StateStore {
 
     /// The health check passed: the trial's snapshot is simply the active one.
     public func commitTrial(at now: Timestamp) throws(StoreError) {
-        try write(readerVisible: false) {
+        // Readers see it: `history` and `status` read the trial and its outcome from the reader file.
+        try write {
             guard let trial = try trialRow() else { return }
             try db.run("UPDATE history SET outcome = 'active' WHERE id = ?", [.integer(trial.historyID)])
             try db.run("DELETE FROM trial")

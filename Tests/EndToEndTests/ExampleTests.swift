@@ -59,6 +59,49 @@ import Testing
         daemon.stop()
     }
 
+    /// The health check: a start page that loads keeps the values; one that does not rolls them
+    /// back, and the hook restarts the kiosk on the old URL.
+    @Test func theHealthCheckRollsBackAStartPageThatDoesNotLoad() throws {
+        let sandbox = try Sandbox(defaults: #"{"kiosk_url": "https://example.com/default"}"#)
+        let hooks = sandbox.root.appendingPathComponent("hooks")
+        try FileManager.default.createDirectory(at: hooks, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            at: Self.examples.appendingPathComponent("hooks.d/50-restart-kiosk"),
+            to: hooks.appendingPathComponent("50-restart-kiosk"))
+        let check = Self.examples.appendingPathComponent("kiosk-health-check").path
+        try sandbox.writeConfig(
+            extra: "[Agent]\nHooksDirectory=\(hooks.path)\n[Activation]\nHealthCheck=\(check)\nHealthTimeout=30s")
+        let page = sandbox.root.appendingPathComponent("page.html")
+        try "<h1>welcome</h1>".write(to: page, atomically: true, encoding: .utf8)
+        let restarts = sandbox.root.appendingPathComponent("restarts").path
+        try sandbox.publish(Sandbox.document(version: 1, keys: 0, extra: ["kiosk_url": page.absoluteString]))
+        let daemon = try DaemonProcess(
+            sandbox,
+            environment: [
+                "KIOSK_RESTART": "sh -c 'echo restarted >> \(restarts)'", "RCAGENT": Binaries.url("rcagent").path,
+                "RCAGENT_CONFIG": sandbox.configPath, "KIOSK_SETTLE": "0", "KIOSK_ATTEMPTS": "1",
+                "KIOSK_RUNNING": "true",
+            ])
+        try daemon.waitUntilReady()
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        #expect(eventually { daemon.log.contains("Trial of template 1 passed its health check") }, "\(daemon.log)")
+
+        let missing = sandbox.root.appendingPathComponent("missing.html").absoluteString
+        try sandbox.publish(Sandbox.document(version: 2, keys: 0, extra: ["kiosk_url": missing]))
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        #expect(
+            eventually { daemon.log.contains("Rolled back template 2 (health check failed (exit 2))") }, "\(daemon.log)"
+        )
+        #expect(try sandbox.cli("get", "kiosk_url").stdout == page.absoluteString + "\n")
+        #expect(daemon.log.contains("health check: the start page does not load: \(missing)"))
+        #expect(
+            eventually {
+                ((try? String(contentsOfFile: restarts, encoding: .utf8)) ?? "") == "restarted\nrestarted\nrestarted\n"
+            },
+            "started on v1, restarted on v2, back on v1: \(daemon.log)")
+        daemon.stop()
+    }
+
     /// `make run`'s config (issue 16): every path it names lies in the run directory. The built-in
     /// defaults point at /etc/rcagent: an example left on HooksDirectory's default would run the
     /// host's hooks.d as whoever ran make (root, often).

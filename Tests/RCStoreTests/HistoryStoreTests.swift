@@ -208,4 +208,31 @@ import Testing
             #expect(try copy.rejectedVersions().map(\.templateVersion) == ["2"])
         }
     }
+
+    /// The daemon's path: a fetch recorded with its activation and trial in one transaction; the same
+    /// version fetched again after its rollback is dropped, a newer one activates.
+    @Test func aFetchActivatedWithARecordingStartsATrialAndARejectedVersionFetchedAgainIsDropped() throws {
+        try withStore { store, _ in
+            func fetchActivating(_ version: String, _ url: String, at time: Timestamp) throws -> Activation? {
+                try store.recordFetch(
+                    .update(values: ["url": url], templateVersion: version, etag: nil), at: time, activate: true,
+                    recording: ActivationRecording(keep: 5, trialDeadline: time + .seconds(60)))
+            }
+            #expect(try fetchActivating("1", "a", at: at(1))?.changedKeys == ["url"])
+            try store.commitTrial(at: at(2))
+            #expect(try fetchActivating("2", "b", at: at(3))?.changedKeys == ["url"])
+            #expect(try store.pendingTrial()?.templateVersion == "2")
+            #expect(try fetchActivating("3", "c", at: at(4)) == nil, "the trial under way decides first")
+            #expect(try value(store, "url") == "b")
+            try store.rollBackTrial(.healthCheckFailed(exitCode: 1), at: at(5))
+            #expect(try value(store, "url") == "a")
+            #expect(try fetchActivating("2", "b", at: at(6)) == nil)
+            #expect(try value(store, "url") == "a")
+            #expect(try store.status().pending == false, "the rejected snapshot no longer waits")
+            #expect(try fetchActivating("3", "c", at: at(7))?.templateVersion == "3")
+            #expect(try store.activationStatus().trial?.templateVersion == "3")
+            #expect(try store.activationStatus().rejected == ["2"])
+            #expect(try store.activationStatus().lastRollback?.reason == "health check failed (exit 1)")
+        }
+    }
 }

@@ -19,7 +19,8 @@ extension Agent {
         return DeviceReportAssembly.report(
             deviceId: deviceId, online: online, at: now, status: try? writer.status(),
             installed: try? installedApp?.get(), activities: (try? writer.store.activities(now: now).count) ?? 0,
-            config: config, value: { [store = writer.store] key in try store.value(forKey: key)?.text })
+            config: config, activation: try? writer.store.activationStatus(),
+            value: { [store = writer.store] key in try store.value(forKey: key)?.text })
     }
 
     /// Reads the installed version again (`[App] Package=`: dpkg's status file).

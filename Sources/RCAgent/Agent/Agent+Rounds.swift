@@ -211,6 +211,13 @@ extension Agent {
                 log.info(
                     "Activated template \(version ?? "-") from \(source.name) (\(timing)): \(StatusText.describe(activation.changedKeys))"
                 )
+                startTrialIfPending()
+            } else if let version, (try? writer.store.isRejected(version)) == true {
+                log.info("Fetched template \(version) from \(source.name) (\(timing)); it is rejected on this device")
+            } else if case let .checking(trialVersion, _) = trial.phase {
+                log.info(
+                    "Fetched template \(version ?? "-") from \(source.name) (\(timing)); it waits for the trial of template \(trialVersion ?? "-")"
+                )
             } else {
                 log.info(
                     "Fetched template \(version ?? "-") from \(source.name) (\(timing)); activation is \(config.activation.rawValue)"

@@ -40,6 +40,8 @@ actor Agent {
     /// The installed app version the report carries, or why there is none: read at start, on a
     /// reload and after every fetch round (a dpkg upgrade shows up with the next round).
     var installedApp: Result<InstalledVersion, UpdateCheckError>?
+    /// The trial whose health check runs now, if any (ActivationTrials.swift).
+    var trial = ActivationTrial()
 
     init(
         config: AgentConfig, store: StateStore, source: any ConfigSource, log: Logger, notifier: SystemdNotifier,
@@ -53,6 +55,7 @@ actor Agent {
         writer = StateWriter(
             store: store, hooks: HookRunner(directory: config.hooksDirectory, timeout: config.hookTimeout, log: log),
             log: log)
+        writer.activationSettings = config.activationSettings
     }
 
     // MARK: - Requests from any thread
@@ -88,6 +91,7 @@ actor Agent {
         let old = config
         config = new
         loop.policy.minimumInterval = new.minimumFetchInterval
+        writer.activationSettings = new.activationSettings
         if new.hooksDirectory != old.hooksDirectory || new.hookTimeout != old.hookTimeout {
             // The same runner: its one thread keeps hooks one at a time across the reload.
             writer.events.hooks.configure(directory: new.hooksDirectory, timeout: new.hookTimeout)
@@ -130,6 +134,7 @@ actor Agent {
                 "Activated template \(activation.templateVersion ?? "-")\(when): \(StatusText.describe(activation.changedKeys))"
             )
             updateStatusLine()
+            startTrialIfPending()
         }
         return activation
     }

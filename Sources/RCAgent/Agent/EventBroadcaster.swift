@@ -85,8 +85,9 @@ final class EventBroadcaster {
         }
         lastId = max(lastId, events.last?.id ?? lastId)
         for event in events {
-            // Activations reach the hooks through ``activated(_:)``, with their values.
-            guard let kind = event.known, kind.reachesHooks, kind != .activated else { continue }
+            // Activations and rollbacks reach the hooks through ``activated(_:)`` and
+            // ``rolledBack(_:)``, with their values.
+            guard let kind = event.known, kind.reachesHooks, kind != .activated, kind != .rolledBack else { continue }
             hooks.enqueue(kind.isActivity ? HookEvent(activity: kind, detail: event.detail) : HookEvent(kind: kind))
         }
         guard !watchers.isEmpty else { return }
@@ -112,8 +113,17 @@ final class EventBroadcaster {
     /// Runs the hooks for an activation that changed something, with each key's old and new value
     /// as the activation computed them.
     func activated(_ activation: Activation) {
+        enqueueHooks(.activated, activation)
+    }
+
+    /// Runs the hooks for a rollback (`RCAGENT_EVENT=rolled-back`) with the keys that changed back.
+    func rolledBack(_ activation: Activation) {
+        enqueueHooks(.rolledBack, activation)
+    }
+
+    private func enqueueHooks(_ kind: AgentEventKind, _ activation: Activation) {
         guard let changes = activation.changes, !changes.isEmpty else { return }
-        var event = HookEvent(kind: .activated, templateVersion: activation.templateVersion)
+        var event = HookEvent(kind: kind, templateVersion: activation.templateVersion)
         for change in changes {
             event.changes[ByteKey(change.key)] = HookEvent.Change(
                 old: change.old, new: change.new, source: change.source)

@@ -8,8 +8,11 @@ import RCStore
 /// that forgets to publish is not possible from outside: the agent writes only through here.
 ///
 /// Owned by the agent and used only on its executor (SQLite commits block on fsync, off the
-/// cooperative pool). Safe activation (trials, rollback, holds) is meant to land here as steps of
-/// their own beside ``activate(fetchedBeforeStart:)``, and metrics as one more board subscriber.
+/// cooperative pool). An activation is one sequence: the gate (windows, holds) decides whether it
+/// happens now; every activation is recorded in the history (``activationSettings``), with
+/// `HealthCheck=` as a trial in the same transaction; the agent then runs the check
+/// (ActivationTrials.swift) and commits or rolls back through here. Metrics are meant to land as one
+/// more board subscriber.
 final class StateWriter {
     /// For reads only (values, activities, deadlines): writes go through the methods below.
     let store: StateStore
@@ -17,6 +20,9 @@ final class StateWriter {
     /// What readers see: the store's status as of the last write, and the agent's own fields.
     var board = StatusBoard()
     private let log: Logger
+    /// `[Activation]` as configured: how many snapshots history keeps, and whether an activation is
+    /// a trial (``HealthCheck`` set) and for how long.
+    var activationSettings = ActivationSettings()
 
     init(store: StateStore, hooks: HookRunner, log: Logger) {
         self.store = store
@@ -43,7 +49,8 @@ final class StateWriter {
     @discardableResult
     func recordFetch(_ record: FetchRecord, at now: Timestamp, activate: Bool) throws(StoreError) -> Activation? {
         defer { events.publish() }
-        let activation = try store.recordFetch(record, at: now, activate: activate, withValues: events.wantsValues)
+        let activation = try store.recordFetch(
+            record, at: now, activate: activate, recording: recording(at: now), withValues: events.wantsValues)
         if let activation { events.activated(activation) }
         return activation
     }
@@ -51,9 +58,41 @@ final class StateWriter {
     /// Activates the fetched snapshot; `nil` when nothing was pending.
     func activate(at now: Timestamp) throws(StoreError) -> Activation? {
         defer { events.publish() }
-        let activation = try store.activate(at: now, withValues: events.wantsValues)
+        let activation = try store.activateRecorded(
+            at: now, keep: activationSettings.history, trialDeadline: recording(at: now).trialDeadline,
+            withValues: events.wantsValues)
         if let activation { events.activated(activation) }
         return activation
+    }
+
+    /// Every activation is recorded in the history; with a health check it is a trial until then.
+    private func recording(at now: Timestamp) -> ActivationRecording {
+        ActivationRecording(
+            keep: activationSettings.history,
+            trialDeadline: activationSettings.healthCheck == nil ? nil : now + activationSettings.healthTimeout)
+    }
+
+    /// The trial's health check passed: its snapshot stays.
+    func commitTrial(at now: Timestamp) throws(StoreError) {
+        defer { events.publish() }
+        try store.commitTrial(at: now)
+    }
+
+    /// The trial failed: the previous snapshot is active again, the hooks hear `rolled-back` with
+    /// the keys that changed back. `nil` when no trial was under way.
+    func rollBackTrial(_ reason: RollbackReason, at now: Timestamp) throws(StoreError) -> Activation? {
+        defer { events.publish() }
+        let activation = try store.rollBackTrial(reason, at: now)
+        if let activation { events.rolledBack(activation) }
+        return activation
+    }
+
+    /// `rcagent rollback [VERSION]`: a kept snapshot active again, the versions after it rejected.
+    func rollback(to version: String?, at now: Timestamp) throws(StoreError) -> Result<Activation, RollbackRefusal> {
+        defer { events.publish() }
+        let result = try store.rollback(to: version, at: now)
+        if case let .success(activation) = result { events.rolledBack(activation) }
+        return result
     }
 
     /// Moves the stored fetch times back by `step` (the wall clock stepped back behind them).

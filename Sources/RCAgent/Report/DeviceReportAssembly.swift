@@ -10,7 +10,7 @@ enum DeviceReportAssembly {
     /// fetch, the installed app and the update verdict over the active update keys, the activities.
     static func report(
         deviceId: String, online: Bool, at now: Timestamp, status: StoreStatus?, installed: InstalledVersion?,
-        activities: Int, config: AgentConfig, value: (String) throws -> String?
+        activities: Int, config: AgentConfig, activation: ActivationStatus? = nil, value: (String) throws -> String?
     ) -> DeviceReport {
         DeviceReport(
             deviceId: deviceId, online: online, at: now, agentVersion: BuildInfo.version,
@@ -21,7 +21,8 @@ enum DeviceReportAssembly {
                 error: status?.lastStatus == .failure ? status?.lastError : nil),
             appInstalled: installed?.version,
             update: updateVerdict(installed, config: config, now: now, value: value),
-            activities: activities, signature: signature(config))
+            activities: activities, signature: signature(config),
+            activation: activation?.report)
     }
 
     /// The last accepted signed version (`TrustedKeys=`), from its small file in the state
