@@ -51,6 +51,9 @@ version=$(dpkg-deb -f "$deb" Version)
 deb2=$("$root/packaging/build-deb.sh" "$bin" "$work/v2" "$version+rebuild1" | sed -n 1p)
 ls -l "$deb" "$admin" | awk '{print "package size: " $5 " bytes " $9}'
 
+step "man pages read at 80 columns: no troff warning, no line over 80 columns"
+"$root/packaging/manpage-check.sh"
+
 step "lintian"
 lintian --fail-on error,warning "$deb" "$admin"
 
