@@ -21,10 +21,10 @@ for doc in "$@"; do
     man --warnings -l "$work/$page.man" > "$work/$page.txt" 2> "$work/$page.err" || {
         echo "manpage-check: $page: man failed:" >&2; cat "$work/$page.err" >&2; status=1; continue
     }
-    warnings=$(grep -c . "$work/$page.err" || true)
+    warnings=$(grep -c warning "$work/$page.err" || true)
     longest=$(wc -L < "$work/$page.txt")
-    echo "$page: $warnings warning lines, longest line $longest columns"
-    if [ "$warnings" -gt 0 ]; then
+    echo "$page: $warnings troff warnings, longest line $longest columns"
+    if [ -s "$work/$page.err" ]; then
         echo "manpage-check: $page: troff warnings:" >&2; cat "$work/$page.err" >&2; status=1
     fi
     if [ "$longest" -gt 80 ]; then

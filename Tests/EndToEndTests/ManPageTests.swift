@@ -25,7 +25,7 @@ import Testing
         let result = try runProcess("/bin/sh", [Self.check], environment: Self.environment)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         for page in ["rcagent", "rcagentd", "agent.conf", "rcadmin"] {
-            #expect(result.stdout.contains("\(page): 0 warning lines"), "\(result.stdout)")
+            #expect(result.stdout.contains("\(page): 0 troff warnings"), "\(result.stdout)")
         }
     }
 
