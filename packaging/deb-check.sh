@@ -1,6 +1,6 @@
 #!/bin/sh
 # The packages as a device and an operator host would get them: builds both twice (the second a
-# higher version, for the upgrade), lints them, checks what the binaries link, installs the device
+# higher version, for the upgrade), checks their man pages at 80 columns (manpage-check.sh), lints them, checks what the binaries link, installs the device
 # package on this machine, runs the daemon as the rcagent user against the installed config,
 # upgrades with an edited conffile and state to keep, and purges; installs the operator package and
 # runs its relay, as an unprivileged user, between a local fake Firebase project and a real
