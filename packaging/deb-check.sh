@@ -1,14 +1,14 @@
 #!/bin/sh
 # The packages as a device and an operator host would get them: builds both twice (the second a
-# higher version, for the upgrade), checks their man pages at 80 columns (manpage-check.sh), lints them, checks what the binaries link, installs the device
-# package on this machine, runs the daemon as the rcagent user against the installed config,
-# upgrades with an edited conffile and state to keep, and purges; installs the operator package and
-# runs its relay, as an unprivileged user, between a local fake Firebase project and a real
-# mosquitto, then purges it. On the way it proves the device's one executable loads no optional
-# library it does not use (the loader's own list for `rcagent get`, the running daemon's maps), and
-# runs it in a clean root holding only the package's Depends: an MQTT config names the missing
-# libmosquitto, a file source serves. Needs root.
-# Usage: packaging/deb-check.sh BIN_DIR
+# higher version, for the upgrade), checks their man pages at 80 columns (manpage-check.sh), lints
+# them, checks what the binaries link, installs the device package on this machine, runs the daemon
+# as the rcagent user against the installed config, upgrades with an edited conffile and state to
+# keep, and purges; installs the operator package and runs its relay, as an unprivileged user,
+# between a local fake Firebase project and a real mosquitto, then purges it. On the way it proves
+# the device's one executable loads no optional library it does not use (the loader's own list for
+# `rcagent get`, the running daemon's maps), and runs it in a clean root holding only the package's
+# Depends: an MQTT config names the missing libmosquitto, a file source serves. Needs root. Usage:
+# packaging/deb-check.sh BIN_DIR
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$1
