@@ -7,8 +7,8 @@
 # between a local fake Firebase project and a real mosquitto, then purges it. On the way it proves
 # the device's one executable loads no optional library it does not use (the loader's own list for
 # `rcagent get`, the running daemon's maps), and runs it in a clean root holding only the package's
-# Depends: an MQTT config names the missing libmosquitto, a file source serves. Needs root. Usage:
-# packaging/deb-check.sh BIN_DIR
+# Depends: an MQTT config names the missing libmosquitto, a file source serves. Needs root.
+# Usage: packaging/deb-check.sh BIN_DIR
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$1
