@@ -1,13 +1,13 @@
 #!/bin/sh
 # The packages as a device and an operator host would get them: builds both twice (the second a
-# higher version, for the upgrade), lints them, checks what the binaries link, installs the device
-# package on this machine, runs the daemon as the rcagent user against the installed config,
-# upgrades with an edited conffile and state to keep, and purges; installs the operator package and
-# runs its relay, as an unprivileged user, between a local fake Firebase project and a real
-# mosquitto, then purges it. On the way it proves the device's one executable loads no optional
-# library it does not use (the loader's own list for `rcagent get`, the running daemon's maps), and
-# runs it in a clean root holding only the package's Depends: an MQTT config names the missing
-# libmosquitto, a file source serves. Needs root.
+# higher version, for the upgrade), checks their man pages at 80 columns (manpage-check.sh), lints
+# them, checks what the binaries link, installs the device package on this machine, runs the daemon
+# as the rcagent user against the installed config, upgrades with an edited conffile and state to
+# keep, and purges; installs the operator package and runs its relay, as an unprivileged user,
+# between a local fake Firebase project and a real mosquitto, then purges it. On the way it proves
+# the device's one executable loads no optional library it does not use (the loader's own list for
+# `rcagent get`, the running daemon's maps), and runs it in a clean root holding only the package's
+# Depends: an MQTT config names the missing libmosquitto, a file source serves. Needs root.
 # Usage: packaging/deb-check.sh BIN_DIR
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,6 +50,9 @@ admin=$(sed -n 2p "$work/v1.list")
 version=$(dpkg-deb -f "$deb" Version)
 deb2=$("$root/packaging/build-deb.sh" "$bin" "$work/v2" "$version+rebuild1" | sed -n 1p)
 ls -l "$deb" "$admin" | awk '{print "package size: " $5 " bytes " $9}'
+
+step "man pages read at 80 columns: no troff warning, no line over 80 columns"
+"$root/packaging/manpage-check.sh"
 
 step "lintian"
 lintian --fail-on error,warning "$deb" "$admin"
