@@ -36,6 +36,8 @@ actor Agent {
     var loop: FetchLoop
     /// The one writer of the state: store writes, their events, the status board.
     let writer: StateWriter
+    /// Maintenance windows and holds: the activation that waits (ActivationDeferral.swift).
+    var deferral = ActivationDeferral()
 
     /// The installed app version the report carries, or why there is none: read at start, on a
     /// reload and after every fetch round (a dpkg upgrade shows up with the next round).
@@ -110,6 +112,8 @@ actor Agent {
         updateStatusLine()
         refreshInstalledApp()
         writer.stateMayHaveChanged()
+        // Other windows or another hold limit may end a wait, or start one.
+        recheckDeferred(after: "the config was reloaded")
     }
 
     /// Re-reads the defaults file (a reload).
@@ -187,6 +191,7 @@ actor Agent {
         strict: Bool = false
     ) async throws -> MessageResponse {
         let activity = try applyActivity(of: message, from: channel, strict: strict)
+        if message.activatesNow { activateNow(pushedBy: channel) }
         guard message.marksStale else {
             return .ignored("no CONFIG_STATE in data", activity: activity)
         }

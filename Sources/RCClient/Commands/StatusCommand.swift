@@ -13,11 +13,13 @@ enum StatusCommand {
         let reader = try invocation.values()
         var status: StoreStatus?
         var recovery: StoredEvent?
+        var activation = ActivationStatus()
         var storeProblem = reader.storeProblem
         if let store = reader.store {
             do {
                 status = try store.status()
                 recovery = try store.lastEvent(.databaseRecovered)
+                activation.deferred = try store.deferredActivation()
             } catch {
                 // Damage the value probe did not reach: reported like a database that does not open.
                 status = nil
@@ -53,13 +55,13 @@ enum StatusCommand {
             Output.raw(
                 json(
                     status, recovery: recovery, config: config, daemon: daemon, storeProblem: storeProblem,
-                    activities: counts
+                    activities: counts, activation: activation
                 ).compactText + "\n")
         } else {
             Output.out(
                 text(
                     status, recovery: recovery, config: config, daemon: daemon, storeProblem: storeProblem,
-                    activities: counts, now: now))
+                    activities: counts, activation: activation, now: now))
         }
         return ExitCode.ok
     }
@@ -112,7 +114,7 @@ enum StatusCommand {
 
     static func json(
         _ status: StoreStatus?, recovery: StoredEvent?, config: AgentConfig, daemon: DaemonView?, storeProblem: String?,
-        activities: ActivityCounts = ActivityCounts()
+        activities: ActivityCounts = ActivityCounts(), activation: ActivationStatus = ActivationStatus()
     ) -> JSONValue {
         func time(_ t: Timestamp?) -> JSONValue { t.map { .string($0.iso8601) } ?? .null }
         func string(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
@@ -170,6 +172,7 @@ enum StatusCommand {
             ("nextFetchAt", daemon?.status.map { string($0.nextFetchAt) } ?? time(status?.nextFetchAt)),
             ("backoffStep", .integer(Int64(status?.backoffStep ?? 0))),
             ("activities", activities.json),
+            ("activation", activation.json),
             ("signed", SignedDocumentStatus.read(config)?.json ?? .null),
         ])
     }
@@ -178,7 +181,8 @@ enum StatusCommand {
     /// answers) is interpolated into ``TerminalText`` and so escaped: one field cannot make two lines.
     static func text(
         _ status: StoreStatus?, recovery: StoredEvent?, config: AgentConfig, daemon: DaemonView?, storeProblem: String?,
-        activities: ActivityCounts = ActivityCounts(), now: Timestamp
+        activities: ActivityCounts = ActivityCounts(), activation: ActivationStatus = ActivationStatus(),
+        now: Timestamp
     ) -> TerminalText {
         func time(_ t: Timestamp?) -> String { t.map { "\($0.iso8601) (\(age(now - $0)))" } ?? "never" }
         let running = daemon.map { d -> TerminalText in
@@ -213,6 +217,7 @@ enum StatusCommand {
         lines.append(
             "fetched:      template \(status.fetched.templateVersion ?? "-"), fetched \(time(status.fetched.at))"
                 + (status.pending ? ", not yet activated" : ""))
+        if let deferred = activation.deferred { lines.append("deferred:     \(deferred.text)") }
         lines.append(
             "last fetch:   \(status.lastStatus?.rawValue ?? "none"), attempted \(time(status.lastAttempt)), succeeded \(time(status.lastSuccess))"
         )

@@ -1,0 +1,182 @@
+import Foundation
+import Glibc
+import RCCore
+import RCSystem
+import TestSupport
+import Testing
+
+/// Maintenance windows and holds with the real binaries: a fetched snapshot that comes outside
+/// every `Window=` or under an `rcagent hold` waits (the old values stay, `status` says until when),
+/// and is activated when the window opens, when the hold ends or when a forgotten hold reaches
+/// `HoldLimit=`; `rcagent activate --now` and a push carrying `"activate": "now"` pass at once. The
+/// daemon's wall clock is set with libfaketime; its monotonic clock, which its waits use, is real.
+@Suite struct DeferralTests {
+    /// A window 02:00-04:00 UTC, with the daemon's clock started at `time` (UTC, `YYYY-MM-DD HH:MM:SS`).
+    private func startNightly(_ sandbox: Sandbox, at time: String) throws -> DaemonProcess {
+        try sandbox.publish(Sandbox.document(version: 1))
+        let daemon = try DaemonProcess(
+            sandbox,
+            environment: [
+                "LD_PRELOAD": HistoryCommandTests.faketime, "FAKETIME": "@" + time,
+                "FAKETIME_DONT_FAKE_MONOTONIC": "1", "TZ": "UTC",
+            ])
+        try daemon.waitUntilReady()
+        return daemon
+    }
+
+    private func status(_ sandbox: Sandbox) throws -> [String: Any] {
+        let result = try sandbox.cli("status", "--json")
+        return try #require(
+            try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stdout)")
+    }
+
+    private func deferred(_ sandbox: Sandbox) throws -> [String: Any]? {
+        let activation = try #require(try status(sandbox)["activation"] as? [String: Any])
+        return activation["deferred"] as? [String: Any]
+    }
+
+    private func value(_ sandbox: Sandbox, _ key: String = "key_0") throws -> String {
+        try sandbox.cli("get", key).stdout
+    }
+
+    private func startHold(_ sandbox: Sandbox, marker: String) throws -> Subprocess {
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "RCAGENT_CONFIG")
+        let hold = try Subprocess(
+            Binaries.url("rcagent").path,
+            [
+                "hold", "--config", sandbox.configPath, "--reason", "payment", "--", "sh", "-c",
+                "touch \(marker); cat >/dev/null",
+            ],
+            environment: env, input: true)
+        #expect(eventually(60) { FileManager.default.fileExists(atPath: marker) })
+        return hold
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func aWindowThatExcludesNowDefersUntilItOpens() throws {
+        let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
+        // Twelve seconds before the window opens, by the daemon's clock.
+        let daemon = try startNightly(sandbox, at: "2026-12-02 01:59:48")
+        let watch = try SocketClient(path: sandbox.socketPath)
+        #expect(watch.watch())
+        let fetch = try sandbox.cli("fetch", "--wait")
+        #expect(fetch.status == 0, "\(fetch.stderr)")
+
+        // Fetched and kept; nothing active, the hooks and watchers told it waits.
+        let waiting = try #require(try deferred(sandbox), "\(daemon.log)")
+        #expect(waiting["templateVersion"] as? String == "1")
+        #expect(waiting["until"] as? String == "2026-12-02T02:00:00Z")
+        #expect(waiting["why"] as? String == "window")
+        #expect(try value(sandbox) == "")
+        let event = watch.event { $0["event"] as? String == "activation-deferred" }
+        #expect(event?["templateVersion"] as? String == "1")
+        #expect(try sandbox.cli("status").stdout.contains("deferred:     template 1 waits until 2026-12-02T02:00:00Z"))
+        #expect(daemon.log.contains("Deferred the activation of template 1 until 2026-12-02T02:00:00Z"))
+
+        // The window opens: activated, without anyone asking.
+        let activated = watch.event(timeout: 60) { $0["event"] as? String == "activated" }
+        #expect(activated?["templateVersion"] as? String == "1", "\(daemon.log)")
+        #expect(try value(sandbox) == "v1\n")
+        #expect(try deferred(sandbox) == nil)
+        daemon.stop()
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func activateSaysUntilWhenAndNowOverrides() throws {
+        let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
+        let daemon = try startNightly(sandbox, at: "2026-12-02 12:00:00")
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        #expect(try deferred(sandbox)?["until"] as? String == "2026-12-03T02:00:00Z", "\(daemon.log)")
+
+        let asked = try sandbox.cli("activate")
+        #expect(asked.status == 0, "\(asked.stderr)")
+        #expect(asked.stdout.contains("deferred: template 1 waits until 2026-12-03T02:00:00Z"), "\(asked.stdout)")
+        #expect(try value(sandbox) == "")
+
+        let forced = try sandbox.cli("activate", "--now")
+        #expect(forced.status == 0, "\(forced.stderr)")
+        #expect(forced.stdout.contains("key_0\n"), "\(forced.stdout)")
+        #expect(try value(sandbox) == "v1\n")
+        #expect(try deferred(sandbox) == nil)
+        daemon.stop()
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func aPushWithActivateNowPassesTheWindow() throws {
+        let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
+        let daemon = try startNightly(sandbox, at: "2026-12-02 12:00:00")
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        #expect(try sandbox.cli("activate", "--now").status == 0)
+
+        // An ordinary ping: the new template is fetched and waits.
+        try sandbox.publish(Sandbox.document(version: 2))
+        let ping = try sandbox.cli("notify", #"{"data": {"CONFIG_STATE": "STALE"}}"#, "--wait")
+        #expect(ping.status == 0, "\(ping.stderr)")
+        #expect(try deferred(sandbox)?["templateVersion"] as? String == "2", "\(daemon.log)")
+        #expect(try value(sandbox) == "v1\n")
+
+        // A kill switch: a newer template, activated at once.
+        try sandbox.publish(Sandbox.document(version: 3))
+        let push = try sandbox.cli("notify", #"{"data": {"CONFIG_STATE": "STALE", "activate": "now"}}"#, "--wait")
+        #expect(push.status == 0, "\(push.stderr)")
+        #expect(try value(sandbox) == "v3\n", "\(daemon.log)")
+        #expect(try deferred(sandbox) == nil)
+        #expect(try status(sandbox)["fetched"].flatMap { ($0 as? [String: Any])?["pending"] as? Bool } == false)
+        daemon.stop()
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func aHoldDefersAndItsReleaseActivates() throws {
+        let sandbox = try Sandbox()
+        let daemon = try sandbox.startServing(version: 1)
+        let hold = try startHold(sandbox, marker: sandbox.root.appendingPathComponent("held").path)
+        let watch = try SocketClient(path: sandbox.socketPath)
+        #expect(watch.watch())
+
+        try sandbox.publish(Sandbox.document(version: 2))
+        #expect(try sandbox.cli("fetch", "--wait", "--force").status == 0)
+        let waiting = try #require(try deferred(sandbox), "\(daemon.log)")
+        #expect(waiting["templateVersion"] as? String == "2")
+        #expect(waiting["why"] as? String == "hold")
+        // A hold ends by HoldLimit= (1h) at the latest.
+        #expect(waiting["until"] is String)
+        #expect(try value(sandbox) == "v1\n")
+
+        hold.closeInput()
+        #expect(hold.finish().status == 0)
+        let activated = watch.event { $0["event"] as? String == "activated" }
+        #expect(activated?["templateVersion"] as? String == "2", "\(daemon.log)")
+        #expect(try value(sandbox) == "v2\n")
+        #expect(try deferred(sandbox) == nil)
+        daemon.stop()
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func aForgottenHoldStopsDeferringAtHoldLimit() throws {
+        let sandbox = try Sandbox(extraConfig: "[Activation]\nHoldLimit=8s\n")
+        let daemon = try sandbox.startServing(version: 1)
+        let hold = try startHold(sandbox, marker: sandbox.root.appendingPathComponent("held").path)
+        let watch = try SocketClient(path: sandbox.socketPath)
+        #expect(watch.watch())
+
+        try sandbox.publish(Sandbox.document(version: 2))
+        #expect(try sandbox.cli("fetch", "--wait", "--force").status == 0)
+        #expect(try deferred(sandbox)?["why"] as? String == "hold", "\(daemon.log)")
+
+        // The hold still runs, past its limit: it defers no more, and the daemon says so once.
+        let activated = watch.event(timeout: 60) { $0["event"] as? String == "activated" }
+        #expect(activated?["templateVersion"] as? String == "2", "\(daemon.log)")
+        #expect(try value(sandbox) == "v2\n")
+        #expect(daemon.log.components(separatedBy: "has run past HoldLimit=8s").count == 2, "\(daemon.log)")
+        #expect(try HoldLock(path: HoldLock.path(stateDirectory: sandbox.statePath)).isHeld())
+
+        // A newer template is not held back by the forgotten hold either.
+        try sandbox.publish(Sandbox.document(version: 3))
+        #expect(try sandbox.cli("fetch", "--wait", "--force").status == 0)
+        #expect(try value(sandbox) == "v3\n")
+        hold.closeInput()
+        _ = hold.finish()
+        daemon.stop()
+    }
+}
