@@ -75,7 +75,9 @@ public struct ActivationStatus: Sendable, Equatable {
             ("deferred", deferred?.json ?? .null),
             (
                 "trial",
-                trial.map { .object([("templateVersion", .string($0.templateVersion)), ("since", .string($0.since.iso8601))]) }
+                trial.map {
+                    .object([("templateVersion", .string($0.templateVersion)), ("since", .string($0.since.iso8601))])
+                }
                     ?? .null
             ),
             (

@@ -48,6 +48,8 @@ public struct DeviceReport: Sendable, Equatable {
     /// With `TrustedKeys=`: the last accepted signed version and when it expires (a fleet view
     /// sees a server that stopped publishing before the devices refuse it); `nil` otherwise.
     public var signed: Signed?
+    /// Safe activation: what waits, what is on trial, what was rolled back (DeviceReport+Activation.swift).
+    public var activation = Activation()
 
     /// The last accepted signed document's version and expiry.
     public struct Signed: Sendable, Equatable {
@@ -99,6 +101,7 @@ public struct DeviceReport: Sendable, Equatable {
             ),
             ("app", .object([("installed", .optional(appInstalled)), ("update", .string(update.rawValue))])),
             ("activities", .integer(Int64(activities))),
+            ("activation", activation.json),
         ]
         // Only on devices that require signatures: the others' reports stay as they were.
         if let signed {
@@ -148,6 +151,7 @@ public struct DeviceReport: Sendable, Equatable {
         }
         self.update = kind
         activities = try reader.count("activities")
+        activation = try Activation.parse(json["activation"])
         if let signedReader = try reader.object("signed") {
             guard case let .integer(version)? = json["signed"]?["version"], version >= 1 else {
                 throw DeviceReportError("signed.version is not a version number")

@@ -10,7 +10,8 @@ extension StateStore {
     /// it again on its next look).
     public func deferredActivation() throws(StoreError) -> DeferredActivation? {
         try Self.wrap { () throws(SQLiteError) in
-            let text = try db.query("SELECT value FROM meta WHERE key = ?", [.text(Self.deferredKey)]) { $0.text(0) }
+            let text =
+                try db.query("SELECT value FROM meta WHERE key = ?", [.text(Self.deferredKey)]) { $0.text(0) }
                 .first ?? nil
             return text.flatMap { try? JSONValue.parse($0) }.flatMap(DeferredActivation.init(json:))
         }

@@ -16,10 +16,12 @@ extension Agent {
     func deviceReport(deviceId: String, online: Bool) -> DeviceReport {
         let now = Timestamp.now()
         if installedApp == nil { refreshInstalledApp() }
-        return DeviceReportAssembly.report(
+        var report = DeviceReportAssembly.report(
             deviceId: deviceId, online: online, at: now, status: try? writer.status(),
             installed: try? installedApp?.get(), activities: (try? writer.store.activities(now: now).count) ?? 0,
             config: config, value: { [store = writer.store] key in try store.value(forKey: key)?.text })
+        report.activation.deferred = deferral.current?.templateVersion
+        return report
     }
 
     /// Reads the installed version again (`[App] Package=`: dpkg's status file).
