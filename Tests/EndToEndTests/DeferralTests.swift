@@ -128,6 +128,15 @@ import Testing
     @Test(.timeLimit(.minutes(2)))
     func aHoldDefersAndItsReleaseActivates() throws {
         let sandbox = try Sandbox()
+        // A hook records what it hears: the deferral, then the activation, and nothing in between.
+        let hooks = sandbox.root.appendingPathComponent("hooks")
+        let record = sandbox.root.appendingPathComponent("record").path
+        try FileManager.default.createDirectory(at: hooks, withIntermediateDirectories: true)
+        let hook = hooks.appendingPathComponent("10-record").path
+        try sandbox.write("#!/bin/sh\necho \"$RCAGENT_EVENT $RCAGENT_TEMPLATE_VERSION\" >> \(record)\n", to: hook)
+        chmod(hook, 0o755)
+        try sandbox.writeConfig(extra: "[Agent]\nHooksDirectory=\(hooks.path)\n")
+        func heard() -> String { (try? String(contentsOfFile: record, encoding: .utf8)) ?? "" }
         let daemon = try sandbox.startServing(version: 1)
         let hold = try startHold(sandbox, marker: sandbox.root.appendingPathComponent("held").path)
         let watch = try SocketClient(path: sandbox.socketPath)
@@ -144,12 +153,15 @@ import Testing
         let event = watch.event { $0["event"] as? String == "activation-deferred" }
         #expect(event?["templateVersion"] as? String == "2")
         #expect(event?["why"] as? String == "hold")
+        #expect(eventually(30) { heard().contains("activation-deferred 2\n") }, "\(heard())")
+        #expect(!heard().contains("activated 2"))
 
         hold.closeInput()
         #expect(hold.finish().status == 0)
         let activated = watch.event { $0["event"] as? String == "activated" }
         #expect(activated?["templateVersion"] as? String == "2", "\(daemon.log)")
         #expect(try value(sandbox) == "v2\n")
+        #expect(eventually(30) { heard().hasSuffix("activation-deferred 2\nactivated 2\n") }, "\(heard())")
         #expect(try deferred(sandbox) == nil)
         daemon.stop()
     }

@@ -87,7 +87,11 @@ final class EventBroadcaster {
         for event in events {
             // Activations reach the hooks through ``activated(_:)``, with their values.
             guard let kind = event.known, kind.reachesHooks, kind != .activated else { continue }
-            hooks.enqueue(kind.isActivity ? HookEvent(activity: kind, detail: event.detail) : HookEvent(kind: kind))
+            hooks.enqueue(
+                kind.isActivity
+                    ? HookEvent(activity: kind, detail: event.detail)
+                    // A deferred activation names the version that waits.
+                    : HookEvent(kind: kind, templateVersion: event.detail["templateVersion"]?.stringValue))
         }
         guard !watchers.isEmpty else { return }
         var text = ""
