@@ -38,7 +38,8 @@ public enum AgentEventKind: String, Sendable, CaseIterable {
     /// The kinds the hooks hear (`RCAGENT_EVENT`): activations (and deferred ones), the stale flag and activities.
     public var reachesHooks: Bool {
         switch self {
-        case .activated, .rolledBack, .activationDeferred, .staleSet, .staleCleared, .activityStarted, .activityUpdated, .activityEnded,
+        case .activated, .rolledBack, .activationDeferred, .staleSet, .staleCleared, .activityStarted, .activityUpdated,
+            .activityEnded,
             .activityRemoved:
             true
         case .fetched, .fetchFailed, .clockSteppedBack, .databaseRecovered: false

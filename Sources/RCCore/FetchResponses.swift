@@ -74,7 +74,9 @@ public enum ActivateResponse: ControlResponse {
     public init(reading response: ControlResponseReader) throws(ControlResponseError) {
         let changedKeys = try response.strings("changedKeys")
         guard try response.bool("activated") else {
-            self = response.json["deferred"].flatMap(DeferredActivation.init(json:)).map(Self.deferred) ?? .nothingToActivate
+            self =
+                response.json["deferred"].flatMap(DeferredActivation.init(json:)).map(Self.deferred)
+                ?? .nothingToActivate
             return
         }
         self = .activated(templateVersion: try response.optionalString("templateVersion"), changedKeys: changedKeys)
