@@ -82,6 +82,24 @@ import Testing
     }
 
     @Test(.timeLimit(.minutes(2)))
+    func aDeferralOutlivesTheDaemon() throws {
+        let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
+        let first = try startNightly(sandbox, at: "2026-12-02 12:00:00")
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        #expect(try deferred(sandbox) != nil, "\(first.log)")
+        #expect(first.stop() == 0)
+
+        // With the daemon down, status still says what waits.
+        #expect(try deferred(sandbox)?["until"] as? String == "2026-12-03T02:00:00Z")
+        // Started again inside the window (its clock says so): the wait is over at once.
+        let second = try startNightly(sandbox, at: "2026-12-03 02:30:00")
+        #expect(try value(sandbox) == "v1\n", "\(second.log)")
+        #expect(try deferred(sandbox) == nil)
+        #expect(second.log.contains("The deferred activation of template 1 is due: the daemon started"))
+        second.stop()
+    }
+
+    @Test(.timeLimit(.minutes(2)))
     func activateSaysUntilWhenAndNowOverrides() throws {
         let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
         let daemon = try startNightly(sandbox, at: "2026-12-02 12:00:00")
