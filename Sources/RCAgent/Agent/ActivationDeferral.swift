@@ -87,10 +87,9 @@ extension Agent {
         }
     }
 
-    /// A push carried `"activate": "now"` (a kill switch): what waits is activated at once, and so is
-    /// what the fetch the push starts brings.
+    /// A push carried `"activate": "now"` (a kill switch): what waits is activated at once (and the
+    /// fetch the push starts, if it marks the config stale, activates what it brings: ``handle``).
     func activateNow(pushedBy channel: String) {
-        deferral.overrideNext = true
         guard deferral.current != nil else { return }
         log.notice("A push from \(channel) says activate now")
         do { _ = try activateOrDefer(now: true) } catch {

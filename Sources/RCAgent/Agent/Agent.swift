@@ -202,6 +202,8 @@ actor Agent {
         // Cut before it is copied into the reason: the sender chose its size, the device keeps 256 bytes.
         let state = StoredText.reason(message.data["CONFIG_STATE"] ?? "")
         let version = message.templateVersion.map { ", template \($0)" } ?? ""
+        // The fetch this ping starts activates what it brings past windows and holds.
+        if message.activatesNow { deferral.overrideNext = true }
         let (newlySet, outcome) = try await markStale(
             reason: "\(channel): CONFIG_STATE=\(state)\(version)", wait: wait, jitter: jitter)
         return .markedStale(newlySet: newlySet, fetch: outcome?.reply, activity: activity)
