@@ -209,7 +209,6 @@ extension Agent {
             let activation = try writer.recordFetch(
                 .update(values: values, templateVersion: version, etag: etag), at: finished,
                 activate: decision == .activate)
-            settleDeferral(after: activation, of: version, decision: decision, at: finished)
             let timing =
                 "fetched in \(StatusText.milliseconds(fetchTime)), stored in \(StatusText.milliseconds(ContinuousClock.now - storing))"
             if let activation {
@@ -217,10 +216,11 @@ extension Agent {
                     "Activated template \(version ?? "-") from \(source.name) (\(timing)): \(StatusText.describe(activation.changedKeys))"
                 )
             } else {
-                log.info(
-                    "Fetched template \(version ?? "-") from \(source.name) (\(timing)); activation is \(config.activation.rawValue)"
-                )
+                let policy = decision == nil ? config.activation.rawValue : "deferred"
+                log.info("Fetched template \(version ?? "-") from \(source.name) (\(timing)); activation is \(policy)")
             }
+            // Windows and holds: what waits, and why (ActivationDeferral.swift).
+            settleDeferral(after: activation, of: version, decision: decision, at: finished)
             return .updated(changedKeys: activation?.changedKeys, templateVersion: version)
         }
     }
