@@ -11,7 +11,8 @@ import Testing
 /// `HoldLimit=`; `rcagent activate --now` and a push carrying `"activate": "now"` pass at once. The
 /// daemon's wall clock is set with libfaketime; its monotonic clock, which its waits use, is real.
 @Suite struct DeferralTests {
-    /// A window 02:00-04:00 UTC, with the daemon's clock started at `time` (UTC, `YYYY-MM-DD HH:MM:SS`).
+    /// The daemon with its wall clock started at `time` (UTC, `YYYY-MM-DD HH:MM:SS`), before the real
+    /// time: libfaketime moves timer deadlines by its offset too, so these tests wait for no timer.
     private func startNightly(_ sandbox: Sandbox, at time: String) throws -> DaemonProcess {
         try sandbox.publish(Sandbox.document(version: 1))
         let daemon = try DaemonProcess(
@@ -53,11 +54,23 @@ import Testing
         return hold
     }
 
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(3)))
     func aWindowThatExcludesNowDefersUntilItOpens() throws {
-        let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
-        // Twelve seconds before the window opens, by the daemon's clock.
-        let daemon = try startNightly(sandbox, at: "2026-12-02 01:59:48")
+        // The real clock: libfaketime moves the daemon's timer deadlines by its offset too (its
+        // timerfd_settime), so the wait itself is measured unfaked. A one-minute window that opens
+        // at the next minute at least 15 s away.
+        let now = Int64(Date().timeIntervalSince1970)
+        var opening = (now / 60 + 1) * 60
+        if opening - now < 15 { opening += 60 }
+        let minute = (opening % 86_400) / 60
+        func clock(_ minute: Int64) -> String {
+            String(format: "%02d:%02d", Int(minute / 60), Int(minute % 60))
+        }
+        let window = "*-*-* \(clock(minute))-\(clock(minute + 1)) UTC"
+        let openingText = Timestamp(milliseconds: opening * 1_000).iso8601
+        let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=\(window)\n")
+        try sandbox.publish(Sandbox.document(version: 1))
+        let daemon = try sandbox.startDaemon()
         let watch = try SocketClient(path: sandbox.socketPath)
         #expect(watch.watch())
         // The start-up fetch may have stored it already: this one is then "no change".
@@ -67,15 +80,16 @@ import Testing
         // Fetched and kept; nothing active.
         let waiting = try #require(try deferred(sandbox), "\(daemon.log)")
         #expect(waiting["templateVersion"] as? String == "1")
-        #expect(waiting["until"] as? String == "2026-12-02T02:00:00Z")
+        #expect(waiting["until"] as? String == openingText)
         #expect(waiting["why"] as? String == "window")
         #expect(try value(sandbox) == "")
-        #expect(try sandbox.cli("status").stdout.contains("deferred:     template 1 waits until 2026-12-02T02:00:00Z"))
-        #expect(daemon.log.contains("Deferred the activation of template 1 until 2026-12-02T02:00:00Z"))
+        #expect(try sandbox.cli("status").stdout.contains("deferred:     template 1 waits until \(openingText)"))
+        #expect(daemon.log.contains("Deferred the activation of template 1 until \(openingText)"))
 
         // The window opens: activated, without anyone asking.
-        let activated = watch.event(timeout: 60) { $0["event"] as? String == "activated" }
+        let activated = watch.event(timeout: 100) { $0["event"] as? String == "activated" }
         #expect(activated?["templateVersion"] as? String == "1", "\(daemon.log)")
+        #expect(Int64(Date().timeIntervalSince1970) >= opening)
         #expect(try value(sandbox) == "v1\n")
         #expect(try deferred(sandbox) == nil)
         daemon.stop()
@@ -84,15 +98,15 @@ import Testing
     @Test(.timeLimit(.minutes(2)))
     func aDeferralOutlivesTheDaemon() throws {
         let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
-        let first = try startNightly(sandbox, at: "2026-12-02 12:00:00")
+        let first = try startNightly(sandbox, at: "2025-12-02 12:00:00")
         #expect(try sandbox.cli("fetch", "--wait").status == 0)
         #expect(try deferred(sandbox) != nil, "\(first.log)")
         #expect(first.stop() == 0)
 
         // With the daemon down, status still says what waits.
-        #expect(try deferred(sandbox)?["until"] as? String == "2026-12-03T02:00:00Z")
+        #expect(try deferred(sandbox)?["until"] as? String == "2025-12-03T02:00:00Z")
         // Started again inside the window (its clock says so): the wait is over at once.
-        let second = try startNightly(sandbox, at: "2026-12-03 02:30:00")
+        let second = try startNightly(sandbox, at: "2025-12-03 02:30:00")
         #expect(try value(sandbox) == "v1\n", "\(second.log)")
         #expect(try deferred(sandbox) == nil)
         #expect(second.log.contains("The deferred activation of template 1 is due: the daemon started"))
@@ -100,15 +114,32 @@ import Testing
     }
 
     @Test(.timeLimit(.minutes(2)))
+    func aReloadThatDropsTheWindowEndsTheWait() throws {
+        let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
+        let daemon = try startNightly(sandbox, at: "2025-12-02 12:00:00")
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        #expect(try deferred(sandbox)?["why"] as? String == "window", "\(daemon.log)")
+
+        // A window that is open now: the reload's look finds nothing in the way.
+        try sandbox.writeConfig(extra: "[Activation]\nWindow=*-*-* 11:00-13:00 UTC\n")
+        let reload = try sandbox.cli("reload")
+        #expect(reload.status == 0, "\(reload.stderr)")
+        #expect(try value(sandbox) == "v1\n", "\(daemon.log)")
+        #expect(try deferred(sandbox) == nil)
+        #expect(daemon.log.contains("The deferred activation of template 1 is due: the config was reloaded"))
+        daemon.stop()
+    }
+
+    @Test(.timeLimit(.minutes(2)))
     func activateSaysUntilWhenAndNowOverrides() throws {
         let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
-        let daemon = try startNightly(sandbox, at: "2026-12-02 12:00:00")
+        let daemon = try startNightly(sandbox, at: "2025-12-02 12:00:00")
         #expect(try sandbox.cli("fetch", "--wait").status == 0)
-        #expect(try deferred(sandbox)?["until"] as? String == "2026-12-03T02:00:00Z", "\(daemon.log)")
+        #expect(try deferred(sandbox)?["until"] as? String == "2025-12-03T02:00:00Z", "\(daemon.log)")
 
         let asked = try sandbox.cli("activate")
         #expect(asked.status == 0, "\(asked.stderr)")
-        #expect(asked.stdout.contains("deferred: template 1 waits until 2026-12-03T02:00:00Z"), "\(asked.stdout)")
+        #expect(asked.stdout.contains("deferred: template 1 waits until 2025-12-03T02:00:00Z"), "\(asked.stdout)")
         #expect(try value(sandbox) == "")
 
         let forced = try sandbox.cli("activate", "--now")
@@ -122,7 +153,7 @@ import Testing
     @Test(.timeLimit(.minutes(2)))
     func aPushWithActivateNowPassesTheWindow() throws {
         let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
-        let daemon = try startNightly(sandbox, at: "2026-12-02 12:00:00")
+        let daemon = try startNightly(sandbox, at: "2025-12-02 12:00:00")
         #expect(try sandbox.cli("fetch", "--wait").status == 0)
         #expect(try sandbox.cli("activate", "--now").status == 0)
 
