@@ -25,13 +25,8 @@ struct ControlRequests: Sendable {
             case let .fetch(force, ignoreThrottle, wait):
                 let outcome = await agent.fetch(.manual(force: force, ignoreThrottle: ignoreThrottle), wait: wait)
                 return outcome?.reply.json ?? FetchResponse.requested.json
-            case .activate:
-                guard let activation = try await agent.activate() else {
-                    return ActivateResponse.nothingToActivate.json
-                }
-                return ActivateResponse.activated(
-                    templateVersion: activation.templateVersion, changedKeys: activation.changedKeys
-                ).json
+            case let .activate(now):
+                return try await agent.activateOrDefer(now: now).json
             case let .rollback(version):
                 switch try await agent.rollback(to: version) {
                 case let .success(activation):

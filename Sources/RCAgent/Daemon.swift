@@ -86,7 +86,8 @@ public enum Daemon {
         // A trial the daemon (or the device) died during rolls back before anything else activates.
         await agent.rollBackInterruptedTrial()
         // Before anything is served; through the agent, so the hooks hear of it.
-        if config.activation == .onStart { _ = try await agent.activate(fetchedBeforeStart: true) }
+        // Through the maintenance windows and holds (and the hold lock watched from now on).
+        try await agent.startActivation()
         let status = try await agent.status()
 
         // What ends the daemon, or reloads it: a signal, `rcagent reload`, or a service that

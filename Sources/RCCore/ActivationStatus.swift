@@ -2,19 +2,7 @@
 /// for a window or a hold, the trial under way, the last rollback and the rejected versions.
 public struct ActivationStatus: Sendable, Equatable {
     /// A fetched snapshot waiting for a maintenance window or the end of a hold.
-    public struct Deferred: Sendable, Equatable {
-        public var templateVersion: String
-        public var since: Timestamp
-        public var until: Timestamp?
-        /// `window` or `hold`.
-        public var why: String
-        public init(templateVersion: String, since: Timestamp, until: Timestamp?, why: String) {
-            self.templateVersion = templateVersion
-            self.since = since
-            self.until = until
-            self.why = why
-        }
-    }
+    public typealias Deferred = DeferredActivation
 
     /// The activation whose health check has not answered yet.
     public struct Trial: Sendable, Equatable {
@@ -58,15 +46,7 @@ public struct ActivationStatus: Sendable, Equatable {
     /// `status --json`'s `activation` member.
     public var json: JSONValue {
         .object([
-            (
-                "deferred",
-                deferred.map {
-                    .object([
-                        ("templateVersion", .string($0.templateVersion)), ("since", .string($0.since.iso8601)),
-                        ("until", .optional($0.until?.iso8601)), ("why", .string($0.why)),
-                    ])
-                } ?? .null
-            ),
+            ("deferred", deferred?.json ?? .null),
             (
                 "trial",
                 trial.map {
@@ -100,6 +80,7 @@ public struct ActivationStatus: Sendable, Equatable {
     /// The `status` lines: `trial:` and `rolled back:` only when there is something to say.
     public var textLines: [String] {
         var lines: [String] = []
+        if let deferred { lines.append("deferred:     \(deferred.text)") }
         if let trial {
             lines.append("trial:        template \(trial.templateVersion ?? "-") since \(trial.since.iso8601)")
         }

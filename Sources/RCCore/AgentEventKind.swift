@@ -35,13 +35,14 @@ public enum AgentEventKind: String, Sendable, CaseIterable {
     /// A Live Activity event.
     public var isActivity: Bool { rawValue.hasPrefix(Self.activityPrefix) }
 
-    /// The kinds the hooks hear (`RCAGENT_EVENT`): activations, the stale flag and activities.
+    /// The kinds the hooks hear (`RCAGENT_EVENT`): activations (and deferred ones), the stale flag and activities.
     public var reachesHooks: Bool {
         switch self {
-        case .activated, .rolledBack, .staleSet, .staleCleared, .activityStarted, .activityUpdated, .activityEnded,
+        case .activated, .rolledBack, .activationDeferred, .staleSet, .staleCleared, .activityStarted, .activityUpdated,
+            .activityEnded,
             .activityRemoved:
             true
-        case .fetched, .fetchFailed, .clockSteppedBack, .databaseRecovered, .activationDeferred: false
+        case .fetched, .fetchFailed, .clockSteppedBack, .databaseRecovered: false
         }
     }
 }

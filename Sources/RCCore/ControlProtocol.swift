@@ -5,7 +5,8 @@ public enum ControlRequest: Sendable, Equatable {
     case ping
     case status
     case fetch(force: Bool, ignoreThrottle: Bool, wait: Bool)
-    case activate
+    /// Activate the fetched snapshot; `now` overrides maintenance windows and holds.
+    case activate(now: Bool)
     case markStale(reason: String?)
     /// The parsed message and the JSON it came from (forwarded as it is).
     case message(PushMessage, raw: JSONValue, wait: Bool)
@@ -47,7 +48,7 @@ public enum ControlRequest: Sendable, Equatable {
         case "status": return .status
         case "fetch":
             return .fetch(force: try flag("force"), ignoreThrottle: try flag("ignoreThrottle"), wait: try flag("wait"))
-        case "activate": return .activate
+        case "activate": return .activate(now: try flag("now"))
         case "mark-stale":
             switch json["reason"] {
             case nil, .null?: return .markStale(reason: nil)
@@ -88,7 +89,7 @@ public enum ControlRequest: Sendable, Equatable {
                 ("op", .string("fetch")), ("force", .bool(force)), ("ignoreThrottle", .bool(ignoreThrottle)),
                 ("wait", .bool(wait)),
             ])
-        case .activate: .object([("op", .string("activate"))])
+        case let .activate(now): .object([("op", .string("activate")), ("now", .bool(now))])
         case let .markStale(reason):
             .object([("op", .string("mark-stale")), ("reason", reason.map(JSONValue.string) ?? .null)])
         case let .message(_, raw, wait): .object([("op", .string("message")), ("message", raw), ("wait", .bool(wait))])

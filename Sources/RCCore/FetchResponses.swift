@@ -53,11 +53,16 @@ public enum ActivateResponse: ControlResponse {
     /// No fetched template was waiting.
     case nothingToActivate
     case activated(templateVersion: String?, changedKeys: [String])
+    /// Outside every maintenance window or under a hold: the activation waits (`rcagent activate --now`
+    /// overrides).
+    case deferred(DeferredActivation)
 
     public var members: [(key: String, value: JSONValue)] {
         switch self {
         case .nothingToActivate:
             [("activated", .bool(false)), ("changedKeys", .array([]))]
+        case let .deferred(deferred):
+            [("activated", .bool(false)), ("changedKeys", .array([])), ("deferred", deferred.json)]
         case let .activated(templateVersion, changedKeys):
             [
                 ("activated", .bool(true)), ("templateVersion", .optional(templateVersion)),
@@ -69,7 +74,9 @@ public enum ActivateResponse: ControlResponse {
     public init(reading response: ControlResponseReader) throws(ControlResponseError) {
         let changedKeys = try response.strings("changedKeys")
         guard try response.bool("activated") else {
-            self = .nothingToActivate
+            self =
+                response.json["deferred"].flatMap(DeferredActivation.init(json:)).map(Self.deferred)
+                ?? .nothingToActivate
             return
         }
         self = .activated(templateVersion: try response.optionalString("templateVersion"), changedKeys: changedKeys)

@@ -12,6 +12,10 @@ public struct PushMessage: Sendable, Equatable {
     /// Any message whose data contains `CONFIG_STATE` marks the config stale.
     public var marksStale: Bool { data["CONFIG_STATE"] != nil }
 
+    /// `"activate": "now"`: what this message brings is activated at once, past maintenance windows
+    /// and holds (a kill switch must not wait).
+    public var activatesNow: Bool { data["activate"] == "now" }
+
     /// The template version the message announces (`templateVersion` or Firebase realtime's
     /// `latestTemplateVersionNumber`), when it carries one.
     public var templateVersion: Int64? {

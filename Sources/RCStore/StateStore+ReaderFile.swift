@@ -116,7 +116,7 @@ extension StateStore {
             try copy.execute("PRAGMA user_version = \(Schema.currentVersion)")
             try copy.execute(
                 """
-                INSERT OR REPLACE INTO meta SELECT * FROM live.meta WHERE key = 'device_id';
+                INSERT OR REPLACE INTO meta SELECT * FROM live.meta WHERE key IN ('device_id', 'activation.deferred');
                 INSERT INTO defaults SELECT * FROM live.defaults;
                 INSERT INTO active_values SELECT * FROM live.active_values;
                 INSERT OR REPLACE INTO snapshots SELECT * FROM live.snapshots;

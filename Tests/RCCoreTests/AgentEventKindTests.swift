@@ -17,7 +17,7 @@ import Testing
         #expect(
             AgentEventKind.allCases.filter(\.reachesHooks) == [
                 .activated, .staleSet, .staleCleared, .activityStarted, .activityUpdated, .activityEnded,
-                .activityRemoved, .rolledBack,
+                .activityRemoved, .activationDeferred, .rolledBack,
             ])
         #expect(AgentEventKind.allCases.filter(\.isActivity).allSatisfy { $0.rawValue.hasPrefix("activity-") })
         #expect(AgentEventKind.allCases.filter(\.isActivity).count == 4)

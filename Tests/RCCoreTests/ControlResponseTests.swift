@@ -43,6 +43,19 @@ import Testing
             ActivateResponse.activated(templateVersion: "9", changedKeys: ["a"]),
             #"{"ok":true,"activated":true,"templateVersion":"9","changedKeys":["a"]}"#
         ),
+        (
+            ActivateResponse.deferred(
+                DeferredActivation(
+                    templateVersion: "9", since: Timestamp(milliseconds: 1_764_640_800_000),
+                    until: Timestamp(milliseconds: 1_764_644_400_000), why: .window)),
+            #"{"ok":true,"activated":false,"changedKeys":[],"deferred":{"templateVersion":"9","since":"2025-12-02T02:00:00Z","until":"2025-12-02T03:00:00Z","why":"window"}}"#
+        ),
+        (
+            ActivateResponse.deferred(
+                DeferredActivation(
+                    templateVersion: "9", since: Timestamp(milliseconds: 1_764_640_800_000), until: nil, why: .hold)),
+            #"{"ok":true,"activated":false,"changedKeys":[],"deferred":{"templateVersion":"9","since":"2025-12-02T02:00:00Z","until":null,"why":"hold"}}"#
+        ),
         (MarkStaleResponse(newlySet: true), #"{"ok":true,"stale":true,"newlySet":true}"#),
         (
             MessageResponse.ignored("no CONFIG_STATE in data"),
@@ -75,6 +88,21 @@ import Testing
             #"{"ok":true,"removed":"order-42","activity":{"id":"order-42"}}"#
         ),
     ]
+
+    @Test func activateCarriesNowAndAnOlderClientsRequestMeansNotNow() throws {
+        #expect(try ControlRequest.parse(Array(#"{"op":"activate"}"#.utf8)) == .activate(now: false))
+        let request = try ControlRequest.parse(Array(#"{"op":"activate","now":true}"#.utf8))
+        #expect(request == .activate(now: true))
+        #expect(request.json.compactText == #"{"op":"activate","now":true}"#)
+        #expect(request.changesState)
+        #expect(throws: ControlError(.badRequest, #""now" must be true or false, got string"#)) {
+            try ControlRequest.parse(Array(#"{"op":"activate","now":"yes"}"#.utf8))
+        }
+        // A push's data says so with "activate": "now", and nothing else does.
+        #expect(PushMessage(data: ["activate": "now"]).activatesNow)
+        #expect(!PushMessage(data: ["activate": "later"]).activatesNow)
+        #expect(!PushMessage(data: ["CONFIG_STATE": "STALE"]).activatesNow)
+    }
 
     @Test func theActivityRemoveRequestReadsBackAndChangesState() throws {
         let request = try ControlRequest.parse(Array(#"{"op":"activity-remove","id":"order-42"}"#.utf8))

@@ -18,6 +18,20 @@ import Testing
         #expect(try DeviceReport(parsing: Array(text.utf8)) == report)
     }
 
+    @Test func theActivationMemberReadsBack() throws {
+        var deferred = report
+        deferred.activation = DeviceReport.Activation(
+            deferred: "43", trial: nil, lastRollback: .init(templateVersion: "41", at: report.at, reason: "timed out"),
+            rejected: ["41"])
+        let text = deferred.json.compactText
+        #expect(
+            text.contains(
+                #""activation":{"deferred":"43","trial":null,"lastRollback":{"templateVersion":"41","at":"2026-11-30T12:00:00Z","reason":"timed out"},"rejected":["41"]}"#
+            ))
+        #expect(try DeviceReport(parsing: Array(text.utf8)) == deferred)
+        #expect(!deferred.sameState(as: report))
+    }
+
     @Test func aMinimalWillReadsWithDefaults() throws {
         let will = try DeviceReport(parsing: Array(#"{"deviceId":"d1","online":false}"#.utf8))
         #expect(will.online == false && will.templateVersion == nil && will.update == .unknown && will.activities == 0)
@@ -41,6 +55,10 @@ import Testing
         (#"{"deviceId":"d","online":true,"app":{"update":"maybe"}}"#, "app.update is \"maybe\""),
         (#"{"deviceId":"d","online":true,"templateVersion":7}"#, "templateVersion is number"),
         (#"{"deviceId":"d","#, "invalid JSON"),
+        (#"{"deviceId":"d","online":true,"activation":[]}"#, "activation is array"),
+        (#"{"deviceId":"d","online":true,"activation":{"deferred":7}}"#, "activation.deferred"),
+        (#"{"deviceId":"d","online":true,"activation":{"rejected":"3"}}"#, "activation.rejected is string"),
+        (#"{"deviceId":"d","online":true,"activation":{"lastRollback":{"templateVersion":"3"}}}"#, "lastRollback"),
     ])
     func rejectsHostileReportsNamingTheMember(text: String, expected: String) {
         #expect {

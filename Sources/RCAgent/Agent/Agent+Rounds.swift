@@ -60,6 +60,7 @@ extension Agent {
             case let .systemChange(changes): afterSystemChange(changes)
             case let .delayed(trigger): loop.scheduler.request(trigger)
             case .dismissal: removeDismissedActivities()
+            case .activationDue: recheckDeferred(after: "its wait is over")
             }
         }
     }
@@ -69,6 +70,8 @@ extension Agent {
     private func round() async {
         let batch = loop.scheduler.takePending()
         let outcome = await fetchRound(batch.map(\.trigger))
+        // A push's "activate": "now" covers the round it asked for, and no later one.
+        if batch.contains(where: { $0.trigger == .push }) { deferral.overrideNext = false }
         for item in batch { item.reply?(outcome) }
         // One read of the fetch state serves the timer and the status line.
         let now = Timestamp.now()
@@ -202,9 +205,10 @@ extension Agent {
             try writer.recordFetch(.noChange, at: finished, activate: false)
             return .noChange
         case let .document(.update(values, version), etag):
+            let decision = immediateActivationDecision(at: finished)
             let activation = try writer.recordFetch(
                 .update(values: values, templateVersion: version, etag: etag), at: finished,
-                activate: config.activation == .immediate)
+                activate: decision == .activate)
             let timing =
                 "fetched in \(StatusText.milliseconds(fetchTime)), stored in \(StatusText.milliseconds(ContinuousClock.now - storing))"
             if let activation {
@@ -219,10 +223,11 @@ extension Agent {
                     "Fetched template \(version ?? "-") from \(source.name) (\(timing)); it waits for the trial of template \(trialVersion ?? "-")"
                 )
             } else {
-                log.info(
-                    "Fetched template \(version ?? "-") from \(source.name) (\(timing)); activation is \(config.activation.rawValue)"
-                )
+                let policy = decision == nil ? config.activation.rawValue : "deferred"
+                log.info("Fetched template \(version ?? "-") from \(source.name) (\(timing)); activation is \(policy)")
             }
+            // Windows and holds: what waits, and why (ActivationDeferral.swift).
+            settleDeferral(after: activation, of: version, decision: decision, at: finished)
             return .updated(changedKeys: activation?.changedKeys, templateVersion: version)
         }
     }
@@ -294,7 +299,10 @@ extension Agent {
     /// since a clock step moves its wall-clock deadline.
     private func afterSystemChange(_ changes: Set<SystemChange>) {
         // A clock step moves every dismissal date's distance from now.
-        if changes.contains(.clock) { scheduleDismissal() }
+        if changes.contains(.clock) {
+            scheduleDismissal()
+            recheckDeferred(after: "the wall clock was set")
+        }
         guard loop.source.isConfigured, let status = try? fetchState(now: .now()) else { return }
         let fetch = status.stale.isSet || status.lastStatus == .failure
         let decision =

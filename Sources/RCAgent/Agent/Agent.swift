@@ -36,6 +36,8 @@ actor Agent {
     var loop: FetchLoop
     /// The one writer of the state: store writes, their events, the status board.
     let writer: StateWriter
+    /// Maintenance windows and holds: the activation that waits (ActivationDeferral.swift).
+    var deferral = ActivationDeferral()
 
     /// The installed app version the report carries, or why there is none: read at start, on a
     /// reload and after every fetch round (a dpkg upgrade shows up with the next round).
@@ -114,6 +116,8 @@ actor Agent {
         updateStatusLine()
         refreshInstalledApp()
         writer.stateMayHaveChanged()
+        // Other windows or another hold limit may end a wait, or start one.
+        recheckDeferred(after: "the config was reloaded")
     }
 
     /// Re-reads the defaults file (a reload).
@@ -192,6 +196,7 @@ actor Agent {
         strict: Bool = false
     ) async throws -> MessageResponse {
         let activity = try applyActivity(of: message, from: channel, strict: strict)
+        if message.activatesNow { activateNow(pushedBy: channel) }
         guard message.marksStale else {
             return .ignored("no CONFIG_STATE in data", activity: activity)
         }
@@ -202,6 +207,8 @@ actor Agent {
         // Cut before it is copied into the reason: the sender chose its size, the device keeps 256 bytes.
         let state = StoredText.reason(message.data["CONFIG_STATE"] ?? "")
         let version = message.templateVersion.map { ", template \($0)" } ?? ""
+        // The fetch this ping starts activates what it brings past windows and holds.
+        if message.activatesNow { deferral.overrideNext = true }
         let (newlySet, outcome) = try await markStale(
             reason: "\(channel): CONFIG_STATE=\(state)\(version)", wait: wait, jitter: jitter)
         return .markedStale(newlySet: newlySet, fetch: outcome?.reply, activity: activity)

@@ -88,7 +88,11 @@ final class EventBroadcaster {
             // Activations and rollbacks reach the hooks through ``activated(_:)`` and
             // ``rolledBack(_:)``, with their values.
             guard let kind = event.known, kind.reachesHooks, kind != .activated, kind != .rolledBack else { continue }
-            hooks.enqueue(kind.isActivity ? HookEvent(activity: kind, detail: event.detail) : HookEvent(kind: kind))
+            hooks.enqueue(
+                kind.isActivity
+                    ? HookEvent(activity: kind, detail: event.detail)
+                    // A deferred activation names the version that waits.
+                    : HookEvent(kind: kind, templateVersion: event.detail["templateVersion"]?.stringValue))
         }
         guard !watchers.isEmpty else { return }
         var text = ""

@@ -22,6 +22,8 @@ struct FetchScheduler {
         case delayed(FetchTrigger)
         /// An ended Live Activity reached its dismissal date: remove it (and any others due).
         case dismissal
+        /// A deferred activation is due (a window opens, a hold reaches `HoldLimit=`): look again.
+        case activationDue
 
         /// Jobs of one kind replace each other; delayed fetches only one with the same trigger.
         fileprivate var replaces: (Job) -> Bool {
@@ -32,6 +34,7 @@ struct FetchScheduler {
             case .systemChange: { if case .systemChange = $0 { true } else { false } }
             case let .delayed(trigger): { if case .delayed(trigger) = $0 { true } else { false } }
             case .dismissal: { if case .dismissal = $0 { true } else { false } }
+            case .activationDue: { if case .activationDue = $0 { true } else { false } }
             }
         }
     }

@@ -64,18 +64,25 @@ enum FetchCommand {
     }
 }
 
-/// `rcagent activate`: makes the fetched values active and prints the changed keys, one per line.
+/// `rcagent activate [--now]`: makes the fetched values active and prints the changed keys, one per
+/// line; outside every maintenance window or under a hold, says the activation waits and until when.
 enum ActivateCommand {
     static let spec = CommandSpec(
         "activate", summary: "Activate fetched values; print the changed keys.",
-        options: [.flag("json", "print the daemon's response as JSON")], run: run)
+        options: [
+            .flag("now", "activate even outside every Window= and under a hold"),
+            .flag("json", "print the daemon's response as JSON"),
+        ], run: run)
 
     static func run(_ invocation: Invocation) throws(CLIError) -> Int32 {
-        let answer = try invocation.request(.activate, expecting: ActivateResponse.self, timeout: .seconds(30))
+        let answer = try invocation.request(
+            .activate(now: invocation.arguments.has("now")), expecting: ActivateResponse.self, timeout: .seconds(30))
         if invocation.json {
             Output.raw(answer.json.compactText + "\n")
         } else if case let .activated(_, changedKeys) = answer.response {
             Output.out(changedKeys.map { "\($0)\n" as TerminalText }.joined())
+        } else if case let .deferred(deferred) = answer.response {
+            Output.out("deferred: \(deferred.text); rcagent activate --now overrides\n")
         } else {
             Output.err("nothing to activate\n")
         }

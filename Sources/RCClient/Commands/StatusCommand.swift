@@ -216,6 +216,7 @@ enum StatusCommand {
         lines.append(
             "fetched:      template \(status.fetched.templateVersion ?? "-"), fetched \(time(status.fetched.at))"
                 + (status.pending ? ", not yet activated" : ""))
+        if let deferred = activation.deferred { lines.append("deferred:     \(deferred.text)") }
         lines.append(
             "last fetch:   \(status.lastStatus?.rawValue ?? "none"), attempted \(time(status.lastAttempt)), succeeded \(time(status.lastSuccess))"
         )

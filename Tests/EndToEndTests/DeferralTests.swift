@@ -1,0 +1,245 @@
+import Foundation
+import Glibc
+import RCCore
+import RCSystem
+import TestSupport
+import Testing
+
+/// Maintenance windows and holds with the real binaries: a fetched snapshot that comes outside
+/// every `Window=` or under an `rcagent hold` waits (the old values stay, `status` says until when),
+/// and is activated when the window opens, when the hold ends or when a forgotten hold reaches
+/// `HoldLimit=`; `rcagent activate --now` and a push carrying `"activate": "now"` pass at once. The
+/// daemon's wall clock is set with libfaketime; its monotonic clock, which its waits use, is real.
+@Suite struct DeferralTests {
+    /// The daemon with its wall clock started at `time` (UTC, `YYYY-MM-DD HH:MM:SS`), before the real
+    /// time: libfaketime moves timer deadlines by its offset too, so these tests wait for no timer.
+    private func startNightly(_ sandbox: Sandbox, at time: String) throws -> DaemonProcess {
+        try sandbox.publish(Sandbox.document(version: 1))
+        let daemon = try DaemonProcess(
+            sandbox,
+            environment: [
+                "LD_PRELOAD": HistoryCommandTests.faketime, "FAKETIME": "@" + time,
+                "FAKETIME_DONT_FAKE_MONOTONIC": "1", "TZ": "UTC",
+            ])
+        try daemon.waitUntilReady()
+        return daemon
+    }
+
+    private func status(_ sandbox: Sandbox) throws -> [String: Any] {
+        let result = try sandbox.cli("status", "--json")
+        return try #require(
+            try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stdout)")
+    }
+
+    private func deferred(_ sandbox: Sandbox) throws -> [String: Any]? {
+        let activation = try #require(try status(sandbox)["activation"] as? [String: Any])
+        return activation["deferred"] as? [String: Any]
+    }
+
+    private func value(_ sandbox: Sandbox, _ key: String = "key_0") throws -> String {
+        try sandbox.cli("get", key).stdout
+    }
+
+    private func startHold(_ sandbox: Sandbox, marker: String) throws -> Subprocess {
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "RCAGENT_CONFIG")
+        let hold = try Subprocess(
+            Binaries.url("rcagent").path,
+            [
+                "hold", "--config", sandbox.configPath, "--reason", "payment", "--", "sh", "-c",
+                "touch \(marker); cat >/dev/null",
+            ],
+            environment: env, input: true)
+        #expect(eventually(60) { FileManager.default.fileExists(atPath: marker) })
+        return hold
+    }
+
+    @Test(.timeLimit(.minutes(3)))
+    func aWindowThatExcludesNowDefersUntilItOpens() throws {
+        // The real clock: libfaketime moves the daemon's timer deadlines by its offset too (its
+        // timerfd_settime), so the wait itself is measured unfaked. A one-minute window that opens
+        // at the next minute at least 15 s away.
+        let now = Int64(Date().timeIntervalSince1970)
+        var opening = (now / 60 + 1) * 60
+        if opening - now < 15 { opening += 60 }
+        let minute = (opening % 86_400) / 60
+        func clock(_ minute: Int64) -> String {
+            String(format: "%02d:%02d", Int(minute / 60), Int(minute % 60))
+        }
+        let window = "*-*-* \(clock(minute))-\(clock(minute + 1)) UTC"
+        let openingText = Timestamp(milliseconds: opening * 1_000).iso8601
+        let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=\(window)\n")
+        try sandbox.publish(Sandbox.document(version: 1))
+        let daemon = try sandbox.startDaemon()
+        let watch = try SocketClient(path: sandbox.socketPath)
+        #expect(watch.watch())
+        // The start-up fetch may have stored it already: this one is then "no change".
+        let fetch = try sandbox.cli("fetch", "--wait")
+        #expect(fetch.status == 0, "\(fetch.stderr)")
+
+        // Fetched and kept; nothing active.
+        let waiting = try #require(try deferred(sandbox), "\(daemon.log)")
+        #expect(waiting["templateVersion"] as? String == "1")
+        #expect(waiting["until"] as? String == openingText)
+        #expect(waiting["why"] as? String == "window")
+        #expect(try value(sandbox) == "")
+        #expect(try sandbox.cli("status").stdout.contains("deferred:     template 1 waits until \(openingText)"))
+        #expect(daemon.log.contains("Deferred the activation of template 1 until \(openingText)"))
+
+        // The window opens: activated, without anyone asking.
+        let activated = watch.event(timeout: 100) { $0["event"] as? String == "activated" }
+        #expect(activated?["templateVersion"] as? String == "1", "\(daemon.log)")
+        #expect(Int64(Date().timeIntervalSince1970) >= opening)
+        #expect(try value(sandbox) == "v1\n")
+        #expect(try deferred(sandbox) == nil)
+        daemon.stop()
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func aDeferralOutlivesTheDaemon() throws {
+        let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
+        let first = try startNightly(sandbox, at: "2025-12-02 12:00:00")
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        #expect(try deferred(sandbox) != nil, "\(first.log)")
+        #expect(first.stop() == 0)
+
+        // With the daemon down, status still says what waits.
+        #expect(try deferred(sandbox)?["until"] as? String == "2025-12-03T02:00:00Z")
+        // Started again inside the window (its clock says so): the wait is over at once.
+        let second = try startNightly(sandbox, at: "2025-12-03 02:30:00")
+        #expect(try value(sandbox) == "v1\n", "\(second.log)")
+        #expect(try deferred(sandbox) == nil)
+        #expect(second.log.contains("The deferred activation of template 1 is due: the daemon started"))
+        second.stop()
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func aReloadThatDropsTheWindowEndsTheWait() throws {
+        let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
+        let daemon = try startNightly(sandbox, at: "2025-12-02 12:00:00")
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        #expect(try deferred(sandbox)?["why"] as? String == "window", "\(daemon.log)")
+
+        // A window that is open now: the reload's look finds nothing in the way.
+        try sandbox.writeConfig(extra: "[Activation]\nWindow=*-*-* 11:00-13:00 UTC\n")
+        let reload = try sandbox.cli("reload")
+        #expect(reload.status == 0, "\(reload.stderr)")
+        #expect(try value(sandbox) == "v1\n", "\(daemon.log)")
+        #expect(try deferred(sandbox) == nil)
+        #expect(daemon.log.contains("The deferred activation of template 1 is due: the config was reloaded"))
+        daemon.stop()
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func activateSaysUntilWhenAndNowOverrides() throws {
+        let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
+        let daemon = try startNightly(sandbox, at: "2025-12-02 12:00:00")
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        #expect(try deferred(sandbox)?["until"] as? String == "2025-12-03T02:00:00Z", "\(daemon.log)")
+
+        let asked = try sandbox.cli("activate")
+        #expect(asked.status == 0, "\(asked.stderr)")
+        #expect(asked.stdout.contains("deferred: template 1 waits until 2025-12-03T02:00:00Z"), "\(asked.stdout)")
+        #expect(try value(sandbox) == "")
+
+        let forced = try sandbox.cli("activate", "--now")
+        #expect(forced.status == 0, "\(forced.stderr)")
+        #expect(forced.stdout.contains("key_0\n"), "\(forced.stdout)")
+        #expect(try value(sandbox) == "v1\n")
+        #expect(try deferred(sandbox) == nil)
+        daemon.stop()
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func aPushWithActivateNowPassesTheWindow() throws {
+        let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
+        let daemon = try startNightly(sandbox, at: "2025-12-02 12:00:00")
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        #expect(try sandbox.cli("activate", "--now").status == 0)
+
+        // An ordinary ping: the new template is fetched and waits.
+        try sandbox.publish(Sandbox.document(version: 2))
+        let ping = try sandbox.cli("notify", #"{"data": {"CONFIG_STATE": "STALE"}}"#, "--wait")
+        #expect(ping.status == 0, "\(ping.stderr)")
+        #expect(try deferred(sandbox)?["templateVersion"] as? String == "2", "\(daemon.log)")
+        #expect(try value(sandbox) == "v1\n")
+
+        // A kill switch: a newer template, activated at once.
+        try sandbox.publish(Sandbox.document(version: 3))
+        let push = try sandbox.cli("notify", #"{"data": {"CONFIG_STATE": "STALE", "activate": "now"}}"#, "--wait")
+        #expect(push.status == 0, "\(push.stderr)")
+        #expect(try value(sandbox) == "v3\n", "\(daemon.log)")
+        #expect(try deferred(sandbox) == nil)
+        #expect(try status(sandbox)["fetched"].flatMap { ($0 as? [String: Any])?["pending"] as? Bool } == false)
+        daemon.stop()
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func aHoldDefersAndItsReleaseActivates() throws {
+        let sandbox = try Sandbox()
+        // A hook records what it hears: the deferral, then the activation, and nothing in between.
+        let hooks = sandbox.root.appendingPathComponent("hooks")
+        let record = sandbox.root.appendingPathComponent("record").path
+        try FileManager.default.createDirectory(at: hooks, withIntermediateDirectories: true)
+        let hook = hooks.appendingPathComponent("10-record").path
+        try sandbox.write("#!/bin/sh\necho \"$RCAGENT_EVENT $RCAGENT_TEMPLATE_VERSION\" >> \(record)\n", to: hook)
+        chmod(hook, 0o755)
+        try sandbox.writeConfig(extra: "[Agent]\nHooksDirectory=\(hooks.path)\n")
+        func heard() -> String { (try? String(contentsOfFile: record, encoding: .utf8)) ?? "" }
+        let daemon = try sandbox.startServing(version: 1)
+        let hold = try startHold(sandbox, marker: sandbox.root.appendingPathComponent("held").path)
+        let watch = try SocketClient(path: sandbox.socketPath)
+        #expect(watch.watch())
+
+        try sandbox.publish(Sandbox.document(version: 2))
+        #expect(try sandbox.cli("fetch", "--wait", "--force").status == 0)
+        let waiting = try #require(try deferred(sandbox), "\(daemon.log)")
+        #expect(waiting["templateVersion"] as? String == "2")
+        #expect(waiting["why"] as? String == "hold")
+        // A hold ends by HoldLimit= (1h) at the latest.
+        #expect(waiting["until"] is String)
+        #expect(try value(sandbox) == "v1\n")
+        let event = watch.event { $0["event"] as? String == "activation-deferred" }
+        #expect(event?["templateVersion"] as? String == "2")
+        #expect(event?["why"] as? String == "hold")
+        #expect(eventually(30) { heard().contains("activation-deferred 2\n") }, "\(heard())")
+        #expect(!heard().contains("activated 2"))
+
+        hold.closeInput()
+        #expect(hold.finish().status == 0)
+        let activated = watch.event { $0["event"] as? String == "activated" }
+        #expect(activated?["templateVersion"] as? String == "2", "\(daemon.log)")
+        #expect(try value(sandbox) == "v2\n")
+        #expect(eventually(30) { heard().hasSuffix("activation-deferred 2\nactivated 2\n") }, "\(heard())")
+        #expect(try deferred(sandbox) == nil)
+        daemon.stop()
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func aForgottenHoldStopsDeferringAtHoldLimit() throws {
+        let sandbox = try Sandbox(extraConfig: "[Activation]\nHoldLimit=8s\n")
+        let daemon = try sandbox.startServing(version: 1)
+        let hold = try startHold(sandbox, marker: sandbox.root.appendingPathComponent("held").path)
+        let watch = try SocketClient(path: sandbox.socketPath)
+        #expect(watch.watch())
+
+        try sandbox.publish(Sandbox.document(version: 2))
+        #expect(try sandbox.cli("fetch", "--wait", "--force").status == 0)
+        #expect(try deferred(sandbox)?["why"] as? String == "hold", "\(daemon.log)")
+
+        // The hold still runs, past its limit: it defers no more, and the daemon says so once.
+        let activated = watch.event(timeout: 60) { $0["event"] as? String == "activated" }
+        #expect(activated?["templateVersion"] as? String == "2", "\(daemon.log)")
+        #expect(try value(sandbox) == "v2\n")
+        #expect(daemon.log.components(separatedBy: "has run past HoldLimit=8s").count == 2, "\(daemon.log)")
+        #expect(try HoldLock(path: HoldLock.path(stateDirectory: sandbox.statePath)).isHeld())
+
+        // A newer template is not held back by the forgotten hold either.
+        try sandbox.publish(Sandbox.document(version: 3))
+        #expect(try sandbox.cli("fetch", "--wait", "--force").status == 0)
+        #expect(try value(sandbox) == "v3\n")
+        hold.closeInput()
+        _ = hold.finish()
+        daemon.stop()
+    }
+}
