@@ -9,6 +9,7 @@ import RCStore
 enum DoctorFindings {
     /// What the store says of safe activation, read once with the status.
     struct Activation {
+        var deferred: DeferredActivation?
         var trial: PendingTrial?
         var rejected: [RejectedVersion]
         /// The newest kept snapshot that was rolled back, and why.
@@ -16,10 +17,12 @@ enum DoctorFindings {
 
         /// `nil` when the store has none of it to read (a database from before safe activation).
         static func read(_ store: StateStore) -> Activation? {
+            let deferred: DeferredActivation?
             let trial: PendingTrial?
             let rejected: [RejectedVersion]
             let history: [HistoryEntry]
             do {
+                deferred = try store.deferredActivation()
                 trial = try store.pendingTrial()
                 rejected = try store.rejectedVersions()
                 history = try store.history()
@@ -30,7 +33,8 @@ enum DoctorFindings {
                 guard case let .rolledBack(reason) = entry.outcome else { return nil }
                 return (entry, reason)
             }.first
-            return Activation(trial: trial, rejected: rejected, lastRollback: rollback.map { ($0.0, $0.1) })
+            return Activation(
+                deferred: deferred, trial: trial, rejected: rejected, lastRollback: rollback.map { ($0.0, $0.1) })
         }
     }
 
@@ -95,6 +99,12 @@ enum DoctorFindings {
     static func activation(_ activation: Activation?, now: Timestamp) -> [DoctorCommand.Check] {
         guard let activation else { return [] }
         var checks: [DoctorCommand.Check] = []
+        if let deferred = activation.deferred {
+            checks.append(
+                DoctorCommand.Check(
+                    name: "deferred", ok: true, detail: "\(deferred.text); rcagent activate --now overrides",
+                    warning: true))
+        }
         if let trial = activation.trial {
             let version = trial.templateVersion ?? "(none)"
             let since = "version \(version) on trial since \(trial.startedAt.iso8601)"

@@ -14,17 +14,8 @@ public struct ActivationStatus: Sendable, Equatable {
         }
     }
 
-    /// The newest version rejected: by a failed trial or by `rcagent rollback`.
-    public struct Rollback: Sendable, Equatable {
-        public var templateVersion: String
-        public var at: Timestamp
-        public var reason: String
-        public init(templateVersion: String, at: Timestamp, reason: String) {
-            self.templateVersion = templateVersion
-            self.at = at
-            self.reason = reason
-        }
-    }
+    /// The newest version rejected: by a failed trial or by `rcagent rollback` (as the report has it).
+    public typealias Rollback = DeviceReport.Activation.Rollback
 
     public var deferred: Deferred?
     public var trial: Trial?
@@ -62,9 +53,7 @@ public struct ActivationStatus: Sendable, Equatable {
     public var report: DeviceReport.Activation {
         DeviceReport.Activation(
             deferred: deferred?.templateVersion, trial: trial?.templateVersion,
-            lastRollback: lastRollback.map {
-                DeviceReport.Activation.Rollback(templateVersion: $0.templateVersion, at: $0.at, reason: $0.reason)
-            },
+            lastRollback: lastRollback,
             rejected: Array(rejected.suffix(Self.reportedRejected)))
     }
 

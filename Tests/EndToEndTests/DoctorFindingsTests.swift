@@ -100,6 +100,26 @@ import Testing
             ),
             "\(activation)")
         #expect(line(result, "trial") == nil, "no trial pending: \(result.stdout)")
+        #expect(line(result, "deferred") == nil, "nothing waits: \(result.stdout)")
+
+        // A deferred activation is a warning naming the version, until when and why.
+        do {
+            let store = try StateStore.openForWriting(path: sandbox.databasePath)
+            try store.setDeferredActivation(
+                DeferredActivation(templateVersion: "43", since: now, until: now + .seconds(3_600), why: .window),
+                announce: false, at: now)
+        }
+        result = try sandbox.cli("doctor")
+        let deferred = try #require(line(result, "deferred"), "\(result.stdout)")
+        #expect(deferred.hasPrefix("warn  deferred  template 43 waits until "), "\(deferred)")
+        #expect(
+            deferred.hasSuffix(
+                "(outside every maintenance window), since \(now.iso8601); rcagent activate --now overrides"),
+            "\(deferred)")
+        do {
+            let store = try StateStore.openForWriting(path: sandbox.databasePath)
+            try store.setDeferredActivation(nil, announce: false, at: now)
+        }
 
         // A trial under way: a warning while its deadline lies ahead, a FAIL once it passed unanswered.
         do {
