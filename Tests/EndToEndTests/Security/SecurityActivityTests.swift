@@ -111,8 +111,9 @@ import Testing
         let dismissAt = try #require((ended["dismissAt"] as? String).flatMap(ISO8601DateFormatter().date(from:)))
         #expect(endedAt.timeIntervalSince(startedAt) == TimeInterval(8 * Self.hour))
         #expect(dismissAt.timeIntervalSince(endedAt) == TimeInterval(4 * Self.hour))
-        #expect(daemon.log.contains("Live activity old removed"), "\(daemon.log)")
-        #expect(daemon.log.contains("Live activity older ended (8 h after its start)"), "\(daemon.log)")
+        // The store's change is committed before the daemon writes its log line: wait for the line.
+        #expect(eventually { daemon.log.contains("Live activity old removed") }, "\(daemon.log)")
+        #expect(eventually { daemon.log.contains("Live activity older ended (8 h after its start)") }, "\(daemon.log)")
         let history = try sandbox.cli("activity", "list")
         #expect(history.stdout.hasPrefix("older ended"), "\(history.stdout)")
         daemon.stop()
