@@ -8,7 +8,7 @@ import Testing
 
 /// The MQTT push channel against a fake agent and a fake connection (no broker, no daemon): what
 /// each connection event makes it ask of the agent, in order.
-@Suite(.timeLimit(.minutes(1))) struct MQTTChannelTests {
+@Suite(.timeLimit(.minutes(10))) struct MQTTChannelTests {
     let broker = MQTTBroker(host: "broker.test", port: 1883)
 
     private func channel(_ target: FakePushTarget, _ connection: FakeMQTTConnection, jitter: Duration = .seconds(3))

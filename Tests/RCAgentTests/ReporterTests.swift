@@ -8,7 +8,7 @@ import Testing
 
 /// The device report against a fake agent and a fake connection (no broker, no daemon): what it
 /// publishes, when, and what it says in `status`.
-@Suite(.timeLimit(.minutes(1))) struct ReporterTests {
+@Suite(.timeLimit(.minutes(10))) struct ReporterTests {
     let broker = MQTTBroker(host: "broker.test", port: 1883)
 
     private func reporter(_ subject: FakeReportSubject, _ connection: FakeMQTTConnection) -> Reporter {
