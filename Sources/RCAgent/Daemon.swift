@@ -83,10 +83,9 @@ public enum Daemon {
         StateRecovery.loadDefaults(into: store, config: config, log: log)
         let agent = try Agent(
             config: config, store: store, source: source, log: log, notifier: notifier)
-        // A trial the daemon (or the device) died during rolls back before anything else activates.
-        await agent.rollBackInterruptedTrial()
-        // Before anything is served; through the agent, so the hooks hear of it.
-        // Through the maintenance windows and holds (and the hold lock watched from now on).
+        // Before anything is served; through the agent, so the hooks hear of it: a trial the daemon
+        // (or the device) died during rolls back before anything else activates, then the on-start
+        // activation, through the maintenance windows and holds (the hold lock watched from now on).
         try await agent.startActivation()
         let status = try await agent.status()
 

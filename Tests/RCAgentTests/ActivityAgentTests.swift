@@ -5,6 +5,11 @@ import Testing
 
 @testable import RCAgent
 
+extension Agent {
+    /// Whether the fetch loop has a deadline for `job`.
+    fileprivate func isScheduled(_ job: FetchScheduler.Job) -> Bool { loop.scheduler.isScheduled(job) }
+}
+
 /// The agent's own part of Live Activities, on a real database: the socket's all-or-nothing
 /// refusals against the push channels' "the stale ping still counts", the dismissal deadline in
 /// the loop's scheduler, and what hooks get for activity events.
@@ -51,11 +56,11 @@ import Testing
             let response = try await agent.handle(try Self.message(Self.start), from: "socket", strict: true)
             #expect(response.activity?.outcome == .started)
             #expect(response.activity?.activity?["contentState"] == .object([("n", .integer(1))]))
-            #expect(await agent.loop.scheduler.isScheduled(.dismissal), "the device's own end, 8 h after the start")
+            #expect(await agent.isScheduled(.dismissal), "the device's own end, 8 h after the start")
             let end = #"{"apns":{"live_activity_token":"a1","payload":{"aps":{"event":"end","timestamp":11}}}}"#
             let ended = try await agent.handle(try Self.message(end), from: "socket", strict: true)
             #expect(ended.activity?.outcome == .ended)
-            #expect(await agent.loop.scheduler.isScheduled(.dismissal), "removal 4 h after the end")
+            #expect(await agent.isScheduled(.dismissal), "removal 4 h after the end")
             #expect(try read().activity(id: "a1", now: .now())?.state == .ended)
         }
     }

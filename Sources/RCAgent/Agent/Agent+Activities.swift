@@ -59,8 +59,8 @@ extension Agent {
     func scheduleDismissal() {
         let next: Timestamp?
         do { next = try writer.store.nextActivityDeadline() } catch {
-            log.error("Failed to read the next activity deadline: \(error); retrying in \(Self.storeRetry)")
-            loop.scheduler.schedule(.dismissal, at: .now + Self.storeRetry)
+            log.error("Failed to read the next activity deadline: \(error); retrying in \(FetchLoop.storeRetry)")
+            loop.scheduler.schedule(.dismissal, at: .now + FetchLoop.storeRetry)
             return
         }
         guard let next else {
@@ -81,8 +81,8 @@ extension Agent {
             for id in expiry.removed { log.info("Live activity \(id) removed (its dismissal date came)") }
         } catch {
             // A full or read-only disk: the rows stay listed a little longer, and the next try comes.
-            log.error("Failed to expire live activities: \(error); retrying in \(Self.storeRetry)")
-            loop.scheduler.schedule(.dismissal, at: .now + Self.storeRetry)
+            log.error("Failed to expire live activities: \(error); retrying in \(FetchLoop.storeRetry)")
+            loop.scheduler.schedule(.dismissal, at: .now + FetchLoop.storeRetry)
             return
         }
         scheduleDismissal()

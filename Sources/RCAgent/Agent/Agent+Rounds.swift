@@ -5,11 +5,6 @@ import RCSystem
 /// The fetch loop: one round at a time, every request that arrived before a round answered by it,
 /// and the agent's timers as deadlines of the loop's wait (``FetchScheduler``).
 extension Agent {
-    /// Retries a write the store refused this often.
-    static let storeRetry = Duration.seconds(5)
-    /// A network or clock change is acted on once nothing more has changed for this long.
-    static let systemChangeDebounce = Duration.seconds(1)
-
     /// Runs fetch rounds until the calling task is cancelled (the daemon stopping); then answers
     /// what is still waiting with `.cancelled` and ends every `watch` stream.
     func run() async {
@@ -43,9 +38,13 @@ extension Agent {
             let delay = Jitter.upTo(jitter)
             loop.scheduler.scheduleIfUnset(.delayed(trigger), at: .now + delay)
         case let .systemChanged(change):
-            loop.scheduler.schedule(.systemChange([change]), at: .now + Self.systemChangeDebounce)
+            loop.scheduler.schedule(.systemChange([change]), at: .now + FetchLoop.systemChangeDebounce)
         case .rescheduled:
             break  // the loop takes its next wait from the deadlines as they are now
+        case .holdReleased:
+            activation.recheckDeferred(after: "the last hold was released")
+        case let .trialChecked(version, verdict):
+            activation.trialChecked(version, verdict)
         }
     }
 
@@ -60,7 +59,7 @@ extension Agent {
             case let .systemChange(changes): afterSystemChange(changes)
             case let .delayed(trigger): loop.scheduler.request(trigger)
             case .dismissal: removeDismissedActivities()
-            case .activationDue: recheckDeferred(after: "its wait is over")
+            case .activationDue: activation.recheckDeferred(after: "its wait is over")
             }
         }
     }
@@ -71,14 +70,14 @@ extension Agent {
         let batch = loop.scheduler.takePending()
         let outcome = await fetchRound(batch.map(\.trigger))
         // A push's "activate": "now" covers the round it asked for, and no later one.
-        if batch.contains(where: { $0.trigger == .push }) { deferral.overrideNext = false }
+        if batch.contains(where: { $0.trigger == .push }) { activation.deferral.overrideNext = false }
         for item in batch { item.reply?(outcome) }
         // One read of the fetch state serves the timer and the status line.
         let now = Timestamp.now()
         let status = try? fetchState(now: now)
         scheduleTimer(status, now: now)
         loop.scheduler.schedule(.settle, at: .now + loop.settleDelay)
-        updateStatusLine(status, now: now)
+        loop.showStatus(status, now: now)
         // A dpkg upgrade of the app, and the fetch's own outcome, reach the report.
         refreshInstalledApp()
         writer.stateMayHaveChanged()
@@ -121,7 +120,7 @@ extension Agent {
 
         writer.board.fetching = true
         defer { writer.board.fetching = false }
-        notifier.status(
+        loop.notifier.status(
             status.stale.isSet
                 ? "Stale since \(StatusText.clock(status.stale.since)); fetching from \(source.name)"
                 : "Fetching from \(source.name)")
@@ -162,7 +161,7 @@ extension Agent {
                 source: source)
         } catch {
             if loop.unstored == nil {
-                log.error("Failed to store the fetched config: \(error); retrying every \(Self.storeRetry)")
+                log.error("Failed to store the fetched config: \(error); retrying every \(FetchLoop.storeRetry)")
             }
             loop.unstored = (result, finished, fetchTime)
             scheduleStoreRetry()
@@ -173,7 +172,7 @@ extension Agent {
     /// Retries the refused write in ``storeRetry``, unless a retry is already due (the first deadline
     /// holds, so a burst of refusals does not keep pushing it back).
     func scheduleStoreRetry() {
-        loop.scheduler.scheduleIfUnset(.storeRetry, at: .now + Self.storeRetry)
+        loop.scheduler.scheduleIfUnset(.storeRetry, at: .now + FetchLoop.storeRetry)
     }
 
     /// Writes what the store refused last time: the fetched result first (it answers any stale flag
@@ -205,20 +204,19 @@ extension Agent {
             try writer.recordFetch(.noChange, at: finished, activate: false)
             return .noChange
         case let .document(.update(values, version), etag):
-            let decision = immediateActivationDecision(at: finished)
-            let activation = try writer.recordFetch(
+            let decision = activation.immediateActivationDecision(at: finished)
+            let activated = try writer.recordFetch(
                 .update(values: values, templateVersion: version, etag: etag), at: finished,
                 activate: decision == .activate)
             let timing =
                 "fetched in \(StatusText.milliseconds(fetchTime)), stored in \(StatusText.milliseconds(ContinuousClock.now - storing))"
-            if let activation {
+            if let activated {
                 log.info(
-                    "Activated template \(version ?? "-") from \(source.name) (\(timing)): \(StatusText.describe(activation.changedKeys))"
+                    "Activated template \(version ?? "-") from \(source.name) (\(timing)): \(StatusText.describe(activated.changedKeys))"
                 )
-                startTrialIfPending()
             } else if let version, (try? writer.store.isRejected(version)) == true {
                 log.info("Fetched template \(version) from \(source.name) (\(timing)); it is rejected on this device")
-            } else if case let .checking(trialVersion, _) = trial.phase {
+            } else if case let .checking(trialVersion, _) = activation.trial.phase {
                 log.info(
                     "Fetched template \(version ?? "-") from \(source.name) (\(timing)); it waits for the trial of template \(trialVersion ?? "-")"
                 )
@@ -226,9 +224,9 @@ extension Agent {
                 let policy = decision == nil ? config.activation.rawValue : "deferred"
                 log.info("Fetched template \(version ?? "-") from \(source.name) (\(timing)); activation is \(policy)")
             }
-            // Windows and holds: what waits, and why (ActivationDeferral.swift).
-            settleDeferral(after: activation, of: version, decision: decision, at: finished)
-            return .updated(changedKeys: activation?.changedKeys, templateVersion: version)
+            // The trial, or what waits for a window or a hold, and why.
+            activation.fetched(version, activation: activated, decision: decision, at: finished)
+            return .updated(changedKeys: activated?.changedKeys, templateVersion: version)
         }
     }
 
@@ -301,7 +299,7 @@ extension Agent {
         // A clock step moves every dismissal date's distance from now.
         if changes.contains(.clock) {
             scheduleDismissal()
-            recheckDeferred(after: "the wall clock was set")
+            activation.recheckDeferred(after: "the wall clock was set")
         }
         guard loop.source.isConfigured, let status = try? fetchState(now: .now()) else { return }
         let fetch = status.stale.isSet || status.lastStatus == .failure

@@ -16,34 +16,36 @@ enum AgentInput: Sendable {
     /// A deadline was set from outside the loop (a reload moved the timer): the loop's wait was
     /// computed from the old ones and must be taken again.
     case rescheduled
+    /// The last hold of the hold lock was let go (``HoldWatch``): a deferred activation may be due.
+    case holdReleased
+    /// The health check of the trial of `version` answered (on its own thread).
+    case trialChecked(version: String?, verdict: HealthVerdict)
 }
 
-/// The daemon's state and behaviour: the one writer of the state store. It owns the
-/// fetch rounds (``run()``, in Agent+Rounds.swift), activation, stale pings and the event stream
-/// (``EventBroadcaster``). It runs on its own queue (``QueueExecutor``) because SQLite commits
+/// The daemon's state and behaviour, as one actor over three parts: the one writer of the state
+/// store (``StateWriter``: writes, their events, the status board), the fetch loop (``FetchLoop``:
+/// source, policy, deadlines; its rounds are ``run()``, in Agent+Rounds.swift) and safe activation
+/// (``Activator``: the gate, the trials). The agent itself handles requests, pings and reloads. It runs on its own queue (``QueueExecutor``) because SQLite commits
 /// block on fsync, which must stay off the two-thread cooperative pool.
 actor Agent {
     /// Replaced as a whole by ``reconfigure(_:source:)`` (a reload).
     private(set) var config: AgentConfig
     let log: Logger
-    let notifier: SystemdNotifier
     private let executor = QueueExecutor(label: "rcagent.agent")
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     /// Every request to fetch, whoever sends it, comes through here to ``run()``.
     nonisolated let inbox = Inbox<AgentInput>()
     /// The fetch loop's own state: the source, the policy, the deadlines, the refused writes.
-    var loop: FetchLoop
+    let loop: FetchLoop
     /// The one writer of the state: store writes, their events, the status board.
     let writer: StateWriter
-    /// Maintenance windows and holds: the activation that waits (ActivationDeferral.swift).
-    var deferral = ActivationDeferral()
+    /// Every activation: the gate (windows, holds), the trials and rollbacks.
+    let activation: Activator
 
     /// The installed app version the report carries, or why there is none: read at start, on a
     /// reload and after every fetch round (a dpkg upgrade shows up with the next round).
     var installedApp: Result<InstalledVersion, UpdateCheckError>?
-    /// The trial whose health check runs now, if any (ActivationTrials.swift).
-    var trial = ActivationTrial()
 
     init(
         config: AgentConfig, store: StateStore, source: any ConfigSource, log: Logger, notifier: SystemdNotifier,
@@ -51,13 +53,14 @@ actor Agent {
     ) throws {
         self.config = config
         loop = FetchLoop(
-            source: source, policy: FetchPolicy(minimumInterval: config.minimumFetchInterval), settleDelay: settleDelay)
+            source: source, policy: FetchPolicy(minimumInterval: config.minimumFetchInterval), inbox: inbox,
+            notifier: notifier, settleDelay: settleDelay)
         self.log = log
-        self.notifier = notifier
         writer = StateWriter(
             store: store, hooks: HookRunner(directory: config.hooksDirectory, timeout: config.hookTimeout, log: log),
             log: log)
-        writer.activationSettings = config.activationSettings
+        activation = Activator(
+            policy: config.activation, settings: config.activationSettings, writer: writer, loop: loop, log: log)
     }
 
     // MARK: - Requests from any thread
@@ -93,7 +96,6 @@ actor Agent {
         let old = config
         config = new
         loop.policy.minimumInterval = new.minimumFetchInterval
-        writer.activationSettings = new.activationSettings
         if new.hooksDirectory != old.hooksDirectory || new.hookTimeout != old.hookTimeout {
             // The same runner: its one thread keeps hooks one at a time across the reload.
             writer.events.hooks.configure(directory: new.hooksDirectory, timeout: new.hookTimeout)
@@ -116,8 +118,7 @@ actor Agent {
         updateStatusLine()
         refreshInstalledApp()
         writer.stateMayHaveChanged()
-        // Other windows or another hold limit may end a wait, or start one.
-        recheckDeferred(after: "the config was reloaded")
+        activation.configure(policy: new.activation, settings: new.activationSettings)
     }
 
     /// Re-reads the defaults file (a reload).
@@ -128,19 +129,16 @@ actor Agent {
 
     // MARK: - Commands
 
-    /// Activates the fetched snapshot (manual and on-start policies). `nil` when nothing was pending.
-    /// `fetchedBeforeStart`: the daemon's own activation at start (`Activation=on-start`).
-    func activate(fetchedBeforeStart: Bool = false) throws -> Activation? {
-        let activation = try writer.activate(at: .now())
-        if let activation {
-            let when = fetchedBeforeStart ? " fetched before this start" : ""
-            log.info(
-                "Activated template \(activation.templateVersion ?? "-")\(when): \(StatusText.describe(activation.changedKeys))"
-            )
-            updateStatusLine()
-            startTrialIfPending()
-        }
-        return activation
+    /// At start, before anything is served: an interrupted trial rolls back, the hold lock is
+    /// watched and the `on-start` activation made (``Activator/start(stateDirectory:)``).
+    func startActivation() throws { try activation.start(stateDirectory: config.stateDirectory) }
+
+    /// `rcagent activate [--now]`: activates the pending snapshot, or says why it waits and until when.
+    func activateOrDefer(now: Bool) throws -> ActivateResponse { try activation.activateOrDefer(now: now) }
+
+    /// `rcagent rollback [VERSION]`: re-activates a kept snapshot, rejecting the versions after it.
+    func rollback(to version: String?) throws -> Result<Activation, RollbackRefusal> {
+        try activation.rollback(to: version)
     }
 
     /// Asks for a fetch and, with `wait`, returns the outcome of the round that handles it.
@@ -196,7 +194,7 @@ actor Agent {
         strict: Bool = false
     ) async throws -> MessageResponse {
         let activity = try applyActivity(of: message, from: channel, strict: strict)
-        if message.activatesNow { activateNow(pushedBy: channel) }
+        if message.activatesNow { activation.activateNow(pushedBy: channel) }
         guard message.marksStale else {
             return .ignored("no CONFIG_STATE in data", activity: activity)
         }
@@ -208,7 +206,7 @@ actor Agent {
         let state = StoredText.reason(message.data["CONFIG_STATE"] ?? "")
         let version = message.templateVersion.map { ", template \($0)" } ?? ""
         // The fetch this ping starts activates what it brings past windows and holds.
-        if message.activatesNow { deferral.overrideNext = true }
+        if message.activatesNow { activation.deferral.overrideNext = true }
         let (newlySet, outcome) = try await markStale(
             reason: "\(channel): CONFIG_STATE=\(state)\(version)", wait: wait, jitter: jitter)
         return .markedStale(newlySet: newlySet, fetch: outcome?.reply, activity: activity)
@@ -299,13 +297,6 @@ actor Agent {
     /// Sets the `STATUS=` line systemd shows.
     func updateStatusLine() {
         let now = Timestamp.now()
-        updateStatusLine(try? fetchState(now: now), now: now)
-    }
-
-    func updateStatusLine(_ status: StoreStatus?, now: Timestamp) {
-        guard let status else { return }
-        notifier.status(
-            StatusText.line(status, nextFetch: loop.source.isConfigured ? loop.policy.nextFetch(status, now: now) : nil)
-        )
+        loop.showStatus(try? fetchState(now: now), now: now)
     }
 }

@@ -2,7 +2,7 @@ import RCCore
 import RCStore
 import RCSystem
 
-/// The agent's side of maintenance windows and holds (safe activation): every activation (after a
+/// The activator's side of maintenance windows and holds (safe activation): every activation (after a
 /// fetch under `Activation=immediate`, at start under `on-start`, `rcagent activate`) asks
 /// ``ActivationGate`` first. A deferred one leaves the fetched snapshot pending, recorded in the
 /// store (``DeferredActivation``: `status`, the report and a restarted daemon see it), and is looked
@@ -25,26 +25,7 @@ struct ActivationDeferral {
     static let minimumRecheck = Duration.milliseconds(100)
 }
 
-extension Agent {
-    /// At start, before anything is served: watches the hold lock, takes up a deferral a previous
-    /// run recorded, and makes the `on-start` activation, all through the gate.
-    func startActivation() throws {
-        let path = HoldLock.path(stateDirectory: config.stateDirectory)
-        do {
-            deferral.holdWatch = try HoldWatch(path: path) { [self] in
-                Task { await self.recheckDeferred(after: "the last hold was released") }
-            }
-        } catch {
-            log.error("Failed to watch the hold lock \(path): \(error); holds do not defer activations")
-        }
-        deferral.current = try? writer.store.deferredActivation()
-        if config.activation == .onStart {
-            _ = try activateOrDefer(now: false, fetchedBeforeStart: true)
-        } else {
-            recheckDeferred(after: "the daemon started")
-        }
-    }
-
+extension Activator {
     /// `rcagent activate [--now]` (and the `on-start` activation): activates the pending snapshot,
     /// or records why it waits and until when.
     func activateOrDefer(now override: Bool, fetchedBeforeStart: Bool = false) throws -> ActivateResponse {
@@ -69,7 +50,7 @@ extension Agent {
     /// The gate's decision for an activation under `Activation=immediate` after a fetch (`nil` under
     /// the other policies, which do not activate after a fetch). A push's `"activate": "now"` passes.
     func immediateActivationDecision(at now: Timestamp) -> ActivationGate.Decision? {
-        guard config.activation == .immediate else { return nil }
+        guard policy == .immediate else { return nil }
         return activationDecision(override: deferral.overrideNext, at: now)
     }
 
@@ -110,7 +91,7 @@ extension Agent {
         log.info("The deferred activation of template \(waiting.templateVersion) is due: \(cause)")
         do { _ = try activateOrDefer(now: false) } catch {
             log.error("Failed to activate the deferred template \(waiting.templateVersion): \(error)")
-            loop.scheduler.schedule(.activationDue, at: .now + Self.storeRetry)
+            loop.reschedule(.activationDue, at: .now + FetchLoop.storeRetry)
         }
     }
 
@@ -118,7 +99,7 @@ extension Agent {
 
     private func activationDecision(override: Bool, at now: Timestamp) -> ActivationGate.Decision {
         ActivationGate.decide(
-            at: now, windows: config.activationSettings.windows, holds: holdVerdict(at: now), now: override)
+            at: now, windows: settings.windows, holds: holdVerdict(at: now), now: override)
     }
 
     /// The holds as `HoldLimit=` judges them; a hold that runs past the limit is logged once.
@@ -141,7 +122,7 @@ extension Agent {
             if hold.since == nil { hold.since = seen }
             return hold
         }
-        let limit = config.activationSettings.holdLimit
+        let limit = settings.holdLimit
         for hold in holds where (hold.since ?? now) + limit <= now && !deferral.forgotten.contains(hold.pid) {
             deferral.forgotten.insert(hold.pid)
             let reason = hold.reason.map { " (\(TextEscaping.terminal(StoredText.reason($0))))" } ?? ""
@@ -178,14 +159,8 @@ extension Agent {
             let reason = why == .window ? "outside every Window=" : "held by rcagent hold"
             log.notice("Deferred the activation of template \(deferred.templateVersion) \(when) (\(reason))")
         }
-        if let until {
-            let wait = max(until - Timestamp.now(), ActivationDeferral.minimumRecheck)
-            loop.scheduler.schedule(.activationDue, at: .now + wait)
-        } else {
-            loop.scheduler.cancel(.activationDue)
-        }
-        // The loop may be waiting for a later deadline.
-        inbox.send(.rescheduled)
+        loop.reschedule(
+            .activationDue, at: until.map { .now + max($0 - Timestamp.now(), ActivationDeferral.minimumRecheck) })
         return deferred
     }
 

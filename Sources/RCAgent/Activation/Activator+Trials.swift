@@ -2,12 +2,11 @@ import RCCore
 import RCStore
 import RCSystem
 
-/// Safe activation's daemon half: with `HealthCheck=`, an activation is a trial (persisted by the
+/// The activator's trials: with `HealthCheck=`, an activation is a trial (persisted by the
 /// store with the activation itself), whose check runs on a thread of its own (a blocking wait on a
 /// child process, off the cooperative pool and off the agent's queue). Its verdict commits the trial
-/// or rolls it back; a trial found pending at start rolls back; `rcagent rollback` goes back to a
-/// kept snapshot. Each outcome is one log line.
-extension Agent {
+/// or rolls it back; a trial found pending at start rolls back. Each outcome is one log line.
+extension Activator {
     /// At start, before anything else activates: a trial still pending was interrupted (the daemon
     /// or the device died during it, perhaps because of its values), so it rolls back.
     func rollBackInterruptedTrial() {
@@ -27,7 +26,6 @@ extension Agent {
             return
         }
         guard let pending else { return }
-        let settings = config.activationSettings
         guard let path = settings.healthCheck else {
             log.notice(
                 "Committed the trial of template \(pending.templateVersion ?? "-"): HealthCheck= is no longer set")
@@ -43,9 +41,11 @@ extension Agent {
         log.info(
             "Trial of template \(version ?? "-") started: running \(path) (HealthTimeout=\(DurationText.format(settings.healthTimeout)))"
         )
-        let started = DetachedThread.start { [self] in
+        let started = DetachedThread.start { [inbox = loop.inbox] in
             let result = check.run(templateVersion: version, previousVersion: previous?.templateVersion, log: log)
-            Task { await self.trialChecked(version, result.verdict) }
+            // In order with the rest of the agent's inputs; one that comes after the stop is lost,
+            // and the trial, still pending, rolls back at the next start: the safe side.
+            inbox.send(.trialChecked(version: version, verdict: result.verdict))
         }
         if !started {
             log.error("Failed to start the health check of template \(version ?? "-"): no thread; rolling back")
@@ -64,26 +64,11 @@ extension Agent {
         case .runCheck, .nothing:
             break
         }
-        updateStatusLine()
+        showStatus()
         // A newer snapshot fetched while the check ran waited for its verdict; it is tried now.
-        if config.activation == .immediate, (try? writer.status().pending) == true {
+        if policy == .immediate, (try? writer.status().pending) == true {
             _ = try? activate()
         }
-    }
-
-    /// `rcagent rollback [VERSION]`: re-activates a kept snapshot, rejecting the versions after it.
-    func rollback(to version: String?) throws -> Result<Activation, RollbackRefusal> {
-        let result = try writer.rollback(to: version, at: .now())
-        switch result {
-        case let .success(activation):
-            log.notice(
-                "Rolled back to template \(activation.templateVersion ?? "-") (rcagent rollback): \(StatusText.describe(activation.changedKeys))"
-            )
-            updateStatusLine()
-        case let .failure(refusal):
-            log.info("Not rolling back: \(refusal)")
-        }
-        return result
     }
 
     private func commitTrial() {
