@@ -13,10 +13,12 @@ extension StateStore {
 
     /// The database's ``Version`` now: one small statement.
     public func version() throws(StoreError) -> Version {
-        try Self.wrap { () throws(SQLiteError) in
-            let others = try db.query("PRAGMA data_version") { $0.integer(0) ?? 0 }.first ?? 0
-            return Version(own: db.totalChanges, others: others)
-        }
+        try Self.wrap { () throws(SQLiteError) in Version(own: db.totalChanges, others: try dataVersion()) }
+    }
+
+    /// Other processes' commits, as this connection counts them (`PRAGMA data_version`).
+    func dataVersion() throws(SQLiteError) -> Int64 {
+        try db.query("PRAGMA data_version") { $0.integer(0) ?? 0 }.first ?? 0
     }
 
     public func status() throws(StoreError) -> StoreStatus {

@@ -20,6 +20,10 @@ public final class StateStore {
     /// committed change has not reached it yet, and who hears that writing it failed.
     var readerPath: String?
     var readerStale = false
+    /// The store's ``Version`` just before and just after its last committed write: a reader that
+    /// kept the status of `before`, and knows what the write changed, may move it to `after`
+    /// without reading it again (the daemon's stale flag).
+    public internal(set) var lastWrite: (before: Version, after: Version)?
     /// Who the state directory belongs to when root writes for the daemon's user (`mark-stale` with
     /// the daemon stopped): the reader file is then written with that user's file-system ids.
     var fileOwner: (uid_t, gid_t)?
@@ -201,7 +205,13 @@ public final class StateStore {
         defer { uncommitted = [] }
         do {
             let rowsBefore = db.totalChanges
-            let result = try db.transaction(body)
+            var others: Int64 = 0
+            let result = try db.transaction {
+                // Read under the write lock: no other process can commit until this one has.
+                others = try dataVersion()
+                return try body()
+            }
+            lastWrite = (Version(own: rowsBefore, others: others), Version(own: db.totalChanges, others: others))
             committed += uncommitted
             // A transaction that changed no row (nothing to remove, a flag already set) changed nothing.
             if readerVisible && db.totalChanges != rowsBefore { readerStale = true } else { touchReaderFile() }

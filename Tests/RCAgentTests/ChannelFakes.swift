@@ -55,37 +55,40 @@ final class FakeMQTTConnection: ReportConnection, PushConnection {
     func unsubscribe(_ topic: String) throws(MQTTError) { state.withLock { $0.unsubscribed.append(topic) } }
 }
 
-/// The agent as the device report sees it: a report whose template the test changes, the
-/// observers it tells, the report's status lines (for the test to wait on) and the notes.
+/// The agent as the device report sees it: a status whose template the test changes, pushed to
+/// the subscribers, the report's status lines (for the test to wait on) and the notes.
 actor FakeReportSubject: ReportSubject {
     private var templateVersion: String?
-    private var observers: [Int: @Sendable () -> Void] = [:]
-    private var nextObserver = 0
+    private var readers: [Int: @Sendable (StatusSnapshot) -> Void] = [:]
+    private var lastReader = 0
     private(set) var notes: [StateNote: String] = [:]
     /// Every state the reporter set, in order.
     nonisolated let states = Inbox<ReportState?>()
-    /// Every observer registration, so a test knows the reporter listens before it changes anything.
+    /// Every subscription, so a test knows the reporter listens before it changes anything.
     nonisolated let observing = Inbox<Int>()
 
     init(notes: [StateNote: String] = [:]) {
         self.notes = notes
     }
 
-    func deviceReport(deviceId: String, online: Bool) -> DeviceReport {
-        DeviceReport(
-            deviceId: deviceId, online: online, at: .now(), agentVersion: "test", templateVersion: templateVersion,
-            stale: .init(set: false, since: nil), lastFetch: .init(status: nil, at: nil, error: nil),
-            appInstalled: nil, update: .unknown, activities: 0)
+    private func snapshot() -> StatusSnapshot {
+        StatusSnapshot(
+            store: nil, fetching: false, push: nil, report: nil,
+            device: DeviceReport(
+                deviceId: "from the store", online: true, at: .now(), agentVersion: "test",
+                templateVersion: templateVersion, stale: .init(set: false, since: nil),
+                lastFetch: .init(status: nil, at: nil, error: nil), appInstalled: nil, update: .unknown, activities: 0))
     }
 
-    func observeChanges(_ observer: @escaping @Sendable () -> Void) -> Int {
-        nextObserver += 1
-        observers[nextObserver] = observer
-        observing.send(nextObserver)
-        return nextObserver
+    func subscribeStatus(_ reader: @escaping @Sendable (StatusSnapshot) -> Void) -> Int {
+        lastReader += 1
+        readers[lastReader] = reader
+        reader(snapshot())
+        observing.send(lastReader)
+        return lastReader
     }
 
-    func stopObservingChanges(_ id: Int) { observers[id] = nil }
+    func unsubscribeStatus(_ id: Int) { readers[id] = nil }
 
     func setReportState(_ state: ReportState?) { states.send(state) }
 
@@ -93,10 +96,11 @@ actor FakeReportSubject: ReportSubject {
 
     func setNote(_ note: StateNote, _ value: String?) { notes[note] = value }
 
-    /// Moves the state to `version` (`nil`: leaves it) and tells the observers.
+    /// Moves the state to `version` (`nil`: leaves it) and pushes it to the subscribers.
     func change(templateVersion version: String?) {
         if let version { templateVersion = version }
-        for observer in observers.values { observer() }
+        let snapshot = snapshot()
+        for reader in readers.values { reader(snapshot) }
     }
 }
 

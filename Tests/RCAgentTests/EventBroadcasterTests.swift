@@ -11,7 +11,7 @@ import Testing
 /// `EventBroadcaster`: what the store logged goes to every `watch` subscriber as lines, after its
 /// acknowledgement, in the log's order even when another process wrote in between; a subscriber
 /// that does not keep up is dropped without stalling the others; closing ends every stream; the
-/// observers and the hooks hear of what they should. Subscribers are real socket pairs.
+/// hooks hear of what they should. Subscribers are real socket pairs.
 @Suite struct EventBroadcasterTests {
     /// A broadcaster over a fresh database, its log lines, and the socket pairs it was handed.
     /// The log lines, kept in memory.
@@ -180,25 +180,6 @@ import Testing
             let rest = read(staying.client, lines: Int.max)
             #expect(kinds(rest.lines) == ["fetched"] && rest.ended)
             #expect(!read(leaving.client).ended, "an unsubscribed connection is its owner's to close")
-        }
-    }
-
-    @Test func observersHearOfEveryPublishThatFoundEventsUntilTheyStop() throws {
-        try TemporaryDirectory.with { directory in
-            let setup = try Setup(directory)
-            let calls = Mutex(0)
-            let id = setup.broadcaster.observe { calls.withLock { $0 += 1 } }
-            setup.broadcaster.publish()
-            #expect(calls.withLock { $0 } == 0, "nothing was logged")
-            try setup.record(.fetched)
-            setup.broadcaster.publish()
-            #expect(calls.withLock { $0 } == 1)
-            setup.broadcaster.stateMayHaveChanged()
-            #expect(calls.withLock { $0 } == 2)
-            setup.broadcaster.stopObserving(id)
-            try setup.record(.fetched)
-            setup.broadcaster.publish()
-            #expect(calls.withLock { $0 } == 2)
         }
     }
 

@@ -42,6 +42,7 @@ import Testing
         #expect(cleared == .init(payload: [], topic: "old/dev1", retain: true, messageId: 1))
         let online = try #require(await connection.publishes.next())
         #expect(online.topic == "rc/status/dev1" && online.retain && online.report?.online == true)
+        #expect(online.report?.deviceId == "dev1", "the reporter's device id, whatever the pushed status says")
         #expect(await subject.notes[.reportTopic] == "rc/status/dev1")
         // The will follows the report: the broker says offline with the same state.
         #expect(try DeviceReport(parsing: #require(connection.will).payload).online == false)

@@ -1,4 +1,5 @@
 import RCCore
+import RCService
 import RCStore
 import RCSystem
 import TestSupport
@@ -26,14 +27,19 @@ extension Agent {
         _ = await settled.next()
     }
 
-    /// A ping marks the config stale (a write) and fetches (a write): the store's status is read
-    /// once after each, by the round that needs it; everyone after reads the board. (Before the
-    /// board: six reads, the template check's, the round's two, then status, the report and the
-    /// next fetch one each.)
-    @Test func aPingReadsTheStoreStatusOnceAfterEachOfItsWrites() async throws {
+    /// A ping marks the config stale (a write) and fetches (a write): the stale flag moves the
+    /// board without a read (the writer knows what it changed), the fetch's record is read once,
+    /// by the snapshot pushed to the subscriber, and the round, `status` and the report take that.
+    /// (Before the board: six reads, the template check's, the round's two, then status, the
+    /// report and the next fetch one each; before the pushed snapshot and the stale flag's move:
+    /// two.)
+    @Test func aPingReadsTheStoreStatusOnce() async throws {
         try await withTestAgent { agent, source, _, _ in
             let loop = Task { await agent.run() }
             await settle(agent, source)
+            let snapshots = Inbox<StatusSnapshot>()
+            let subscription = await agent.subscribeStatus { snapshots.send($0) }
+            _ = await snapshots.next()  // the status now, at once
             let before = await agent.storeStatusReads()
             let ping = Task {
                 // Announcing a template: the agent compares it with its own first (from the board).
@@ -44,11 +50,13 @@ extension Agent {
             source.release.send(())
             _ = try await ping.value
             let board = await agent.statusBoard()
-            let report = await agent.deviceReport(deviceId: "device", online: true)
+            var report: DeviceReport?
+            while let snapshot = snapshots.poll() { report = snapshot.device }
             let status = try await agent.status()
-            #expect(await agent.storeStatusReads() - before == 2)
+            #expect(await agent.storeStatusReads() - before == 1)
+            await agent.unsubscribeStatus(subscription)
             #expect(!board.fetching && board.nextFetch != nil)
-            #expect(report.templateVersion == "2" && !report.stale.set)
+            #expect(report?.templateVersion == "2" && report?.stale.set == false)
             #expect(status.fetched.templateVersion == "2" && status.active.templateVersion == "2")
             loop.cancel()
             await loop.value
@@ -71,6 +79,33 @@ extension Agent {
             #expect(await agent.storeStatusReads() == before + 1)
             loop.cancel()
             await loop.value
+        }
+    }
+
+    /// A subscriber is pushed the snapshot at once, then after every write (the stale flag's
+    /// with the flag set and no read of the store), until it stops.
+    @Test func aSubscriberIsPushedTheStatusAtOnceAndAfterEveryWriteUntilItStops() throws {
+        try TemporaryDirectory.with { directory in
+            var config = AgentConfig()
+            config.stateDirectory = directory.path
+            let store = try StateStore.open(config: config)
+            let log = Logger { _ in }
+            let writer = StateWriter(
+                store: store, hooks: HookRunner(directory: directory.file("hooks"), timeout: .seconds(5), log: log),
+                config: config, log: log)
+            let snapshots = Inbox<StatusSnapshot>()
+            let id = writer.subscribe { snapshots.send($0) }
+            let first = try #require(snapshots.poll())
+            #expect(first.store?.stale.isSet == false && !first.device.stale.set)
+            let reads = store.statusReads
+            #expect(try writer.markStale(reason: "ping", at: .now()))
+            let stale = try #require(snapshots.poll())
+            #expect(stale.store?.stale.isSet == true && stale.store?.stale.reason == "ping" && stale.device.stale.set)
+            #expect(store.statusReads == reads, "the flag's change moved the board")
+            #expect(try writer.status().stale.isSet && store.statusReads == reads)
+            writer.unsubscribe(id)
+            try writer.recordFetch(.noChange, at: .now(), activate: false)
+            #expect(snapshots.poll() == nil)
         }
     }
 }

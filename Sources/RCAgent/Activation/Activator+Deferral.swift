@@ -175,16 +175,3 @@ extension Activator {
         }
     }
 }
-
-extension StateWriter {
-    /// Keeps (or, `nil`, ends) the deferred activation; with `announce`, its `activation-deferred`
-    /// event goes to `watch` and the hooks.
-    func recordDeferral(_ deferred: DeferredActivation?, announce: Bool, at now: Timestamp) throws(StoreError) {
-        defer {
-            events.publish()
-            // The report carries the deferral even when no event was logged (it ended, its end moved).
-            stateMayHaveChanged()
-        }
-        try store.setDeferredActivation(deferred, announce: announce, at: now)
-    }
-}

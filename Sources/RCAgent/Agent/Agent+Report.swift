@@ -9,35 +9,32 @@ struct InstalledVersion: Sendable, Equatable {
     let origin: String
 }
 
-/// The agent's side of the device report (`[Report] MQTTStatusTopic=`): what the report is made
-/// from (``DeviceReportAssembly`` makes it), and the observers that hear when that state may have changed.
+/// The agent's side of its readers (the device report, metrics): they subscribe to the status
+/// board and are pushed a ``StatusSnapshot`` (with the device report of the state, made by
+/// ``DeviceReportAssembly``) at once and after every change.
 extension Agent {
-    /// The report of the agent's state now (``DeviceReportAssembly``), from the status board.
-    func deviceReport(deviceId: String, online: Bool) -> DeviceReport {
-        let now = Timestamp.now()
-        if installedApp == nil { refreshInstalledApp() }
-        return DeviceReportAssembly.report(
-            deviceId: deviceId, online: online, at: now, status: try? writer.status(),
-            installed: try? installedApp?.get(), activities: (try? writer.store.activities(now: now).count) ?? 0,
-            config: config, activation: try? writer.store.activationStatus(),
-            value: { [store = writer.store] key in try store.value(forKey: key)?.text })
+    /// Subscribes `reader` to the status (``StateWriter/subscribe(_:)``): called at once, then after
+    /// every change, on the agent's executor; the id ends it.
+    func subscribeStatus(_ reader: @escaping @Sendable (StatusSnapshot) -> Void) -> Int {
+        if writer.board.installed == nil { refreshInstalledApp() }
+        return writer.subscribe(reader)
     }
+
+    func unsubscribeStatus(_ id: Int) { writer.unsubscribe(id) }
 
     /// Reads the installed version again (`[App] Package=`: dpkg's status file).
     func refreshInstalledApp() {
         do {
             let found = try InstalledApp.version(
                 config: config, dpkgStatusFile: InstalledApp.dpkgStatusFile(environment: Environment.current()))
-            installedApp = .success(InstalledVersion(version: found.version, origin: found.origin))
+            writer.board.installed = .success(InstalledVersion(version: found.version, origin: found.origin))
         } catch {
-            installedApp = .failure(error)
+            writer.board.installed = .failure(error)
         }
     }
 
-    /// Adds an observer of state changes (see ``EventBroadcaster/stateMayHaveChanged()``).
-    func observeChanges(_ observer: @escaping @Sendable () -> Void) -> Int { writer.events.observe(observer) }
-
-    func stopObservingChanges(_ id: Int) { writer.events.stopObserving(id) }
-
-    func setReportState(_ state: ReportState?) { writer.board.report = state }
+    func setReportState(_ state: ReportState?) {
+        writer.board.report = state
+        writer.publishStatus()
+    }
 }

@@ -80,7 +80,7 @@ extension Agent {
         loop.showStatus(status, now: now)
         // A dpkg upgrade of the app, and the fetch's own outcome, reach the report.
         refreshInstalledApp()
-        writer.stateMayHaveChanged()
+        writer.publishStatus()
     }
 
     /// Decides whether the round fetches at all (the interval, the server's throttle, the backoff, in

@@ -43,10 +43,6 @@ actor Agent {
     /// Every activation: the gate (windows, holds), the trials and rollbacks.
     let activation: Activator
 
-    /// The installed app version the report carries, or why there is none: read at start, on a
-    /// reload and after every fetch round (a dpkg upgrade shows up with the next round).
-    var installedApp: Result<InstalledVersion, UpdateCheckError>?
-
     init(
         config: AgentConfig, store: StateStore, source: any ConfigSource, log: Logger, notifier: SystemdNotifier,
         settleDelay: Duration = .seconds(10)
@@ -58,7 +54,7 @@ actor Agent {
         self.log = log
         writer = StateWriter(
             store: store, hooks: HookRunner(directory: config.hooksDirectory, timeout: config.hookTimeout, log: log),
-            log: log)
+            config: config, log: log)
         activation = Activator(
             policy: config.activation, settings: config.activationSettings, writer: writer, loop: loop, log: log)
     }
@@ -95,6 +91,7 @@ actor Agent {
     func reconfigure(_ new: AgentConfig, source newSource: (any ConfigSource)?) {
         let old = config
         config = new
+        writer.board.config = new
         loop.policy.minimumInterval = new.minimumFetchInterval
         if new.hooksDirectory != old.hooksDirectory || new.hookTimeout != old.hookTimeout {
             // The same runner: its one thread keeps hooks one at a time across the reload.
@@ -117,14 +114,14 @@ actor Agent {
         }
         updateStatusLine()
         refreshInstalledApp()
-        writer.stateMayHaveChanged()
+        writer.publishStatus()
         activation.configure(policy: new.activation, settings: new.activationSettings)
     }
 
     /// Re-reads the defaults file (a reload).
     func reloadDefaults() {
         StateRecovery.loadDefaults(into: writer.store, config: config, log: log)
-        writer.stateMayHaveChanged()  // the update keys may have new defaults
+        writer.publishStatus()  // the update keys may have new defaults
     }
 
     // MARK: - Commands
@@ -183,6 +180,7 @@ actor Agent {
     /// What the push channel (MQTT) is doing, for status.
     func setPushState(_ state: PushState?) {
         writer.board.push = state
+        writer.publishStatus()
     }
 
     /// Handles an FCM-style message exactly as a push channel delivers it: its Live Activity, if it

@@ -12,13 +12,14 @@ protocol NoteKeeper: Sendable {
     func setNote(_ note: StateNote, _ value: String?) async
 }
 
-/// What the device report (``Reporter``) needs of the agent: the report of the state now, a word
-/// whenever that state may have changed, and its own line in `status`.
+/// What a reader of the agent's status (the device report, ``Reporter``; metrics) needs of it:
+/// the status pushed to it, and its own line in `status`.
 protocol ReportSubject: NoteKeeper {
-    func deviceReport(deviceId: String, online: Bool) async -> DeviceReport
-    /// Calls `observer` (on any thread) whenever the state may have changed; the id stops it.
-    func observeChanges(_ observer: @escaping @Sendable () -> Void) async -> Int
-    func stopObservingChanges(_ id: Int) async
+    /// Calls `reader` at once with the status now, then again after every change, with the value
+    /// itself (the reader never asks the store), on the agent's executor: it must only hand the
+    /// snapshot on (an inbox, a lock). The id ends the subscription.
+    func subscribeStatus(_ reader: @escaping @Sendable (StatusSnapshot) -> Void) async -> Int
+    func unsubscribeStatus(_ id: Int) async
     func setReportState(_ state: ReportState?) async
 }
 

@@ -17,10 +17,6 @@ final class EventBroadcaster {
     /// takes its id back), so a gap before the store's next own event is another process's write:
     /// `rcagent mark-stale` setting the flag beside a daemon that did not answer in time.
     private var lastId: Int64 = 0
-    /// Told of every change the agent's state may have seen (the device report's reporters): a
-    /// call each, cheap; they look at the state themselves, later.
-    private var observers: [Int: @Sendable () -> Void] = [:]
-    private var nextObserver = 0
 
     init(store: StateStore, hooks: HookRunner, log: Logger) {
         self.store = store
@@ -45,23 +41,6 @@ final class EventBroadcaster {
         watchers.remove(fd)
     }
 
-    /// Adds an observer of state changes; the id removes it.
-    func observe(_ observer: @escaping @Sendable () -> Void) -> Int {
-        nextObserver += 1
-        observers[nextObserver] = observer
-        return nextObserver
-    }
-
-    func stopObserving(_ id: Int) {
-        observers[id] = nil
-    }
-
-    /// Tells the observers that the state may have changed (events were logged, a round ended, the
-    /// config was reloaded).
-    func stateMayHaveChanged() {
-        for observer in observers.values { observer() }
-    }
-
     /// Ends every subscription (the daemon is stopping): each client sees its stream end.
     func closeAll() {
         for fd in watchers { shutdown(fd, Int32(SHUT_RDWR)) }
@@ -75,7 +54,6 @@ final class EventBroadcaster {
     func publish() {
         var events = store.takeCommittedEvents()
         guard let newest = events.last else { return }
-        defer { stateMayHaveChanged() }
         if newest.id - lastId > Int64(events.count) {
             // Another process wrote in between (before or among these): the log has it all, in
             // order. Read only then, and at most 1,000 rows; the store's own events follow them.

@@ -6,6 +6,19 @@ import RCSystem
 /// status (the agent's status board), the installed app, the activities, and the update keys'
 /// active values for the verdict. It reads nothing itself but the values it is handed a way to.
 enum DeviceReportAssembly {
+    /// The report of the agent's state as the status board has it (online, at `now`): the store's
+    /// `status` the board read, the installed app, and the few reads the report adds (the
+    /// activities, the activation status, the update keys' active values).
+    static func report(of board: StatusBoard, status: StoreStatus?, store: StateStore, at now: Timestamp)
+        -> DeviceReport
+    {
+        report(
+            deviceId: status?.deviceId ?? "", online: true, at: now, status: status,
+            installed: try? board.installed?.get(), activities: (try? store.activities(now: now).count) ?? 0,
+            config: board.config, activation: try? store.activationStatus(),
+            value: { key in try store.value(forKey: key)?.text })
+    }
+
     /// The report of the agent's state at `now`: the active template, the stale flag, the last
     /// fetch, the installed app and the update verdict over the active update keys, the activities.
     static func report(

@@ -18,6 +18,8 @@ final class Reporter: Sendable {
     private let inbox = Inbox<Input>()
     /// The broker the connection is on, `nil` while it is not connected (set on its thread).
     private let broker = Mutex<MQTTConnection.Broker?>(nil)
+    /// The report of the last status the agent pushed, and the subscription that pushes it.
+    private let latest = Mutex<(report: DeviceReport?, subscription: Int?)>((nil, nil))
 
     /// How long a clean stop waits for the broker to acknowledge the offline report.
     static let goodbyeTimeout = Duration.seconds(2)
@@ -39,8 +41,37 @@ final class Reporter: Sendable {
 
     /// Sets the connection's last will from the state now: call before the connection starts.
     func prepare() async {
-        connection.setWill(will(await agent.deviceReport(deviceId: deviceId, online: false)))
+        await subscribe()
+        if let report = report(online: false) { connection.setWill(will(report)) }
         await agent.setReportState(.waiting(broker: connection.currentBroker.name))
+    }
+
+    /// Subscribes to the agent's status, once: every snapshot's report is kept, and the loop told.
+    private func subscribe() async {
+        guard latest.withLock({ $0.subscription }) == nil else { return }
+        let id = await agent.subscribeStatus { [self] snapshot in
+            latest.withLock { $0.report = snapshot.device }
+            inbox.send(.changed)
+        }
+        latest.withLock { $0.subscription = id }
+    }
+
+    /// Ends the subscription (the loop stopped, or never ran): the last report stays for the goodbye.
+    private func unsubscribe() async {
+        let subscription = latest.withLock { latest in
+            defer { latest.subscription = nil }
+            return latest.subscription
+        }
+        if let subscription { await agent.unsubscribeStatus(subscription) }
+    }
+
+    /// The report of the last status pushed, as this device publishes it now.
+    private func report(online: Bool) -> DeviceReport? {
+        guard var report = latest.withLock({ $0.report }) else { return nil }
+        report.deviceId = deviceId
+        report.online = online
+        report.at = .now()
+        return report
     }
 
     /// What the connection reports, on its network thread.
@@ -61,7 +92,7 @@ final class Reporter: Sendable {
 
     /// Publishes reports until the calling task is cancelled.
     func run() async {
-        let observer = await agent.observeChanges { [inbox] in inbox.send(.changed) }
+        await subscribe()
         var pacing = ReportPacing()
         var last: DeviceReport?
         var awaited: (messageId: Int32, at: Timestamp)?
@@ -77,7 +108,7 @@ final class Reporter: Sendable {
                 guard let connected = broker.withLock({ $0 }) else { continue }
                 if !clearedEarlierTopic { clearedEarlierTopic = await clearEarlierTopic() }
                 // Always, unchanged or not: the will or a broker restart may have replaced it.
-                let report = await agent.deviceReport(deviceId: deviceId, online: true)
+                guard let report = report(online: true) else { continue }
                 awaited = publish(report) ?? awaited
                 last = report
                 pacing.published(at: .now)
@@ -92,8 +123,9 @@ final class Reporter: Sendable {
                 await agent.setReportState(.published(at: sent.at, topic: topic, broker: on.name))
             case nil:
                 // The pacing deadline (or a wake-up with nothing due).
-                guard pacing.isDue(at: .now), broker.withLock({ $0 }) != nil else { continue }
-                let report = await agent.deviceReport(deviceId: deviceId, online: true)
+                guard pacing.isDue(at: .now), broker.withLock({ $0 }) != nil, let report = report(online: true) else {
+                    continue
+                }
                 if let last, report.sameState(as: last) {
                     pacing.unchanged()
                     continue
@@ -103,7 +135,7 @@ final class Reporter: Sendable {
                 pacing.published(at: .now)
             }
         }
-        await agent.stopObservingChanges(observer)
+        await unsubscribe()
     }
 
     /// Publishes the report retained and makes it (offline) the will of the next connect; the
@@ -147,14 +179,14 @@ final class Reporter: Sendable {
     /// broker's acknowledgement, so the disconnect that follows does not lose it. Runs after the
     /// service's task was cancelled, so the wait runs in a task of its own, which is not.
     func goodbye() async {
+        await unsubscribe()
         await sayOffline()
         // Gone from status, whether a reload removed the report or another one replaces it.
         await agent.setReportState(nil)
     }
 
     private func sayOffline() async {
-        guard broker.withLock({ $0 }) != nil else { return }
-        let report = await agent.deviceReport(deviceId: deviceId, online: false)
+        guard broker.withLock({ $0 }) != nil, let report = report(online: false) else { return }
         let messageId: Int32
         do {
             messageId = try connection.publish(Array(report.json.compactText.utf8), topic: topic, retain: true)
