@@ -10,9 +10,11 @@
 //     RCHTTP (libcurl) → RCFirebase (installations, fetch, realtime), RCGoogle (service accounts, the Remote
 //     Config and FCM admin APIs; it reads keys with RCSigning's libcrypto helpers); RCMQTT (libmosquitto)
 //   RCService (journald log lines, sd_notify, the signal-and-stop lifecycle) for both long-running programs.
-//   RCAgent → RCStore, RCTemplate, RCSigning, RCHTTP, RCFirebase, RCMQTT, RCService; inside it the agent actor is
-//     the one writer of the state, and the report, the MQTT channel and the realtime stream see it only through
-//     narrow protocols (Agent/ChannelInterfaces.swift), so each is unit-tested against a fake;
+//   RCAgent → RCStore, RCTemplate, RCSigning, RCHTTP, RCFirebase, RCMQTT, RCService; inside it the agent actor
+//     owns the one writer of the state (StateWriter, with the status board that pushes a typed snapshot to its
+//     subscribers), the fetch loop and safe activation (Activation/Activator); the report, the MQTT channel and
+//     the realtime stream see it only through narrow protocols (Agent/ChannelInterfaces.swift), so each is
+//     unit-tested against a fake;
 //   RCSigning (DSSE envelopes, Ed25519 via libcrypto) → RCCore: the daemon verifies, rcadmin signs;
 //   RCAdmin (rcadmin) → RCHTTP, RCFirebase, RCGoogle, RCMQTT, RCService, RCSigning, RCTemplate, never RCAgent.
 // `rcagent` → RCClient → RCStore + RCSystem + RCCore must never reach libcurl, libmosquitto or full Foundation.
