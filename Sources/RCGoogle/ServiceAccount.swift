@@ -15,18 +15,7 @@ public struct ServiceAccount: Sendable, CustomStringConvertible, CustomReflectab
     public let tokenURI: String
     /// The key file this was read from, for messages.
     public let path: String
-
-    public init(
-        projectId: String, clientEmail: String, privateKeyId: String, privateKey: String, tokenURI: String,
-        path: String
-    ) {
-        self.projectId = projectId
-        self.clientEmail = clientEmail
-        self.privateKeyId = privateKeyId
-        self.privateKey = privateKey
-        self.tokenURI = tokenURI
-        self.path = path
-    }
+    // No public init: an account comes only from a key file that passed ``load(path:)``'s checks.
 
     /// Key files are a few kilobytes; anything far larger is not one.
     static let maximumFileSize = 1 << 20

@@ -6,11 +6,7 @@ import RCCore
 public struct UnreadableReport: Sendable, Equatable {
     public let topic: String
     public let reason: String
-
-    public init(topic: String, reason: String) {
-        self.topic = topic
-        self.reason = reason
-    }
+    // Made only by the fleet inbox, with the memberwise init of this module.
 }
 
 /// What `rcadmin fleet status` says about a fleet: the counts and the device lists, computed from
