@@ -25,8 +25,9 @@ enum AgentInput: Sendable {
 /// The daemon's state and behaviour, as one actor over three parts: the one writer of the state
 /// store (``StateWriter``: writes, their events, the status board), the fetch loop (``FetchLoop``:
 /// source, policy, deadlines; its rounds are ``run()``, in Agent+Rounds.swift) and safe activation
-/// (``Activator``: the gate, the trials). The agent itself handles requests, pings and reloads. It runs on its own queue (``QueueExecutor``) because SQLite commits
-/// block on fsync, which must stay off the two-thread cooperative pool.
+/// (``Activator``: the gate, the trials). The agent itself handles requests, pings and reloads.
+/// It runs on its own queue (``QueueExecutor``) because SQLite commits block on fsync, which must
+/// stay off the two-thread cooperative pool.
 actor Agent {
     /// Replaced as a whole by ``reconfigure(_:source:)`` (a reload).
     private(set) var config: AgentConfig
