@@ -108,4 +108,30 @@ extension Agent {
             #expect(snapshots.poll() == nil)
         }
     }
+
+    /// The stale flag moves the board only when the board was the store's right before the write:
+    /// another process's commit in between (`rcagent mark-stale` beside the daemon, here a fetch
+    /// record) makes the next look read the store again, and the snapshot carries both changes.
+    @Test func anotherProcessWritingBeforeTheStaleFlagMakesTheBoardReadAgain() throws {
+        try TemporaryDirectory.with { directory in
+            var config = AgentConfig()
+            config.stateDirectory = directory.path
+            let store = try StateStore.open(config: config)
+            let log = Logger { _ in }
+            let writer = StateWriter(
+                store: store, hooks: HookRunner(directory: directory.file("hooks"), timeout: .seconds(5), log: log),
+                config: config, log: log)
+            let snapshots = Inbox<StatusSnapshot>()
+            _ = writer.subscribe { snapshots.send($0) }
+            #expect(try #require(snapshots.poll()).store?.lastAttempt == nil)
+            let other = try StateStore.openForWriting(path: config.databasePath)
+            try other.recordFetch(.noChange, at: Timestamp(milliseconds: 5_000), activate: false)
+            let reads = store.statusReads
+            #expect(try writer.markStale(reason: "ping", at: .now()))
+            let snapshot = try #require(snapshots.poll())
+            #expect(store.statusReads == reads + 1, "read again: the kept status was not the store's")
+            #expect(snapshot.store?.stale.isSet == true)
+            #expect(snapshot.store?.lastAttempt == Timestamp(milliseconds: 5_000))
+        }
+    }
 }
