@@ -12,14 +12,18 @@ protocol NoteKeeper: Sendable {
     func setNote(_ note: StateNote, _ value: String?) async
 }
 
-/// What a reader of the agent's status (the device report, ``Reporter``; metrics) needs of it:
-/// the status pushed to it, and its own line in `status`.
-protocol ReportSubject: NoteKeeper {
+/// The agent's status as its readers (the device report, metrics) get it: pushed, never pulled.
+protocol StatusSource: Sendable {
     /// Calls `reader` at once with the status now, then again after every change, with the value
     /// itself (the reader never asks the store), on the agent's executor: it must only hand the
     /// snapshot on (an inbox, a lock). The id ends the subscription.
     func subscribeStatus(_ reader: @escaping @Sendable (StatusSnapshot) -> Void) async -> Int
     func unsubscribeStatus(_ id: Int) async
+}
+
+/// What the device report (``Reporter``) needs of the agent: the status pushed to it, its notes,
+/// and its own line in `status`.
+protocol ReportSubject: StatusSource, NoteKeeper {
     func setReportState(_ state: ReportState?) async
 }
 
@@ -47,7 +51,7 @@ protocol RealtimeTarget: NoteKeeper {
     func refetch(toReach target: Int64?) async
 }
 
-extension Agent: ReportSubject, PushTarget, RealtimeTarget {}
+extension Agent: StatusSource, ReportSubject, PushTarget, RealtimeTarget {}
 
 /// The side of an MQTT connection the device report uses (``MQTTConnection`` is one).
 protocol ReportConnection: Sendable {
