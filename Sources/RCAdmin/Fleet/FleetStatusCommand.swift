@@ -57,15 +57,18 @@ enum FleetStatusCommand {
         }
     }
 
-    /// The broker, topic and bounds from the command line, checked.
-    static func settings(_ options: ParsedOptions) throws(AdminFailure) -> ReportCollector.Settings {
+    /// The broker, topic and bounds from the command line, checked (shared with `fleet exporter`,
+    /// whose `defaultTimeout` is the watch's).
+    static func settings(_ options: ParsedOptions, defaultTimeout: Duration? = nil) throws(AdminFailure)
+        -> ReportCollector.Settings
+    {
         let topic = options.value("topic") ?? defaultTopic
         guard !topic.isEmpty, !topic.contains("+"), !topic.contains("#"), !topic.hasSuffix("/") else {
             throw .usage(
                 "--topic must be a topic without the MQTT wildcards + and # and without a trailing /, got '"
                     + TextEscaping.terminal(topic) + "'")
         }
-        var timeout = options.flag("watch") ? defaultWatchTimeout : defaultTimeout
+        var timeout = defaultTimeout ?? (options.flag("watch") ? defaultWatchTimeout : Self.defaultTimeout)
         if let text = options.value("timeout") {
             guard let duration = DurationText.parse(text), duration > .zero else {
                 throw .usage("--timeout must be a duration such as 10s or 1min, got '\(TextEscaping.terminal(text))'")

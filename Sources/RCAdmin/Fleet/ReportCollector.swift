@@ -51,6 +51,11 @@ final class ReportCollector: Sendable {
     /// This run's marker topic: unique, so another operator's run does not end ours.
     private let markerTopic: String
     private let subscriptions: [String]
+    private let received = Atomic<Int>(0)
+
+    /// Messages on the report topic since the collector was made, across reconnects (the
+    /// exporter's `rcagent_fleet_reports_received_total`): reports, cleared ones, unreadable ones.
+    var reportsReceived: Int { received.load(ordering: .relaxed) }
 
     init(_ settings: Settings) throws(AdminFailure) {
         guard let (tls, host, port) = MQTTAddress.parse(settings.url) else {
@@ -274,11 +279,13 @@ final class ReportCollector: Sendable {
                 session.progress.marker(at: .now)
             } else {
                 session.progress.message(at: .now)
+                received.add(1, ordering: .relaxed)
                 if session.inbox.receive(topic: topic, payload: payload) { session.changed = true }
             }
         case let .oversized(topic, size):
             // Part of the retained set all the same (the quiet period waits for it), and listed.
             session.progress.message(at: .now)
+            received.add(1, ordering: .relaxed)
             if session.inbox.receive(topic: topic, payload: [], oversized: size) { session.changed = true }
         case .published, .disconnected, .fellBack, .subscriptionGranted, .subscriptionRefused, .subscribeFailed:
             break  // the loss comes with its reason as .failed; the session subscribes nothing of its own
