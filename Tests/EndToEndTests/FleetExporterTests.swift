@@ -168,8 +168,8 @@ import Testing
         #expect(held.count == 100)
         #expect(exporter.scrape().contains("\nrcagent_fleet_devices_reporting 1\n"))
 
-        // Past the connection limit (128) new connections are closed, until the idle timeout
-        // (10 s) ends the slow ones: then the scrapes are answered again.
+        // Past the connection limit (128) new connections wait in the kernel's listen queue until
+        // the idle timeout (10 s) ends the slow ones: then they are answered.
         for _ in 0..<100 {
             let fd = LoopbackHTTP.connect(port: port)
             if fd >= 0 { held.append(fd) }
@@ -210,6 +210,15 @@ import Testing
         #expect(
             busy.stderr == "Error: cannot listen on 127.0.0.1:\(taken.port): bind: Address already in use\n",
             "\(busy.stderr)")
+
+        // A broker that cannot be reached: exit 1, said once, the HTTP server stopped with it.
+        let closed = try Mosquitto.freePort()
+        let down = try fleet.sandbox.run(
+            "rcadmin", ["fleet", "exporter", "--listen", "127.0.0.1:0", "--mqtt", "mqtt://127.0.0.1:\(closed)"])
+        #expect(down.status == 1, "\(down.stderr)")
+        #expect(
+            down.stderr.hasSuffix("Error: cannot reach the MQTT broker at 127.0.0.1:\(closed): Connection refused\n"),
+            "\(down.stderr)")
 
         let v6 = try FleetStatusTests.Watch(
             fleet.sandbox, ["fleet", "exporter", "--listen", "[::1]:0", "--mqtt", fleet.url])

@@ -12,11 +12,13 @@ import Synchronization
 /// thread" mode), rather than a thread per connection: a client that opens a connection and sends
 /// nothing, or a byte a minute, costs a descriptor and ``Limits/memoryPerConnection`` bytes, never
 /// a thread, so a scrape is answered while it waits. What hostile clients can hold is bounded:
-/// ``Limits/connections`` connections at once (more are accepted and closed at once), each closed
-/// after ``Limits/idleTimeout`` without progress, each request's headers within
+/// ``Limits/connections`` connections at once (more wait in the kernel's listen queue until one
+/// ends), each closed after ``Limits/idleTimeout`` without progress, each request's headers within
 /// ``Limits/memoryPerConnection`` (libmicrohttpd answers larger ones with 431, a garbled one with
-/// 400, and closes). A request body is never read. The page itself is rendered from what the
-/// exporter keeps ready, so answering costs a copy.
+/// 400, and closes). A request body is never read. A client that keeps all the connections busy
+/// delays a scrape by the idle timeout at most each time it fills them again: which is why the
+/// exporter belongs on localhost or behind a proxy that authenticates. The page itself is
+/// rendered from what the exporter keeps ready, so answering costs a copy.
 final class MetricsServer: Sendable {
     struct Limits: Sendable {
         var connections = 128
