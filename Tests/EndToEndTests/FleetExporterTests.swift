@@ -131,6 +131,32 @@ import Testing
         #expect(plain.watch.stop(SIGTERM).status == 0)
     }
 
+    @Test func aLostBrokerShowsAsDisconnectedUntilItIsBack() throws {
+        let fleet = try Fleet()
+        try fleet.publish(FleetStatusTests.report("k1", "7"))
+        try fleet.publish(FleetStatusTests.report("k2", "7"))
+        let exporter = try Exporter(fleet, ["--timeout", "60s"])
+        #expect(exporter.readyPage().contains("\nrcagent_fleet_exporter_broker_connected 1\n"))
+        fleet.broker.stop()
+        // The last picture is still served, marked as such.
+        #expect(
+            eventually(60) {
+                let page = exporter.scrape()
+                return page.contains("\nrcagent_fleet_exporter_broker_connected 0\n")
+                    && page.contains("\nrcagent_fleet_devices_reporting 2\n")
+            }, "\(exporter.watch.stderr)")
+        // Restarted without persistence the broker holds one report: the picture is rebuilt from it.
+        try fleet.broker.start()
+        try fleet.publish(FleetStatusTests.report("k2", "8"))
+        #expect(
+            eventually(60) {
+                let page = exporter.scrape()
+                return page.contains("\nrcagent_fleet_exporter_broker_connected 1\n")
+                    && page.contains("\nrcagent_fleet_devices_reporting 1\n")
+            }, "\(exporter.scrape())\n\(exporter.watch.stderr)")
+        #expect(exporter.watch.stop(SIGTERM).status == 0, "\(exporter.watch.stderr)")
+    }
+
     @Test func hostileClientsDoNotStopIt() throws {
         let fleet = try Fleet()
         try fleet.publish(FleetStatusTests.report("k1", "7"))

@@ -135,9 +135,11 @@ final class ReportCollector: Sendable {
     /// for longer than the timeout (then throws). `changed` gets the inbox once the retained set is
     /// in (or the timeout passed), then whenever it changed, at most once per `interval`; after a
     /// reconnect the inbox is rebuilt from the retained set again before it replaces the old one,
-    /// so a report cleared meanwhile disappears.
+    /// so a report cleared meanwhile disappears. `connected` is told `true` when a retained set is in
+    /// (the picture is live), `false` when the connection is lost (the picture is the last one).
     func watch(
-        stop: StopSignal, interval: Duration = .seconds(1), changed: (FleetInbox) -> Void
+        stop: StopSignal, interval: Duration = .seconds(1), connected: (Bool) -> Void = { _ in },
+        changed: (FleetInbox) -> Void
     ) throws(AdminFailure) {
         try connect()
         defer { disconnect() }
@@ -185,6 +187,7 @@ final class ReportCollector: Sendable {
                 }
                 lastError = reason
                 lostSince = .now
+                connected(false)
                 Output.note("Lost the connection to the MQTT broker at \(broker) (\(reason)); reconnecting")
                 continue
             }
@@ -197,6 +200,7 @@ final class ReportCollector: Sendable {
                     shownOnce = true
                     dirty = true
                     lastShown = now - interval
+                    connected(true)
                 } else if timedOut {
                     throw .failure(
                         "the MQTT broker at \(broker) did not "

@@ -10,6 +10,7 @@ final class ExporterPage: Sendable {
     private struct State {
         var fleet = ""
         var ready = false
+        var connected = false
         var changedAt: Timestamp?
     }
 
@@ -38,15 +39,24 @@ final class ExporterPage: Sendable {
         }
     }
 
+    /// The connection to the broker is up with its retained set in (`true`), or lost (`false`).
+    func connection(_ up: Bool) { state.withLock { $0.connected = up } }
+
     /// The whole page, counting this scrape.
     func render() -> String {
         let scrape = scrapes.add(1, ordering: .relaxed).newValue
-        let (fleet, ready, changedAt) = state.withLock { ($0.fleet, $0.ready, $0.changedAt) }
+        let (fleet, ready, connected, changedAt) = state.withLock {
+            ($0.fleet, $0.ready, $0.connected, $0.changedAt)
+        }
         let own = [
             MetricFamily(
                 name: "rcagent_fleet_exporter_ready",
                 help: "1 once the broker's retained reports are in (the other rcagent_fleet_* series come then).",
                 kind: .gauge, samples: [MetricSample(value: ready ? 1 : 0)]),
+            MetricFamily(
+                name: "rcagent_fleet_exporter_broker_connected",
+                help: "1 while connected to the broker with its retained reports in (0: the series are the last seen).",
+                kind: .gauge, samples: [MetricSample(value: connected ? 1 : 0)]),
             MetricFamily(
                 name: "rcagent_fleet_exporter_last_change_timestamp_seconds",
                 help: "When the fleet's picture last changed (Unix time).", kind: .gauge,

@@ -70,7 +70,7 @@ enum FleetExporterCommand {
         do {
             try await DetachedThread.run(noThread: .failure("cannot start a thread")) { () throws(AdminFailure) in
                 var overflowNoted = false
-                try collector.watch(stop: stop) { inbox in
+                try collector.watch(stop: stop, connected: page.connection) { inbox in
                     if inbox.overflow > 0 && !overflowNoted {
                         overflowNoted = true
                         Output.note(
