@@ -16,13 +16,14 @@
 //     the realtime stream see it only through narrow protocols (Agent/ChannelInterfaces.swift), so each is
 //     unit-tested against a fake;
 //   RCSigning (DSSE envelopes, Ed25519 via libcrypto) → RCCore: the daemon verifies, rcadmin signs;
-//   RCAdmin (rcadmin) → RCHTTP, RCFirebase, RCGoogle, RCMQTT, RCService, RCSigning, RCTemplate, never RCAgent.
+//   RCAdmin (rcadmin) → RCHTTP, RCFirebase, RCGoogle, RCMQTT, RCService, RCSigning, RCTemplate, never RCAgent;
+//     its fleet exporter serves HTTP with libmicrohttpd (CMicroHTTPD), loaded on first use like the others.
 // `rcagent` → RCClient → RCStore + RCSystem + RCCore must never reach libcurl, libmosquitto or full Foundation.
 //
 // rcagent and rcagentd are one executable, `rcagent`, that runs the daemon when called as `rcagentd` (a
 // link to it): one copy of the Swift runtime on the device instead of two. So that the CLI still starts
-// with only libc and libsqlite3 mapped, no executable links libcurl, libmosquitto, libcrypto, libpcre2 or
-// libsystemd: their C modules have no `link`, and CLazyLibraries defines the functions used from them as
+// with only libc and libsqlite3 mapped, no executable links libcurl, libmosquitto, libcrypto, libpcre2,
+// libmicrohttpd (rcadmin's fleet exporter) or libsystemd: their C modules have no `link`, and CLazyLibraries defines the functions used from them as
 // wrappers that load the library on first use (and the module that owns each says what needs it), and
 // sd_notify and sd_watchdog_enabled as the documented protocol they speak, without libsystemd.
 import PackageDescription
@@ -40,8 +41,9 @@ let package = Package(
         .systemLibrary(name: "CMosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CCrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CPCRE2", providers: [.apt(["libpcre2-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CLinux"),
-        // The five libraries above, loaded on first use or written out (see the top of this file). No
+        // The six libraries above, loaded on first use or written out (see the top of this file). No
         // pkgConfig for them: its --libs would link them again.
         .target(name: "CLazyLibraries"),
 
@@ -72,7 +74,7 @@ let package = Package(
             name: "RCAdmin",
             dependencies: [
                 "RCCore", "RCSystem", "RCMQTT", "RCHTTP", "RCFirebase", "RCGoogle", "RCService", "RCSigning",
-                "RCTemplate",
+                "RCTemplate", "CMicroHTTPD", "CLazyLibraries",
             ]),
 
         // rcagent and, called as rcagentd, the daemon (main.swift chooses by the name it is called by).

@@ -14,10 +14,12 @@ static const rc_lazy_definition *const definitions[] = {
     [RC_LAZY_MOSQUITTO] = &rc_lazy_mosquitto,
     [RC_LAZY_CRYPTO] = &rc_lazy_crypto,
     [RC_LAZY_PCRE2] = &rc_lazy_pcre2,
+    [RC_LAZY_MICROHTTPD] = &rc_lazy_microhttpd,
 };
 #define LIBRARIES (sizeof definitions / sizeof definitions[0])
 
-static pthread_once_t once[LIBRARIES] = {PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT};
+static pthread_once_t once[LIBRARIES] = {PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT,
+                                         PTHREAD_ONCE_INIT};
 static int ready[LIBRARIES];
 static char errors[LIBRARIES][512];
 
@@ -58,11 +60,13 @@ static void load_curl(void) { load(RC_LAZY_CURL); }
 static void load_mosquitto(void) { load(RC_LAZY_MOSQUITTO); }
 static void load_crypto(void) { load(RC_LAZY_CRYPTO); }
 static void load_pcre2(void) { load(RC_LAZY_PCRE2); }
+static void load_microhttpd(void) { load(RC_LAZY_MICROHTTPD); }
 static void (*const loaders[LIBRARIES])(void) = {
     [RC_LAZY_CURL] = load_curl,
     [RC_LAZY_MOSQUITTO] = load_mosquitto,
     [RC_LAZY_CRYPTO] = load_crypto,
     [RC_LAZY_PCRE2] = load_pcre2,
+    [RC_LAZY_MICROHTTPD] = load_microhttpd,
 };
 
 const char *rc_lazy_require(rc_lazy_library library) {

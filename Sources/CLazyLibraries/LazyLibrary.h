@@ -19,7 +19,7 @@ typedef struct {
     size_t count;
 } rc_lazy_definition;
 
-extern const rc_lazy_definition rc_lazy_curl, rc_lazy_mosquitto, rc_lazy_crypto, rc_lazy_pcre2;
+extern const rc_lazy_definition rc_lazy_curl, rc_lazy_mosquitto, rc_lazy_crypto, rc_lazy_pcre2, rc_lazy_microhttpd;
 
 /// The resolved function `index` of `library`, loading it first; aborts with the reason when the
 /// library cannot be loaded (a caller that skipped rc_lazy_require).

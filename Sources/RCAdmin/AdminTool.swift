@@ -13,7 +13,8 @@ public enum AdminTool {
         TokenCommands.projectId, TokenCommands.token, TemplateCommands.get, TemplateCommands.publish,
         TemplateHistoryCommands.versions, TemplateHistoryCommands.rollback, TemplateHistoryCommands.diff,
         SetUpdateCommand.command, NotifyCommand.notifyStale, ActivityCommand.start, ActivityCommand.update,
-        ActivityCommand.end, FleetStatusCommand.command, KeyCommands.generate, SignCommands.sign, SignCommands.verify,
+        ActivityCommand.end, FleetStatusCommand.command, FleetExporterCommand.command, KeyCommands.generate,
+        SignCommands.sign, SignCommands.verify,
     ]
 
     /// The overview `rcadmin --help` prints: every command's synopsis.

@@ -55,11 +55,13 @@ import Testing
         let errors: String
         private var result: ProcessResult?
 
-        init(_ sandbox: Sandbox, _ arguments: [String]) throws {
+        /// `executable`: another program than rcadmin, followed the same way.
+        init(_ sandbox: Sandbox, _ arguments: [String], executable: String? = nil) throws {
             output = sandbox.root.appendingPathComponent("watch-\(UUID().uuidString.prefix(6)).out").path
             errors = output + ".err"
             process = try Subprocess(
-                "/bin/sh", ["-c", #"exec "$0" "$@" > "$OUT" 2> "$ERR""#, Binaries.url("rcadmin").path] + arguments,
+                "/bin/sh",
+                ["-c", #"exec "$0" "$@" > "$OUT" 2> "$ERR""#, executable ?? Binaries.url("rcadmin").path] + arguments,
                 environment: ["OUT": output, "ERR": errors, "PATH": "/usr/bin:/bin"])
         }
 

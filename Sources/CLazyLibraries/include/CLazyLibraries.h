@@ -6,7 +6,7 @@
 // CLI's start-up is the budget `rcagent get` is measured by: every library in the executable's
 // NEEDED list is mapped and relocated before main, libcurl and libcrypto with a dozen libraries of
 // their own. So no executable links these libraries: this target defines the functions the Swift
-// code calls (curl_*, mosquitto_*, EVP_* and the like, pcre2_*_8) as thin wrappers that open the
+// code calls (curl_*, mosquitto_*, EVP_* and the like, pcre2_*_8, MHD_*) as thin wrappers that open the
 // library and resolve every function used from it the first time any of them is called. A device
 // without an optional library (libmosquitto on one without MQTT) runs every feature that does not
 // need it. The two sd_* functions are not loaded at all but written out (Systemd.c).
@@ -23,6 +23,7 @@ typedef enum {
     RC_LAZY_MOSQUITTO = 1,
     RC_LAZY_CRYPTO = 2,
     RC_LAZY_PCRE2 = 3,
+    RC_LAZY_MICROHTTPD = 4,
 } rc_lazy_library;
 
 /// Loads `library` and resolves every function used from it, once per process (thread-safe).

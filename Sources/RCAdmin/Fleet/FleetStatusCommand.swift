@@ -3,6 +3,7 @@ import Glibc
 import RCCore
 import RCService
 import RCSystem
+import Synchronization
 
 /// `rcadmin fleet status`: the fleet as its agents report it (`[Report] MQTTStatusTopic=`), read
 /// from the broker's retained reports. Wires the options to ``ReportCollector`` (MQTT),
@@ -33,8 +34,10 @@ enum FleetStatusCommand {
             state, or lag behind the newest version; then the device ids of each (the first 20 of
             each; --limit N or --all). Reports that cannot be read, or that name another device than
             their topic does, are listed as unreadable. --json prints one document with full lists
-            and the reports. --watch keeps following and prints a line whenever the picture changes
-            (at most one a second; JSON lines with --json) until SIGINT or SIGTERM.
+            and the reports. --watch keeps following until SIGINT or SIGTERM: on a terminal, one
+            progress line redrawn in place (devices on the newest version of those online, rolled
+            back, stale, offline); otherwise a line whenever the picture changes (at most one a
+            second; JSON lines with --json).
             The retained set is complete when the command's own marker message, published after
             subscribing, comes back, or after 2 s without a message; --timeout (default 5s, 30s with
             --watch) bounds that and, in a watch, how long a lost connection may take to come back.
@@ -57,15 +60,18 @@ enum FleetStatusCommand {
         }
     }
 
-    /// The broker, topic and bounds from the command line, checked.
-    static func settings(_ options: ParsedOptions) throws(AdminFailure) -> ReportCollector.Settings {
+    /// The broker, topic and bounds from the command line, checked (shared with `fleet exporter`,
+    /// whose `defaultTimeout` is the watch's).
+    static func settings(_ options: ParsedOptions, defaultTimeout: Duration? = nil) throws(AdminFailure)
+        -> ReportCollector.Settings
+    {
         let topic = options.value("topic") ?? defaultTopic
         guard !topic.isEmpty, !topic.contains("+"), !topic.contains("#"), !topic.hasSuffix("/") else {
             throw .usage(
                 "--topic must be a topic without the MQTT wildcards + and # and without a trailing /, got '"
                     + TextEscaping.terminal(topic) + "'")
         }
-        var timeout = options.flag("watch") ? defaultWatchTimeout : defaultTimeout
+        var timeout = defaultTimeout ?? (options.flag("watch") ? defaultWatchTimeout : Self.defaultTimeout)
         if let text = options.value("timeout") {
             guard let duration = DurationText.parse(text), duration > .zero else {
                 throw .usage("--timeout must be a duration such as 10s or 1min, got '\(TextEscaping.terminal(text))'")
@@ -132,6 +138,14 @@ enum FleetStatusCommand {
             readerCheck.cancel()
             signalled.cancel()
         }
+        // On a terminal, one progress line redrawn in place (at most once a second, as the
+        // watch calls back); to a file or pipe, a line per change, for whatever reads them.
+        let terminal = !json && isatty(1) == 1
+        let drawn = Mutex(false)
+        defer {
+            // The shell's prompt after the progress line, not on it.
+            if drawn.withLock({ $0 }) { Output.data("\n") }
+        }
         try await DetachedThread.run(noThread: .failure("cannot start a thread")) { () throws(AdminFailure) in
             var last = ""
             var overflowNoted = false
@@ -146,16 +160,30 @@ enum FleetStatusCommand {
                 let picture =
                     json
                     ? JSONValue.object(FleetStatusOutput.counts(summary)).compactText
-                    : FleetStatusOutput.watchLine(summary)
+                    : terminal ? FleetStatusOutput.progressLine(summary) : FleetStatusOutput.watchLine(summary)
                 guard picture != last else { return }
                 last = picture
                 if json {
                     Output.json(FleetStatusOutput.watchJSON(summary, at: now))
+                } else if terminal {
+                    // The time and a space take 9 columns; the last column stays free (no wrap).
+                    let width = terminalColumns().map { max(0, $0 - 10) }
+                    Output.data(
+                        FleetStatusOutput.redraw + FleetStatusOutput.clock(now) + " "
+                            + FleetStatusOutput.progressLine(summary, width: width))
+                    drawn.withLock { $0 = true }
                 } else {
                     Output.data(FleetStatusOutput.clock(now) + " " + picture + "\n")
                 }
             }
         }
+    }
+
+    /// The terminal's width on stdout, when it says.
+    static func terminalColumns() -> Int? {
+        var size = winsize()
+        guard ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
+        return Int(size.ws_col)
     }
 
     /// Whether stdout is a pipe or socket whose reader has closed it.

@@ -190,6 +190,34 @@ public enum FleetStatusOutput {
         return parts.joined(separator: " · ")
     }
 
+    /// The `--watch` progress line on a terminal, without its time: `v43 on 812/998 online ·
+    /// rolled back 3 · stale 150 · offline 2` (the online devices on the newest version of the
+    /// online ones), plus unreadable reports when there are any. Cut to `width` columns (counted
+    /// as scalars: every text from a report in it is escaped) so that a redraw with `\r` stays on
+    /// one line.
+    public static func progressLine(_ summary: FleetSummary, width: Int? = nil) -> String {
+        var parts: [String] = []
+        let online = summary.online.count
+        if let newest = summary.newestVersion, let number = TemplateVersionOrder.number(newest) {
+            let onNewest = summary.reports.filter {
+                $0.online && TemplateVersionOrder.number($0.templateVersion) == number
+            }.count
+            parts.append("\(shown(newest)) on \(onNewest)/\(online) online")
+        } else {
+            parts.append("no version · \(online) online")
+        }
+        parts.append("rolled back \(summary.rolledBack.count)")
+        parts.append("stale \(summary.stale.count)")
+        parts.append("offline \(summary.offline.count)")
+        if !summary.unreadable.isEmpty { parts.append("unreadable \(summary.unreadable.count)") }
+        let line = parts.joined(separator: " · ")
+        guard let width, line.unicodeScalars.count > width else { return line }
+        return String(String.UnicodeScalarView(line.unicodeScalars.prefix(max(0, width))))
+    }
+
+    /// What redraws the progress line in place: back to the line's start, clear it, write it.
+    public static let redraw = "\r\u{1b}[2K"
+
     /// `HH:MM:SS` (UTC) of `at`, the watch line's prefix.
     public static func clock(_ at: Timestamp) -> String {
         let text = at.iso8601  // 2026-11-30T12:00:01Z

@@ -51,6 +51,11 @@ final class ReportCollector: Sendable {
     /// This run's marker topic: unique, so another operator's run does not end ours.
     private let markerTopic: String
     private let subscriptions: [String]
+    private let received = Atomic<Int>(0)
+
+    /// Messages on the report topic since the collector was made, across reconnects (the
+    /// exporter's `rcagent_fleet_reports_received_total`): reports, cleared ones, unreadable ones.
+    var reportsReceived: Int { received.load(ordering: .relaxed) }
 
     init(_ settings: Settings) throws(AdminFailure) {
         guard let (tls, host, port) = MQTTAddress.parse(settings.url) else {
@@ -130,9 +135,11 @@ final class ReportCollector: Sendable {
     /// for longer than the timeout (then throws). `changed` gets the inbox once the retained set is
     /// in (or the timeout passed), then whenever it changed, at most once per `interval`; after a
     /// reconnect the inbox is rebuilt from the retained set again before it replaces the old one,
-    /// so a report cleared meanwhile disappears.
+    /// so a report cleared meanwhile disappears. `connected` is told `true` when a retained set is in
+    /// (the picture is live), `false` when the connection is lost (the picture is the last one).
     func watch(
-        stop: StopSignal, interval: Duration = .seconds(1), changed: (FleetInbox) -> Void
+        stop: StopSignal, interval: Duration = .seconds(1), connected: (Bool) -> Void = { _ in },
+        changed: (FleetInbox) -> Void
     ) throws(AdminFailure) {
         try connect()
         defer { disconnect() }
@@ -180,6 +187,7 @@ final class ReportCollector: Sendable {
                 }
                 lastError = reason
                 lostSince = .now
+                connected(false)
                 Output.note("Lost the connection to the MQTT broker at \(broker) (\(reason)); reconnecting")
                 continue
             }
@@ -192,6 +200,7 @@ final class ReportCollector: Sendable {
                     shownOnce = true
                     dirty = true
                     lastShown = now - interval
+                    connected(true)
                 } else if timedOut {
                     throw .failure(
                         "the MQTT broker at \(broker) did not "
@@ -274,11 +283,13 @@ final class ReportCollector: Sendable {
                 session.progress.marker(at: .now)
             } else {
                 session.progress.message(at: .now)
+                received.add(1, ordering: .relaxed)
                 if session.inbox.receive(topic: topic, payload: payload) { session.changed = true }
             }
         case let .oversized(topic, size):
             // Part of the retained set all the same (the quiet period waits for it), and listed.
             session.progress.message(at: .now)
+            received.add(1, ordering: .relaxed)
             if session.inbox.receive(topic: topic, payload: [], oversized: size) { session.changed = true }
         case .published, .disconnected, .fellBack, .subscriptionGranted, .subscriptionRefused, .subscribeFailed:
             break  // the loss comes with its reason as .failed; the session subscribes nothing of its own
