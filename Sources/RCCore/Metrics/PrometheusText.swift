@@ -116,7 +116,8 @@ public enum PrometheusText {
         guard !name.isEmpty else { return false }
         for (index, byte) in name.utf8.enumerated() {
             switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "_"): continue
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "_"):
+                continue
             case UInt8(ascii: "0")...UInt8(ascii: "9") where index > 0: continue
             case UInt8(ascii: ":") where colons: continue
             default: return false
