@@ -44,6 +44,8 @@ actor Agent {
     var installedApp: Result<InstalledVersion, UpdateCheckError>?
     /// The trial whose health check runs now, if any (ActivationTrials.swift).
     var trial = ActivationTrial()
+    /// When the daemon started (the metrics' `rcagent_start_time_seconds`).
+    let startTime = Timestamp.now()
 
     init(
         config: AgentConfig, store: StateStore, source: any ConfigSource, log: Logger, notifier: SystemdNotifier,
@@ -184,7 +186,10 @@ actor Agent {
 
     /// What the push channel (MQTT) is doing, for status.
     func setPushState(_ state: PushState?) {
+        guard writer.board.push != state else { return }
         writer.board.push = state
+        // The metrics show whether the channel is connected.
+        writer.stateMayHaveChanged()
     }
 
     /// Handles an FCM-style message exactly as a push channel delivers it: its Live Activity, if it

@@ -1,0 +1,91 @@
+import RCCore
+import RCService
+import RCSystem
+
+/// What the metrics file (``MetricsWriter``) needs of the agent: its metrics now, and a word
+/// whenever they may have changed. The one place the writer is coupled to the agent.
+protocol MetricsSubject: Sendable {
+    func deviceMetrics() async -> DeviceMetrics
+    /// Calls `observer` (on any thread) whenever the state may have changed; the id stops it.
+    func observeChanges(_ observer: @escaping @Sendable () -> Void) async -> Int
+    func stopObservingChanges(_ id: Int) async
+}
+
+extension Agent: MetricsSubject {}
+
+/// The metrics file (`[Report] MetricsFile=`): the agent's ``DeviceMetrics`` in the Prometheus
+/// text format, for node_exporter's textfile collector. Written at start and again whenever the
+/// text changes, each time whole: a temporary file beside it, fsync'd, renamed over it (mode
+/// 0644 whatever the umask: node_exporter reads it as another user), so a reader never sees half
+/// a file. A write that fails (the directory is missing, read-only, full) is logged once, and again
+/// only when the reason changes or an hour later; it is retried every ``retryInterval`` and on the
+/// next change, and never stops the daemon. It runs on a queue of its own: fsync blocks.
+actor MetricsWriter {
+    let path: String
+    private let subject: any MetricsSubject
+    private let log: Logger
+    private let executor = QueueExecutor(label: "rcagent.metrics")
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    private let inbox = Inbox<Void>()
+
+    static let retryInterval = Duration.seconds(30)
+    static let failureLogInterval = Duration.seconds(3600)
+
+    /// The text last written (a change of what is shown, not of the clock, makes a write).
+    private var written: String?
+    /// The last failure logged: its reason and when.
+    private var failure: (reason: String, at: ContinuousClock.Instant)?
+
+    init(path: String, subject: any MetricsSubject, log: Logger) {
+        self.path = path
+        self.subject = subject
+        self.log = log
+    }
+
+    /// Writes the file on every change until the calling task is cancelled.
+    func run() async {
+        let observer = await subject.observeChanges { [inbox] in inbox.send(()) }
+        while !Task.isCancelled {
+            await writeIfChanged()
+            // Without a failure, a change wakes it; after one, the retry interval too.
+            _ = await inbox.next(until: failure == nil ? nil : ContinuousClock.now + Self.retryInterval)
+        }
+        await subject.stopObservingChanges(observer)
+    }
+
+    /// Writes the metrics as they are now, when their text is not the one last written.
+    func writeIfChanged() async {
+        let text = await subject.deviceMetrics().text
+        guard text != written else { return }
+        do {
+            try FileBytes.writeAtomically(path, Array(text.utf8), mode: 0o644, exactMode: true)
+            written = text
+            if failure != nil {
+                failure = nil
+                log.info("Writing the metrics to \(path) again")
+            }
+        } catch {
+            let now = ContinuousClock.now
+            // The same failure is the same call failing the same way (the temporary name differs each time).
+            let reason = "\(error.operation.prefix { $0 != " " }) \(error.errno)"
+            if let failure, failure.reason == reason, now - failure.at < Self.failureLogInterval { return }
+            failure = (reason, now)
+            log.warning("Failed to write the metrics to \(path): \(error), retrying every 30 s, ignoring")
+        }
+    }
+}
+
+/// The metrics file as a service of the config; a reload that drops or moves it removes the old
+/// file (``retire()``): node_exporter would go on showing a device's state frozen at that time.
+struct MetricsService: Service {
+    let writer: MetricsWriter
+    var name: String { "metrics file \(writer.path)" }
+
+    func run() async throws {
+        await writer.run()
+    }
+
+    func retire() async {
+        FileBytes.remove(writer.path)
+    }
+}
