@@ -54,9 +54,12 @@ import Testing
 
     @Test func nodeExporterReadsTheDaemonsMetricsAfterAnActivationAndAStalePing() throws {
         let sandbox = try Sandbox()
+        // As fleet.md has it: the file in the daemon's state directory, a link to it in the
+        // collector's directory (the hardened unit may write nowhere else).
         let textfiles = sandbox.root.appendingPathComponent("textfile").path
         try FileManager.default.createDirectory(atPath: textfiles, withIntermediateDirectories: true)
-        let metricsFile = textfiles + "/rcagent.prom"
+        let metricsFile = sandbox.statePath + "/rcagent.prom"
+        #expect(symlink(metricsFile, textfiles + "/rcagent.prom") == 0)
         try sandbox.writeConfig(extra: "[Report]\nMetricsFile=\(metricsFile)\n")
         let daemon = try sandbox.startServing(version: 7)
         defer { _ = daemon.stop() }
@@ -71,7 +74,8 @@ import Testing
         var info = stat()
         #expect(stat(metricsFile, &info) == 0 && info.st_mode & 0o777 == 0o644)
         // No temporary file is left beside it (node_exporter reads only `*.prom`, but still).
-        #expect(try FileManager.default.contentsOfDirectory(atPath: textfiles) == ["rcagent.prom"])
+        let left = try FileManager.default.contentsOfDirectory(atPath: sandbox.statePath)
+        #expect(!left.contains { $0.contains(".tmp-") }, "\(left)")
         let lint = try runProcess("/bin/sh", ["-c", "promtool check metrics < \"$0\"", metricsFile])
         #expect(lint.status == 0, "\(lint.stdout)\(lint.stderr)")
 
