@@ -153,6 +153,8 @@ import Testing
         defer { _ = daemon.stop() }
         #expect(eventually { daemon.log.contains("Failed to write the metrics to \(metricsFile)") }, "\(daemon.log)")
         #expect(try sandbox.cli("get", "key_0").stdout == "v3\n")
+        let doctor = try sandbox.cli("doctor")
+        #expect(doctor.stdout.contains("\(metricsFile): the directory \(textfiles) does not exist"), "\(doctor.stdout)")
         try FileManager.default.createDirectory(atPath: textfiles, withIntermediateDirectories: true)
         try sandbox.publish(Sandbox.document(version: 4))
         #expect(try sandbox.cli("fetch", "--wait").status == 0)
@@ -163,6 +165,7 @@ import Testing
             },
             "\(daemon.log)")
         #expect(daemon.log.components(separatedBy: "Failed to write the metrics").count == 2, "\(daemon.log)")
+        #expect(try sandbox.cli("doctor").stdout.contains("\(metricsFile) written "))
         #expect(daemon.stop() == 0)
     }
 
