@@ -169,6 +169,43 @@ import Testing
         #expect(daemon.stop() == 0)
     }
 
+    /// Safe activation in the file: a trial that passes ends (`rcagent_activation_trial 0`, though its
+    /// commit logs no event), one that fails is a rollback and a rejected version.
+    @Test func trialsAndRollbacksShowInTheFile() throws {
+        let sandbox = try Sandbox()
+        let metricsFile = sandbox.root.appendingPathComponent("rcagent.prom").path
+        let check = sandbox.root.appendingPathComponent("check").path
+        let failing = sandbox.root.appendingPathComponent("failing").path
+        // The check answers after the fetch round has ended (and said all it had to say).
+        try "#!/bin/sh\nsleep 1\n[ ! -e \(failing) ]\n".write(toFile: check, atomically: true, encoding: .utf8)
+        chmod(check, 0o755)
+        try sandbox.writeConfig(extra: "[Report]\nMetricsFile=\(metricsFile)\n[Activation]\nHealthCheck=\(check)\n")
+        func samples() -> [String] {
+            Self.samples((try? String(contentsOfFile: metricsFile, encoding: .utf8)) ?? "")
+        }
+        let daemon = try sandbox.startServing(version: 1)
+        defer { _ = daemon.stop() }
+        #expect(
+            eventually {
+                let now = samples()
+                return now.contains("rcagent_template_version 1") && now.contains("rcagent_activation_trial 0")
+                    && now.contains("rcagent_activations_total 1")
+            }, "\(samples())\n\(daemon.log)")
+
+        FileManager.default.createFile(atPath: failing, contents: nil)
+        try sandbox.publish(Sandbox.document(version: 2))
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        #expect(
+            eventually {
+                let now = samples()
+                return now.contains("rcagent_rollbacks_total 1") && now.contains("rcagent_rejected_versions 1")
+                    && now.contains("rcagent_template_version 1") && now.contains("rcagent_activation_trial 0")
+                    && now.contains("rcagent_activations_total 2")
+            }, "\(samples())\n\(daemon.log)")
+        #expect(Self.value("rcagent_last_rollback_timestamp_seconds", in: samples()) ?? 0 > 1.7e9)
+        #expect(daemon.stop() == 0)
+    }
+
     @Test func aRelativeMetricsFileIsAConfigErrorWithItsLine() throws {
         let sandbox = try Sandbox()
         try sandbox.writeConfig(extra: "[Report]\nMetricsFile=metrics.prom\n")

@@ -76,6 +76,8 @@ final class StateWriter {
     func commitTrial(at now: Timestamp) throws(StoreError) {
         defer { events.publish() }
         try store.commitTrial(at: now)
+        // A commit logs no event, but the trial's end changes what the report and the metrics show.
+        events.stateMayHaveChanged()
     }
 
     /// The trial failed: the previous snapshot is active again, the hooks hear `rolled-back` with
