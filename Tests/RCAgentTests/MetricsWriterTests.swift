@@ -1,0 +1,125 @@
+import Glibc
+import RCCore
+import RCService
+import RCSystem
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import RCAgent
+
+/// The agent as the metrics file sees it: metrics whose template version the test changes, and the
+/// observers it tells.
+actor FakeMetricsSubject: MetricsSubject {
+    private var templateVersion = "1"
+    private var observers: [Int: @Sendable () -> Void] = [:]
+    /// Every observer registration (the writer listens), then every metrics read, in order.
+    nonisolated let calls = Inbox<String>()
+
+    func deviceMetrics() -> DeviceMetrics {
+        calls.send("read")
+        let report = DeviceReport(
+            deviceId: "dev", online: true, at: .now(), agentVersion: "test", templateVersion: templateVersion,
+            stale: .init(set: false, since: nil), lastFetch: .init(status: nil, at: nil, error: nil),
+            appInstalled: nil, update: .unknown, activities: 0)
+        return DeviceMetrics(
+            report: report, lastFetchSuccess: nil, activationPending: false, activities: [:], pushConnected: nil,
+            counters: .init(), startTime: Timestamp(milliseconds: 1_000))
+    }
+
+    func observeChanges(_ observer: @escaping @Sendable () -> Void) -> Int {
+        observers[1] = observer
+        calls.send("observe")
+        return 1
+    }
+
+    func stopObservingChanges(_ id: Int) {
+        observers[id] = nil
+        calls.send("stop")
+    }
+
+    func change(templateVersion version: String) {
+        templateVersion = version
+        for observer in observers.values { observer() }
+    }
+}
+
+/// ``MetricsWriter`` against a fake agent and real files: written whole, only when the text
+/// changes, a failure logged once and the daemon's loop carrying on.
+@Suite(.timeLimit(.minutes(10))) struct MetricsWriterTests {
+    final class Lines: Sendable {
+        let lines = Mutex<[String]>([])
+        var logger: Logger { Logger(sink: { [self] line in lines.withLock { $0.append(line) } }) }
+        var all: [String] { lines.withLock { $0 } }
+    }
+
+    static func text(_ path: String) -> String {
+        (try? FileBytes.read(path)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+    }
+
+    static func inode(_ path: String) -> ino_t? {
+        var info = stat()
+        return stat(path, &info) == 0 ? info.st_ino : nil
+    }
+
+    @Test func writesOnlyWhenTheTextChanges() async throws {
+        try await TemporaryDirectory.with { directory in
+            let path = directory.file("rcagent.prom")
+            let subject = FakeMetricsSubject()
+            let writer = MetricsWriter(path: path, subject: subject, log: Logger { _ in })
+            await writer.writeIfChanged()
+            let first = try #require(Self.inode(path))
+            #expect(
+                Self.text(path).contains(
+                    "rcagent_template_version 1\n"))
+            await writer.writeIfChanged()
+            #expect(Self.inode(path) == first)  // the same file: not written again
+            await subject.change(templateVersion: "2")
+            await writer.writeIfChanged()
+            #expect(Self.inode(path) != first)
+            #expect(
+                Self.text(path).contains(
+                    "rcagent_template_version 2\n"))
+            #expect(FileBytes.directoryEntries(directory.path) == ["rcagent.prom"])
+        }
+    }
+
+    @Test func aFailureIsLoggedOnceAndTheNextWriteSaysItWorksAgain() async throws {
+        try await TemporaryDirectory.with { directory in
+            let path = directory.file("later/rcagent.prom")
+            let lines = Lines()
+            let subject = FakeMetricsSubject()
+            let writer = MetricsWriter(path: path, subject: subject, log: lines.logger)
+            await writer.writeIfChanged()
+            await subject.change(templateVersion: "2")
+            await writer.writeIfChanged()
+            await writer.writeIfChanged()
+            #expect(lines.all.count == 1, "\(lines.all)")
+            #expect(
+                lines.all.first?.hasPrefix("<4>Failed to write the metrics to \(path): open ") == true, "\(lines.all)")
+            #expect(mkdir(directory.file("later"), 0o755) == 0)
+            await writer.writeIfChanged()
+            #expect(lines.all.last == "<6>Writing the metrics to \(path) again\n", "\(lines.all)")
+            #expect(Self.inode(path) != nil)
+        }
+    }
+
+    @Test func theLoopWritesAtStartAndOnEveryChangeUntilCancelled() async throws {
+        try await TemporaryDirectory.with { directory in
+            let path = directory.file("rcagent.prom")
+            let subject = FakeMetricsSubject()
+            let writer = MetricsWriter(path: path, subject: subject, log: Logger { _ in })
+            let task = Task { await writer.run() }
+            #expect(await subject.calls.next() == "observe")
+            #expect(await subject.calls.next() == "read")
+            await subject.change(templateVersion: "3")
+            #expect(await subject.calls.next() == "read")
+            #expect(eventually { Self.text(path).contains("rcagent_template_version 3\n") })
+            task.cancel()
+            await task.value
+            var rest: [String] = []
+            while let call = await subject.calls.next(until: .now) { rest.append(call) }
+            #expect(rest.last == "stop", "\(rest)")
+        }
+    }
+}
