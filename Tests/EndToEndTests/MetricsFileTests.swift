@@ -206,6 +206,31 @@ import Testing
         #expect(daemon.stop() == 0)
     }
 
+    /// A reload that moves the file writes the new one and removes the old one (node_exporter would
+    /// go on showing the device frozen); one that drops MetricsFile= removes it.
+    @Test func aReloadMovesTheFileAndRemovesTheOldOne() throws {
+        let sandbox = try Sandbox()
+        let first = sandbox.root.appendingPathComponent("first.prom").path
+        let second = sandbox.root.appendingPathComponent("second.prom").path
+        try sandbox.writeConfig(extra: "[Report]\nMetricsFile=\(first)\n")
+        let daemon = try sandbox.startServing(version: 5)
+        defer { _ = daemon.stop() }
+        #expect(eventually { FileManager.default.fileExists(atPath: first) }, "\(daemon.log)")
+        try sandbox.writeConfig(extra: "[Report]\nMetricsFile=\(second)\n")
+        let reload = try sandbox.cli("reload")
+        #expect(reload.status == 0, "\(reload.stdout)\(reload.stderr)")
+        #expect(
+            eventually {
+                !FileManager.default.fileExists(atPath: first)
+                    && ((try? String(contentsOfFile: second, encoding: .utf8)) ?? "").contains(
+                        "rcagent_template_version 5\n")
+            }, "\(daemon.log)")
+        try sandbox.writeConfig()
+        #expect(try sandbox.cli("reload").status == 0)
+        #expect(eventually { !FileManager.default.fileExists(atPath: second) }, "\(daemon.log)")
+        #expect(daemon.stop() == 0)
+    }
+
     @Test func aRelativeMetricsFileIsAConfigErrorWithItsLine() throws {
         let sandbox = try Sandbox()
         try sandbox.writeConfig(extra: "[Report]\nMetricsFile=metrics.prom\n")

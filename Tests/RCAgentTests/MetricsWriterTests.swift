@@ -104,6 +104,21 @@ actor FakeMetricsSubject: MetricsSubject {
         }
     }
 
+    @Test func aRetiredWriterRemovesTheFileAndWritesNoMore() async throws {
+        try await TemporaryDirectory.with { directory in
+            let path = directory.file("rcagent.prom")
+            let subject = FakeMetricsSubject()
+            let writer = MetricsWriter(path: path, subject: subject, log: Logger { _ in })
+            await writer.writeIfChanged()
+            #expect(Self.inode(path) != nil)
+            await writer.retire()
+            #expect(Self.inode(path) == nil)
+            await subject.change(templateVersion: "2")
+            await writer.writeIfChanged()
+            #expect(Self.inode(path) == nil)
+        }
+    }
+
     @Test func theLoopWritesAtStartAndOnEveryChangeUntilCancelled() async throws {
         try await TemporaryDirectory.with { directory in
             let path = directory.file("rcagent.prom")

@@ -35,6 +35,8 @@ actor MetricsWriter {
     private var written: String?
     /// The last failure logged: its reason and when.
     private var failure: (reason: String, at: ContinuousClock.Instant)?
+    /// Set by ``retire()``: nothing is written any more.
+    private var retired = false
 
     init(path: String, subject: any MetricsSubject, log: Logger) {
         self.path = path
@@ -55,8 +57,10 @@ actor MetricsWriter {
 
     /// Writes the metrics as they are now, when their text is not the one last written.
     func writeIfChanged() async {
+        guard !retired else { return }
         let text = await subject.deviceMetrics().text
-        guard text != written else { return }
+        // A reload may have retired the writer while it read (an actor's await lets that in).
+        guard text != written, !retired else { return }
         do {
             try FileBytes.writeAtomically(path, Array(text.utf8), mode: 0o644, exactMode: true)
             written = text
@@ -75,6 +79,15 @@ actor MetricsWriter {
     }
 }
 
+extension MetricsWriter {
+    /// Stops writing and removes the file, in that order, on the writer's queue: no write of a
+    /// change that comes in between brings the file back.
+    func retire() {
+        retired = true
+        FileBytes.remove(path)
+    }
+}
+
 /// The metrics file as a service of the config; a reload that drops or moves it removes the old
 /// file (``retire()``): node_exporter would go on showing a device's state frozen at that time.
 struct MetricsService: Service {
@@ -86,6 +99,6 @@ struct MetricsService: Service {
     }
 
     func retire() async {
-        FileBytes.remove(writer.path)
+        await writer.retire()
     }
 }
