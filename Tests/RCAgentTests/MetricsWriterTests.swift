@@ -104,6 +104,29 @@ actor FakeMetricsSubject: MetricsSubject {
         }
     }
 
+    /// A burst of changes is a few writes, not one per change, and the last one has the final state.
+    @Test func aBurstOfChangesIsTakenTogether() async throws {
+        try await TemporaryDirectory.with { directory in
+            let path = directory.file("rcagent.prom")
+            let subject = FakeMetricsSubject()
+            let writer = MetricsWriter(path: path, subject: subject, log: Logger { _ in })
+            let task = Task { await writer.run() }
+            #expect(await subject.calls.next() == "observe")
+            #expect(await subject.calls.next() == "read")
+            for version in 2...200 { await subject.change(templateVersion: String(version)) }
+            #expect(eventually { Self.text(path).contains("rcagent_template_version 200\n") })
+            // One more change, written only once every word of the burst was taken (they queue in order).
+            await subject.change(templateVersion: "201")
+            #expect(eventually { Self.text(path).contains("rcagent_template_version 201\n") })
+            task.cancel()
+            await task.value
+            var reads = 0
+            while let call = await subject.calls.next(until: .now) { reads += call == "read" ? 1 : 0 }
+            // 200 changes within a second or two: one read per interval, not one per change.
+            #expect(reads <= 5, "\(reads) reads")
+        }
+    }
+
     @Test func aRetiredWriterRemovesTheFileAndWritesNoMore() async throws {
         try await TemporaryDirectory.with { directory in
             let path = directory.file("rcagent.prom")

@@ -19,7 +19,8 @@ extension Agent: MetricsSubject {}
 /// 0644 whatever the umask: node_exporter reads it as another user), so a reader never sees half
 /// a file. A write that fails (the directory is missing, read-only, full) is logged once, and again
 /// only when the reason changes or an hour later; it is retried every ``retryInterval`` and on the
-/// next change, and never stops the daemon. It runs on a queue of its own: fsync blocks.
+/// next change, and never stops the daemon. Writes are at least ``minimumInterval`` apart. It
+/// runs on a queue of its own: fsync blocks.
 actor MetricsWriter {
     let path: String
     private let subject: any MetricsSubject
@@ -29,6 +30,8 @@ actor MetricsWriter {
     private let inbox = Inbox<Void>()
 
     static let retryInterval = Duration.seconds(30)
+    /// The shortest time between two writes.
+    static let minimumInterval = Duration.seconds(1)
     static let failureLogInterval = Duration.seconds(3600)
 
     /// The text last written (a change of what is shown, not of the clock, makes a write).
@@ -49,8 +52,12 @@ actor MetricsWriter {
         let observer = await subject.observeChanges { [inbox] in inbox.send(()) }
         while !Task.isCancelled {
             await writeIfChanged()
+            let wrote = ContinuousClock.now
             // Without a failure, a change wakes it; after one, the retry interval too.
-            _ = await inbox.next(until: failure == nil ? nil : ContinuousClock.now + Self.retryInterval)
+            _ = await inbox.next(until: failure == nil ? nil : wrote + Self.retryInterval)
+            // A burst of changes (a storm of activity messages) is one write per interval, the
+            // last one with the final state: the changes that come meanwhile are taken together.
+            while !Task.isCancelled, await inbox.next(until: wrote + Self.minimumInterval) != nil {}
         }
         await subject.stopObservingChanges(observer)
     }
