@@ -114,16 +114,16 @@ actor FakeMetricsSubject: MetricsSubject {
             #expect(await subject.calls.next() == "observe")
             #expect(await subject.calls.next() == "read")
             for version in 2...200 { await subject.change(templateVersion: String(version)) }
-            #expect(eventually { Self.text(path).contains("rcagent_template_version 200\n") })
+            #expect(await eventually(.seconds(120)) { Self.text(path).contains("rcagent_template_version 200\n") })
             // One more change, written only once every word of the burst was taken (they queue in order).
             await subject.change(templateVersion: "201")
-            #expect(eventually { Self.text(path).contains("rcagent_template_version 201\n") })
+            #expect(await eventually(.seconds(120)) { Self.text(path).contains("rcagent_template_version 201\n") })
             task.cancel()
             await task.value
             var reads = 0
             while let call = await subject.calls.next(until: .now) { reads += call == "read" ? 1 : 0 }
             // 200 changes within a second or two: one read per interval, not one per change.
-            #expect(reads <= 5, "\(reads) reads")
+            #expect(reads <= 10, "\(reads) reads")
         }
     }
 
@@ -152,7 +152,7 @@ actor FakeMetricsSubject: MetricsSubject {
             #expect(await subject.calls.next() == "read")
             await subject.change(templateVersion: "3")
             #expect(await subject.calls.next() == "read")
-            #expect(eventually { Self.text(path).contains("rcagent_template_version 3\n") })
+            #expect(await eventually(.seconds(120)) { Self.text(path).contains("rcagent_template_version 3\n") })
             task.cancel()
             await task.value
             var rest: [String] = []
