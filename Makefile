@@ -6,9 +6,10 @@ SWIFTPM_FLAGS ?=
 ROOT       := $(CURDIR)
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BUILD_DEPS := libsqlite3-dev libsystemd-dev libcurl4-openssl-dev libssl-dev libmosquitto-dev libpcre2-dev libmicrohttpd-dev pkg-config g++
-# nginx, nats-server and prometheus: the fleet tests and bench start their own processes (config, pid
-# file, logs and data in a temporary directory), never the packages' system services, which they do not need.
-TEST_DEPS  := $(BUILD_DEPS) sqlite3 python3 openssl mosquitto mosquitto-clients iproute2 dash libsystemd-shared strace nginx nats-server prometheus faketime go-md2man man-db groff-base
+# nginx, nats-server, prometheus and prometheus-node-exporter: the fleet and metrics tests and the
+# bench start their own processes (config, pid file, logs and data in a temporary directory), never
+# the packages' system services, which they do not need.
+TEST_DEPS  := $(BUILD_DEPS) sqlite3 python3 openssl mosquitto mosquitto-clients iproute2 dash libsystemd-shared strace nginx nats-server prometheus prometheus-node-exporter faketime go-md2man man-db groff-base
 BENCH_DEPS := $(BUILD_DEPS) sqlite3 hyperfine jq python3 mosquitto mosquitto-clients redis-server redis-tools linux-perf strace dpkg-dev binutils go-md2man nginx nats-server
 DEB_DEPS   := $(BUILD_DEPS) dpkg-dev lintian systemd binutils go-md2man python3 mosquitto mosquitto-clients procps openssl man-db groff-base
 RELIABILITY_DEPS := $(TEST_DEPS)

@@ -109,6 +109,9 @@ install_programs "$pkg" rcadmin
 install -d "$pkg/lib/systemd/system" "$pkg/usr/share/doc/rcadmin/examples"
 install -m 0644 "$root/packaging/rcadmin-relay.service" "$pkg/lib/systemd/system/"
 install -m 0644 "$root/etc/rcadmin/relay.conf" "$pkg/usr/share/doc/rcadmin/examples/relay.conf"
+# Prometheus alert rules (with their promtool unit test) and a Grafana dashboard (fleet.md, "Prometheus").
+install -m 0644 "$root/examples/prometheus/rcagent-rules.yml" "$root/examples/prometheus/rcagent-rules.test.yml" \
+    "$root/examples/grafana/rcagent-dashboard.json" "$pkg/usr/share/doc/rcadmin/examples/"
 install -m 0644 "$root/docs/rcadmin.md" "$root/docs/fleet.md" "$pkg/usr/share/doc/rcadmin/"
 install_manpages "$pkg" rcadmin:1
 finish_package rcadmin

@@ -76,7 +76,7 @@ struct Configuration {
         // The connections depend on `[Push]` (but its realtime switch) and `[Report]` only: a new
         // source keeps them, and with them the broker's session and the report's online state.
         let mqtt = Self.values(of: config) {
-            ($0.hasPrefix("Push.") && $0 != "Push.Realtime") || $0.hasPrefix("Report.")
+            ($0.hasPrefix("Push.") && $0 != "Push.Realtime") || ($0.hasPrefix("Report.") && $0 != "Report.MetricsFile")
         }
         if !config.mqttBrokers.isEmpty {
             parts.append(
@@ -88,6 +88,12 @@ struct Configuration {
             parts.append(
                 Part(key: "mqtt report " + mqtt) {
                     try MQTTService.report(config: config, deviceId: deviceId, agent: agent, log: log)
+                })
+        }
+        if let path = config.metricsFile {
+            parts.append(
+                Part(key: "metrics \(path)") {
+                    MetricsService(writer: MetricsWriter(path: path, subject: agent, log: log))
                 })
         }
         if kind.usesNetwork {

@@ -1,4 +1,5 @@
 internal import CLazyLibraries
+import Glibc
 import RCCore
 import RCStore
 
@@ -143,5 +144,26 @@ enum DoctorFindings {
                     detail: parts.joined(separator: "; ") + " (see rcagent history)", warning: true))
         }
         return checks
+    }
+
+    /// The metrics file (`[Report] MetricsFile=`): when the daemon last wrote it, or why it cannot
+    /// be there (its directory is missing); `nil` without one.
+    static func metrics(_ config: AgentConfig, now: Timestamp) -> DoctorCommand.Check? {
+        guard let path = config.metricsFile else { return nil }
+        var info = stat()
+        if stat(path, &info) == 0 {
+            let written = Timestamp(milliseconds: Int64(info.st_mtim.tv_sec) * 1_000)
+            return DoctorCommand.Check(
+                name: "metrics", ok: true,
+                detail: "\(path) written \(written.iso8601) (\(StatusCommand.age(now - written)))")
+        }
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) }.flatMap { $0.isEmpty ? "/" : $0 } ?? "/"
+        var directoryInfo = stat()
+        if stat(directory, &directoryInfo) != 0 {
+            return DoctorCommand.Check(
+                name: "metrics", ok: false, detail: "\(path): the directory \(directory) does not exist")
+        }
+        return DoctorCommand.Check(
+            name: "metrics", ok: false, detail: "\(path) not written (the daemon's log says why, if it runs)")
     }
 }

@@ -79,6 +79,8 @@ public struct AgentConfig: Sendable {
     public var reportCAFile: String?
     public var reportClientCertificate: String?
     public var reportClientKey: String?
+    /// The Prometheus text file the daemon keeps current (`MetricsFile=`); `nil`: none.
+    public var metricsFile: String?
     // [Relay] (rcadmin relay)
     public var relayFCMTopic: String?
     // [Activation]

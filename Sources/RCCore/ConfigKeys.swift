@@ -147,6 +147,13 @@ enum ConfigKeys {
             optionalPath("Report", "MQTTCAFile", \.reportCAFile),
             optionalPath("Report", "MQTTClientCertificate", \.reportClientCertificate),
             optionalPath("Report", "MQTTClientKey", \.reportClientKey),
+            ConfigKey(section: "Report", key: "MetricsFile") { config, value, location throws(ConfigError) in
+                guard !value.isEmpty else { return config.metricsFile = nil }
+                if let problem = metricsFileProblem(value) {
+                    throw ConfigError(location, "MetricsFile= \(problem), got '\(value)'")
+                }
+                config.metricsFile = value
+            },
 
             // `rcadmin relay` only: the daemon does not read it.
             ConfigKey(section: "Relay", key: "FCMTopic") { config, value, location throws(ConfigError) in
@@ -195,6 +202,15 @@ enum ConfigKeys {
         ConfigKey(section: section, key: key) { config, value, _ in
             config[keyPath: property] = value.isEmpty ? builtIn[keyPath: property] : value
         }
+    }
+
+    /// Why `path` cannot be the metrics file: it must be an absolute path naming a file (the
+    /// daemon writes a temporary file beside it and renames it over).
+    static func metricsFileProblem(_ path: String) -> String? {
+        guard path.hasPrefix("/") else { return "must be an absolute path" }
+        let name = path.split(separator: "/", omittingEmptySubsequences: false).last ?? ""
+        guard !name.isEmpty, name != ".", name != ".." else { return "must name a file, not a directory" }
+        return nil
     }
 
     private static func optionalText(

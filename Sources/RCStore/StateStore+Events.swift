@@ -60,6 +60,7 @@ extension StateStore {
             [.integer(now.milliseconds), .text(kind.rawValue), .text(text), .integer(size)]
         ) { $0.integer(0) ?? 0 }
         uncommitted.append(StoredEvent(id: id.first ?? 0, at: now, kind: kind.rawValue, detail: detail))
+        try bumpCounter(Self.eventCounterPrefix + kind.rawValue)
         try db.run("DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?", [.integer(Self.eventLimit)])
         // The newest events whose sizes add up to the bound stay, and the newest one whatever its size.
         // Both reads use the covering index `events_size` (id order, sizes only), never a detail; the

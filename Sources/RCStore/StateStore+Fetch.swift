@@ -95,17 +95,21 @@ extension StateStore {
                         throttledUntil.map { .integer($0.milliseconds) } ?? .null,
                     ])
                 try appendEvent(.fetchFailed, at: now, detail: .object([("error", .string(error))]))
+                try bumpCounter(
+                    Self.fetchCounterPrefix + (throttledUntil == nil ? FetchStatus.failure : .throttled).rawValue)
                 return nil
             case let .throttled(until):
                 try db.run(
                     "UPDATE fetch_state SET status = 'throttled', throttle_until = ?, next_fetch_at = ?",
                     [.integer(until.milliseconds), .integer(until.milliseconds)])
+                try bumpCounter(Self.fetchCounterPrefix + FetchStatus.throttled.rawValue)
                 return nil
             }
         }
     }
 
     private func succeed(status: FetchStatus, at now: Timestamp) throws(SQLiteError) {
+        try bumpCounter(Self.fetchCounterPrefix + status.rawValue)
         try db.run(
             """
             UPDATE fetch_state SET last_attempt_at = ?1, last_success_at = ?1, status = ?2, error = NULL,

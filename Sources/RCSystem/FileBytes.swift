@@ -171,8 +171,11 @@ public enum FileBytes {
     /// write a temporary file beside it, fsync it, rename it over, then fsync the directory
     /// so the rename itself is durable. The temporary name is unpredictable and created with
     /// O_EXCL|O_NOFOLLOW: with a fixed name, whoever can write the directory could plant a
-    /// symlink there and have this process write (as root, with `mode`) through it.
-    public static func writeAtomically(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o644) throws(SystemError) {
+    /// symlink there and have this process write (as root, with `mode`) through it. `exactMode`:
+    /// the file gets `mode` whatever the umask (another user's program reads it).
+    public static func writeAtomically(
+        _ path: String, _ bytes: [UInt8], mode: mode_t = 0o644, exactMode: Bool = false
+    ) throws(SystemError) {
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
         let base = slash.map { String(path[path.index(after: $0)...]) } ?? path
@@ -190,6 +193,7 @@ public enum FileBytes {
             unlink(temporary)
             return error
         }
+        if exactMode, fchmod(fd.rawValue, mode) != 0 { throw fail("chmod \(temporary)") }
         guard Posix.writeAll(fd.rawValue, bytes) else { throw fail("write \(temporary)") }
         if fsync(fd.rawValue) != 0 { throw fail("fsync \(temporary)") }
         fd.close()
@@ -206,6 +210,10 @@ public enum FileBytes {
 }
 
 extension FileBytes {
+    /// Removes the file at `path`; `false` when it could not (there was none, or no permission).
+    @discardableResult
+    public static func remove(_ path: String) -> Bool { unlink(path) == 0 }
+
     /// Whether something exists at `path` (without following a dangling link into an error).
     public static func exists(_ path: String) -> Bool {
         var info = stat()

@@ -328,6 +328,15 @@ import Testing
             section: "Push", assignment: "MQTTCAFile=~/ca.pem",
             message: "MQTTCAFile= must be an absolute path, got '~/ca.pem'"),
         ValueErrorCase(
+            section: "Report", assignment: "MetricsFile=rcagent.prom",
+            message: "MetricsFile= must be an absolute path, got 'rcagent.prom'"),
+        ValueErrorCase(
+            section: "Report", assignment: "MetricsFile=/var/lib/rcagent/",
+            message: "MetricsFile= must name a file, not a directory, got '/var/lib/rcagent/'"),
+        ValueErrorCase(
+            section: "Report", assignment: "MetricsFile=/var/lib/rcagent/..",
+            message: "MetricsFile= must name a file, not a directory, got '/var/lib/rcagent/..'"),
+        ValueErrorCase(
             section: "Source", assignment: "Header=NoColon", message: "Header= must be 'Name: value', got 'NoColon'"),
         ValueErrorCase(
             section: "Source", assignment: "Header= : value", message: "Header= must be 'Name: value', got ': value'"),

@@ -43,6 +43,8 @@ actor Agent {
     let writer: StateWriter
     /// Every activation: the gate (windows, holds), the trials and rollbacks.
     let activation: Activator
+    /// When the daemon started (the metrics' `rcagent_start_time_seconds`).
+    let startTime = Timestamp.now()
 
     init(
         config: AgentConfig, store: StateStore, source: any ConfigSource, log: Logger, notifier: SystemdNotifier,
@@ -180,6 +182,7 @@ actor Agent {
 
     /// What the push channel (MQTT) is doing, for status.
     func setPushState(_ state: PushState?) {
+        guard writer.board.push != state else { return }
         writer.board.push = state
         writer.publishStatus()
     }

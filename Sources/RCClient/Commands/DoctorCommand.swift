@@ -52,6 +52,7 @@ enum DoctorCommand {
         if let fetch = DoctorFindings.lastFetch(status, now: .now()) { checks.append(fetch) }
         checks.append(contentsOf: DoctorFindings.activation(activation, now: .now()))
         if let signatures = SignedDocumentStatus.check(config, now: .now()) { checks.append(signatures) }
+        if let metrics = DoctorFindings.metrics(config, now: .now()) { checks.append(metrics) }
         checks.append(hooks(config))
         return report(checks, json: invocation.json)
     }
