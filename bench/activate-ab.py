@@ -6,7 +6,9 @@ Reads each daemon's own "stored in" log line per activation (the one transaction
 activates) and the CPU time each daemon used over its activations, once its History= entries are
 full (the first 25 activations are warm-up: trimming history starts at the 21st).
 
-Usage: bench/activate-ab.py NEW_BIN_DIR OLD_BIN_DIR [ACTIVATIONS]   (default 40 each)
+CHANGED (default 3,000): how many of the 3,000 values change each time; the others stay.
+
+Usage: bench/activate-ab.py NEW_BIN_DIR OLD_BIN_DIR [ACTIVATIONS [CHANGED]]   (default 40 each)
 """
 import json, os, random, re, statistics, subprocess, sys, time
 
@@ -15,11 +17,12 @@ from agentsetup import FileAgent, cpu_ms
 
 builds = {"new": os.path.abspath(sys.argv[1]), "old": os.path.abspath(sys.argv[2])}
 count = int(sys.argv[3]) if len(sys.argv) > 3 else 40
+changed = int(sys.argv[4]) if len(sys.argv) > 4 else 3000
 warmup = 25
 
 
 def document(version):
-    entries = {f"param_{i}": f"value {i} of template {version}" for i in range(3000)}
+    entries = {f"param_{i}": f"value {i} of template {version if i < changed else 1}" for i in range(3000)}
     return json.dumps({"state": "UPDATE", "templateVersion": str(version), "entries": entries})
 
 

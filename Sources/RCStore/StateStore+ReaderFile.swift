@@ -112,7 +112,16 @@ extension StateStore {
             try copy.execute("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF")
             try copy.run("ATTACH DATABASE ? AS live", [.text(self.path)])  // not allowed inside a transaction
             try copy.execute("BEGIN")
-            for migration in Schema.migrations { try copy.execute(migration) }
+            // The state database's schema as it stands (tables, then indexes, then views), not the
+            // migrations that built it: replaying those (copies, renames, drops, each of which parses
+            // the whole schema again) cost a third of a 3,000-key activation's CPU.
+            let schema = try copy.query(
+                """
+                SELECT sql FROM live.sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite%'
+                ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 ELSE 2 END, rowid
+                """
+            ) { $0.text(0) ?? "" }
+            try copy.execute(schema.joined(separator: ";\n"))
             try copy.execute("PRAGMA user_version = \(Schema.currentVersion)")
             try copy.execute(
                 """

@@ -51,6 +51,33 @@ import Testing
         }
     }
 
+    /// A fetch that changes a few of many keys writes only those (a changed value, a removed key, a
+    /// new one, a key moving from its default to the same remote value); every value is right after it.
+    @Test func aFewChangedKeysAmongManyActivateRight() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let store = try StateStore.openForWriting(path: dir.file("state.db"))
+            try store.replaceDefaults(["moving": "same"])
+            try store.recordFetch(
+                .update(values: values(1, keys: 20), templateVersion: "1", etag: nil), at: at(1), activate: true,
+                recording: ActivationRecording(keep: 5))
+            var next = values(1, keys: 20)
+            next["k3"] = "changed"
+            next["k7"] = nil
+            next["new"] = "added"
+            next["moving"] = "same"
+            let activation = try store.recordFetch(
+                .update(values: next, templateVersion: "2", etag: nil), at: at(2), activate: true,
+                recording: ActivationRecording(keep: 5))
+            #expect(activation?.changedKeys == ["k3", "k7", "new"])
+            let all = try store.allValues(prefix: "").map { "\($0.key)=\($0.text)=\($0.source)" }
+            let expected = next.map { "\($0.key)=\($0.value)=remote" }.sorted()
+            #expect(all.sorted() == expected)
+            #expect(try store.rollback(at: at(3)).get().changedKeys == ["k3", "k7", "new"])
+            #expect(try store.value(forKey: "k7")?.text == "v7 of 1")
+            #expect(try store.value(forKey: "moving")?.source == .default)
+        }
+    }
+
     /// Values activated before history was kept become the baseline entry, every key of them (the
     /// copy once took `last_insert_rowid()` per row, which moves on after the first row).
     @Test func theBaselineKeepsEveryKey() throws {
