@@ -53,10 +53,7 @@ extension StateStore {
                 // A new value set; the one fetched before goes unless a history entry names it.
                 let set = try newValueSet()
                 let insert = try db.prepare("INSERT INTO set_values (set_id, key, value) VALUES (?, ?, ?)")
-                for (key, value) in values {
-                    try insert.bind([set, .text(key), .text(value)])
-                    while try insert.step() != nil {}
-                }
+                for (key, value) in values { try insert.runBorrowing([set, .text(key), .text(value)]) }
                 try db.run(
                     """
                     INSERT OR REPLACE INTO snapshots (kind, template_version, etag, fetched_at, pending, set_id)
