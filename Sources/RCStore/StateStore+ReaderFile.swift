@@ -99,32 +99,24 @@ extension StateStore {
         }
     }
 
-    /// Builds a reader file from the committed state and renames it to `path`.
+    /// Builds a reader file from the committed state and renames it to `path`: the empty image
+    /// (``readerImage(beside:)``) written to a temporary file, the readers' rows copied into it.
     public func writeReaderFile(to path: String) throws(StoreError) {
+        let image = try readerImage(beside: path)
         var temporary = ""
-        _ = try Self.createTemporary(Self.temporaryPrefix(path), name: &temporary)
+        let fd = try Self.createTemporary(Self.temporaryPrefix(path), name: &temporary)
         var renamed = false
         defer { if !renamed { unlink(temporary) } }
+        guard Posix.writeAll(fd.rawValue, image) else { throw Self.ioError(SystemError("write \(temporary)")) }
         try Self.wrap { () throws(SQLiteError) in
             // Its own connection: the copy reads the state database in one read transaction of its
             // own, and the writer's connection never has another database attached.
             let copy = try Database(path: temporary, mode: .readWrite)
             try copy.execute("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF")
             try copy.run("ATTACH DATABASE ? AS live", [.text(self.path)])  // not allowed inside a transaction
-            try copy.execute("BEGIN")
-            // The state database's schema as it stands (tables, then indexes, then views), not the
-            // migrations that built it: replaying those (copies, renames, drops, each of which parses
-            // the whole schema again) cost a third of a 3,000-key activation's CPU.
-            let schema = try copy.query(
-                """
-                SELECT sql FROM live.sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite%'
-                ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 ELSE 2 END, rowid
-                """
-            ) { $0.text(0) ?? "" }
-            try copy.execute(schema.joined(separator: ";\n"))
-            try copy.execute("PRAGMA user_version = \(Schema.currentVersion)")
             try copy.execute(
                 """
+                BEGIN;
                 INSERT OR REPLACE INTO meta SELECT * FROM live.meta WHERE key IN ('device_id', 'activation.deferred');
                 INSERT INTO defaults SELECT * FROM live.defaults;
                 INSERT INTO active_values SELECT * FROM live.active_values;
@@ -150,6 +142,36 @@ extension StateStore {
             throw Self.ioError(SystemError("rename \(temporary) to \(path)"))
         }
         renamed = true
+    }
+
+    /// The reader file's schema and `user_version`, empty, as bytes: built once per store from the
+    /// state database's schema as it stands (tables, then indexes, then views; not the migrations
+    /// that built it). Creating the schema at every rebuild, a statement per table and index, was
+    /// half the daemon's CPU for a small activation (BENCHMARKS.md, issue 30).
+    func readerImage(beside path: String) throws(StoreError) -> [UInt8] {
+        if let readerImage { return readerImage }
+        var temporary = ""
+        _ = try Self.createTemporary(Self.temporaryPrefix(path), name: &temporary)
+        defer { unlink(temporary) }
+        try Self.wrap { () throws(SQLiteError) in
+            let image = try Database(path: temporary, mode: .readWrite)
+            try image.execute("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF")
+            try image.run("ATTACH DATABASE ? AS live", [.text(self.path)])
+            let schema = try image.query(
+                """
+                SELECT sql FROM live.sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite%'
+                ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 ELSE 2 END, rowid
+                """
+            ) { $0.text(0) ?? "" }
+            try image.execute("DETACH DATABASE live; BEGIN")
+            try image.execute(schema.joined(separator: ";\n"))
+            try image.execute("PRAGMA user_version = \(Schema.currentVersion); COMMIT")
+        }
+        let read: [UInt8]?
+        do { read = try FileBytes.read(temporary, limit: 16 << 20) } catch { throw Self.ioError(error) }
+        guard let bytes = read else { throw Self.ioError(SystemError("read \(temporary)")) }
+        readerImage = bytes
+        return bytes
     }
 
     /// A new empty file at `prefix` + six random characters, mode 0644 (the reader file is for
