@@ -9,8 +9,8 @@ import RCSystem
 /// The state database is private to the daemon (mode 0640): in WAL mode, a reader that keeps a read
 /// transaction open stops every checkpoint and the WAL grows for as long as it likes, so only trusted
 /// users may open it. After each committed change readers can see, the writer builds a new reader
-/// file at an unpredictable temporary name in the same directory (schema and `user_version` as the
-/// state database's, so the same queries read it) and renames it into place. `rename(2)`
+/// file at an unpredictable temporary name in the same directory (the state database's tables that
+/// readers read and its `user_version`, so the same queries read it) and renames it into place. `rename(2)`
 /// leaves every reader that opened the old file on the old inode: no file a reader holds ever
 /// changes, so readers open it `immutable=1` (no locks, no WAL, no shared memory) and none of them
 /// can hold back the writer. After a crash, the file in place is the old one or the new one, whole.
