@@ -83,7 +83,14 @@ let package = Package(
             // Startup dominates `rcagent get` (BENCHMARKS.md): a position-dependent executable skips
             // ~35,000 load-time relocations, about 0.4 ms of a 3 ms run. The daemon, the same file, is
             // position-dependent too (BENCHMARKS.md, issue 20, measures the alternative).
-            linkerSettings: [.unsafeFlags(["-Xlinker", "-no-pie"], .when(configuration: .release))]),
+            // --no-export-dynamic (the driver passes -export-dynamic): the executable's ~3,900 symbols
+            // stay out of its dynamic symbol table, which the loader and dladdr(3) search at every
+            // start, and out of the global scope, where the CLazyLibraries wrappers would share names
+            // with the libraries they load.
+            linkerSettings: [
+                .unsafeFlags(
+                    ["-Xlinker", "-no-pie", "-Xlinker", "--no-export-dynamic"], .when(configuration: .release))
+            ]),
         .executableTarget(name: "rcadmin", dependencies: ["RCAdmin", "CLinux"]),
 
         // Parser fuzz targets (`make fuzz`; the corpus run is a Reliability suite of EndToEndTests).

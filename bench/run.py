@@ -7,7 +7,7 @@ RCBENCH_OUT/<script>.json: a list of figures, each
     {"id", "figure", "value", "unit", "target": {"op": "<=", "value": N} | null, "peers": {...}, "note"}.
 This driver adds the verdict (met/missed; "-" where no target is set) and the machine.
 
-Usage: bench/run.py BIN_DIR [SCRIPT...]     (scripts: get ping activate rollback signed hostile fanout idle sizes relay activity fleet exporter soak; default all)
+Usage: bench/run.py BIN_DIR [SCRIPT...]     (scripts: get ping fetch activate bigdoc rollback signed hostile fanout idle sizes relay activity fleet exporter soak; default all)
 Environment: RCBENCH_IDLE_SECONDS (60), RCBENCH_AGENTS (50), RCBENCH_ROUNDS (200), RCBENCH_RELAY_ROUNDS
 (20), RCBENCH_ACTIVITY_ROUNDS (100), RCBENCH_FLEET_AGENTS (1000), RCBENCH_EXPORTER_REPORTS (1000), RCBENCH_SOAK_REQUESTS (5000), RCBENCH_DEB (a .deb to read instead of building one from BIN_DIR).
 """
@@ -16,12 +16,14 @@ import datetime, json, os, platform, shutil, subprocess, sys, tempfile
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
 bin_dir = os.path.abspath(sys.argv[1])
-chosen = sys.argv[2:] or ["get", "ping", "activate", "rollback", "signed", "hostile", "fanout", "idle", "sizes", "relay", "activity", "fleet",
+chosen = sys.argv[2:] or ["get", "ping", "fetch", "activate", "bigdoc", "rollback", "signed", "hostile", "fanout", "idle", "sizes", "relay", "activity", "fleet",
                            "exporter", "soak"]
 commands = {
     "get": [f"{here}/get.sh", bin_dir],
     "ping": [f"{here}/ping.py", bin_dir, os.environ.get("RCBENCH_ROUNDS", "200")],
+    "fetch": [f"{here}/fetch.py", bin_dir, os.environ.get("RCBENCH_FETCH_ROUNDS", "100")],
     "activate": [f"{here}/activate.py", bin_dir],
+    "bigdoc": [f"{here}/bigdoc.py", bin_dir],
     "rollback": [f"{here}/rollback.py", bin_dir, os.environ.get("RCBENCH_ROLLBACK_ROUNDS", "20")],
     "signed": [f"{here}/signed.py", bin_dir, os.environ.get("RCBENCH_SIGNED_ROUNDS", "30")],
     "hostile": [f"{here}/hostile.py", bin_dir],

@@ -17,5 +17,6 @@ typedef int (*rc_curl_progress_callback)(void *context, curl_off_t dltotal, curl
 static inline CURLcode rc_curl_setopt_progress(CURL *h, rc_curl_progress_callback v) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, v); }
 
 static inline CURLcode rc_curl_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode rc_curl_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode rc_curl_getinfo_string(CURL *h, CURLINFO i, char **v) { return curl_easy_getinfo(h, i, v); }
 #endif

@@ -15,7 +15,8 @@ public struct ActivationSettings: Sendable, Equatable {
 
     public init() {}
 
-    /// The most snapshots `History=` keeps: each is a whole copy of the values.
+    /// The most snapshots `History=` keeps: each holds its document's values (stored once, shared
+    /// with the fetched snapshot they came from).
     public static let maximumHistory = 1_000
     /// The most `Window=` lines taken.
     public static let maximumWindows = 64

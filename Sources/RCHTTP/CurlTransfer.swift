@@ -304,6 +304,13 @@ private final class TransferState {
             exceeded = true
             return 0  // anything but `count` makes curl stop with CURLE_WRITE_ERROR
         }
+        // The body's whole length at once when the server says it (within the limit): grown by
+        // doubling, a 4 MiB body held up to 6 MiB while the array moved.
+        if body.capacity == 0 {
+            var length: curl_off_t = -1
+            _ = rc_curl_getinfo_off(handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length)
+            if length > 0 { body.reserveCapacity(min(Int(length), limit)) }
+        }
         data.withMemoryRebound(to: UInt8.self, capacity: count) {
             body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
         }

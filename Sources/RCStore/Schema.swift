@@ -124,6 +124,33 @@ enum Schema {
             deadline INTEGER NOT NULL
         );
         """,
+        // 6: value sets. Each fetched document's values are stored once, as a set (`set_values`, keyed
+        // by set and key); the fetched snapshot and every history entry name their set, so recording
+        // an activation copies nothing and trimming history deletes only the sets no entry or
+        // snapshot names any more. `fetched_values` becomes a view of the fetched snapshot's set.
+        // No foreign key on `set_values`: checking one would cost a lookup per stored value.
+        """
+        CREATE TABLE value_sets (id INTEGER PRIMARY KEY AUTOINCREMENT);
+        CREATE TABLE set_values (
+            set_id INTEGER NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            PRIMARY KEY (set_id, key)
+        );
+        ALTER TABLE history ADD COLUMN set_id INTEGER;
+        ALTER TABLE snapshots ADD COLUMN set_id INTEGER;
+        INSERT INTO value_sets (id) SELECT id FROM history;
+        UPDATE history SET set_id = id;
+        INSERT INTO set_values (set_id, key, value)
+            SELECT history_id, key, value FROM history_values WHERE history_id IN (SELECT id FROM history);
+        DROP TABLE history_values;
+        INSERT INTO value_sets (id) SELECT coalesce(max(id), 0) + 1 FROM value_sets;
+        INSERT INTO set_values (set_id, key, value) SELECT (SELECT max(id) FROM value_sets), key, value FROM fetched_values;
+        UPDATE snapshots SET set_id = (SELECT max(id) FROM value_sets) WHERE kind = 'fetched';
+        DROP TABLE fetched_values;
+        CREATE VIEW fetched_values (key, value) AS
+            SELECT key, value FROM set_values WHERE set_id = (SELECT set_id FROM snapshots WHERE kind = 'fetched');
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

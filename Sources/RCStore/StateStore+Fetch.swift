@@ -50,17 +50,16 @@ extension StateStore {
             let at = SQLValue.integer(now.milliseconds)
             switch record {
             case let .update(values, templateVersion, etag):
-                try db.run("DELETE FROM fetched_values")
-                let insert = try db.prepare("INSERT INTO fetched_values (key, value) VALUES (?, ?)")
-                for (key, value) in values {
-                    try insert.bind([.text(key), .text(value)])
-                    while try insert.step() != nil {}
-                }
+                // A new value set; the one fetched before goes unless a history entry names it.
+                let set = try newValueSet()
+                let insert = try db.prepare("INSERT INTO set_values (set_id, key, value) VALUES (?, ?, ?)")
+                for (key, value) in values { try insert.runBorrowing([set, .text(key), .text(value)]) }
                 try db.run(
                     """
-                    INSERT OR REPLACE INTO snapshots (kind, template_version, etag, fetched_at, pending)
-                    VALUES ('fetched', ?, ?, ?, 1)
-                    """, [templateVersion.map(SQLValue.text) ?? .null, etag.map(SQLValue.text) ?? .null, at])
+                    INSERT OR REPLACE INTO snapshots (kind, template_version, etag, fetched_at, pending, set_id)
+                    VALUES ('fetched', ?, ?, ?, 1, ?)
+                    """, [templateVersion.map(SQLValue.text) ?? .null, etag.map(SQLValue.text) ?? .null, at, set])
+                try dropUnusedValueSets()
                 try succeed(status: .success, at: now)
                 try appendEvent(
                     .fetched, at: now,

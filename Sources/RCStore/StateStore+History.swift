@@ -190,34 +190,55 @@ extension StateStore {
             ($0.text(0), $0.integer(1))
         }
         guard let (version, activatedAt) = active.first else { return }
+        // The one copy of values history makes: those active before it was kept have no set.
+        let set = try newValueSet()
+        try db.run("INSERT INTO set_values (set_id, key, value) SELECT ?, key, value FROM active_values", [set])
         try db.run(
-            "INSERT INTO history (template_version, activated_at, source, changed_keys, outcome) VALUES (?, ?, 'baseline', 0, 'active')",
-            [version.map(SQLValue.text) ?? .null, .integer(activatedAt ?? now.milliseconds)])
-        try db.run(
-            "INSERT INTO history_values (history_id, key, value) SELECT last_insert_rowid(), key, value FROM active_values"
-        )
+            """
+            INSERT INTO history (template_version, activated_at, source, changed_keys, outcome, set_id)
+            VALUES (?, ?, 'baseline', 0, 'active', ?)
+            """, [version.map(SQLValue.text) ?? .null, .integer(activatedAt ?? now.milliseconds), set])
     }
 
-    /// Adds the snapshot now in `active_values` as the newest entry and drops the oldest beyond `keep`.
+    /// A new, empty value set's id.
+    func newValueSet() throws(SQLiteError) -> SQLValue {
+        .integer(try db.query("INSERT INTO value_sets DEFAULT VALUES RETURNING id") { $0.integer(0) ?? 0 }.first ?? 0)
+    }
+
+    /// Deletes the value sets that neither a snapshot nor a history entry names (few: one per kept
+    /// entry and the fetched snapshot), with their values.
+    func dropUnusedValueSets() throws(SQLiteError) {
+        let unused = try db.query(
+            """
+            DELETE FROM value_sets WHERE id NOT IN (SELECT set_id FROM history WHERE set_id IS NOT NULL)
+                AND id NOT IN (SELECT set_id FROM snapshots WHERE set_id IS NOT NULL)
+            RETURNING id
+            """
+        ) { $0.integer(0) ?? 0 }
+        for set in unused { try db.run("DELETE FROM set_values WHERE set_id = ?", [.integer(set)]) }
+    }
+
+    /// Adds the snapshot now in `active_values` (the fetched snapshot's value set, which it was
+    /// copied from) as the newest entry and drops the oldest beyond `keep`, with the value sets
+    /// nothing names any more.
     private func appendHistory(
         version: String?, at now: Timestamp, source: String, changedKeys: Int, trial: Bool, keep: Int
     ) throws(SQLiteError) {
         try db.run("UPDATE history SET outcome = 'superseded' WHERE outcome IN ('active', 'trial')")
-        let id =
-            try db.query(
-                "INSERT INTO history (template_version, activated_at, source, changed_keys, outcome) VALUES (?, ?, ?, ?, ?) RETURNING id",
-                [
-                    version.map(SQLValue.text) ?? .null, .integer(now.milliseconds), .text(source),
-                    .integer(Int64(changedKeys)), .text(trial ? "trial" : "active"),
-                ]
-            ) { $0.integer(0) ?? 0 }.first ?? 0
         try db.run(
-            "INSERT INTO history_values (history_id, key, value) SELECT ?, key, value FROM active_values",
-            [.integer(id)])
+            """
+            INSERT INTO history (template_version, activated_at, source, changed_keys, outcome, set_id)
+            VALUES (?, ?, ?, ?, ?, (SELECT set_id FROM snapshots WHERE kind = 'fetched'))
+            """,
+            [
+                version.map(SQLValue.text) ?? .null, .integer(now.milliseconds), .text(source),
+                .integer(Int64(changedKeys)), .text(trial ? "trial" : "active"),
+            ])
         // A trial keeps the snapshot it would roll back to, whatever `keep` says.
         let kept = Int64(max(keep, trial ? 2 : 1))
         try db.run(
             "DELETE FROM history WHERE id NOT IN (SELECT id FROM history ORDER BY id DESC LIMIT ?)", [.integer(kept)])
+        try dropUnusedValueSets()
     }
 
     /// Makes history entry `target`'s values active (none: no remote values), marks it active and the
@@ -228,7 +249,8 @@ extension StateStore {
         let targetID = SQLValue.integer(target ?? -1)
         let changes = try db.query(
             """
-            WITH target(key, value) AS (SELECT key, value FROM history_values WHERE history_id = ?1)
+            WITH target(key, value) AS (
+                SELECT key, value FROM set_values WHERE set_id = (SELECT set_id FROM history WHERE id = ?1))
             SELECT u.key, coalesce(a.value, d.value), coalesce(t.value, d.value),
                 CASE WHEN t.value IS NOT NULL THEN 1 WHEN d.value IS NOT NULL THEN 0 END
             FROM (SELECT key FROM target UNION SELECT key FROM active_values) u
@@ -245,7 +267,10 @@ extension StateStore {
         }
         try db.run("DELETE FROM active_values")
         try db.run(
-            "INSERT INTO active_values (key, value) SELECT key, value FROM history_values WHERE history_id = ?",
+            """
+            INSERT INTO active_values (key, value)
+            SELECT key, value FROM set_values WHERE set_id = (SELECT set_id FROM history WHERE id = ?)
+            """,
             [targetID])
         let version =
             try db.query("SELECT template_version FROM history WHERE id = ?", [targetID]) { $0.text(0) }.first ?? nil

@@ -9,8 +9,8 @@ import RCSystem
 /// The state database is private to the daemon (mode 0640): in WAL mode, a reader that keeps a read
 /// transaction open stops every checkpoint and the WAL grows for as long as it likes, so only trusted
 /// users may open it. After each committed change readers can see, the writer builds a new reader
-/// file at an unpredictable temporary name in the same directory (schema and `user_version` as the
-/// state database's, so the same queries read it) and renames it into place. `rename(2)`
+/// file at an unpredictable temporary name in the same directory (the state database's tables that
+/// readers read and its `user_version`, so the same queries read it) and renames it into place. `rename(2)`
 /// leaves every reader that opened the old file on the old inode: no file a reader holds ever
 /// changes, so readers open it `immutable=1` (no locks, no WAL, no shared memory) and none of them
 /// can hold back the writer. After a crash, the file in place is the old one or the new one, whole.
@@ -99,23 +99,24 @@ extension StateStore {
         }
     }
 
-    /// Builds a reader file from the committed state and renames it to `path`.
+    /// Builds a reader file from the committed state and renames it to `path`: the empty image
+    /// (``readerImage(beside:)``) written to a temporary file, the readers' rows copied into it.
     public func writeReaderFile(to path: String) throws(StoreError) {
+        let image = try readerImage(beside: path)
         var temporary = ""
-        _ = try Self.createTemporary(Self.temporaryPrefix(path), name: &temporary)
+        let fd = try Self.createTemporary(Self.temporaryPrefix(path), name: &temporary)
         var renamed = false
         defer { if !renamed { unlink(temporary) } }
+        guard Posix.writeAll(fd.rawValue, image) else { throw Self.ioError(SystemError("write \(temporary)")) }
         try Self.wrap { () throws(SQLiteError) in
             // Its own connection: the copy reads the state database in one read transaction of its
             // own, and the writer's connection never has another database attached.
             let copy = try Database(path: temporary, mode: .readWrite)
             try copy.execute("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF")
             try copy.run("ATTACH DATABASE ? AS live", [.text(self.path)])  // not allowed inside a transaction
-            try copy.execute("BEGIN")
-            for migration in Schema.migrations { try copy.execute(migration) }
-            try copy.execute("PRAGMA user_version = \(Schema.currentVersion)")
             try copy.execute(
                 """
+                BEGIN;
                 INSERT OR REPLACE INTO meta SELECT * FROM live.meta WHERE key IN ('device_id', 'activation.deferred');
                 INSERT INTO defaults SELECT * FROM live.defaults;
                 INSERT INTO active_values SELECT * FROM live.active_values;
@@ -141,6 +142,43 @@ extension StateStore {
             throw Self.ioError(SystemError("rename \(temporary) to \(path)"))
         }
         renamed = true
+    }
+
+    /// The reader file's schema and `user_version`, empty, as bytes: built once per store from the
+    /// state database's schema as it stands (not the migrations that built it), the tables readers
+    /// read. Creating the schema at every rebuild, a statement per table and index, was
+    /// half the daemon's CPU for a small activation (BENCHMARKS.md, issue 30).
+    func readerImage(beside path: String) throws(StoreError) -> [UInt8] {
+        if let readerImage { return readerImage }
+        var temporary = ""
+        _ = try Self.createTemporary(Self.temporaryPrefix(path), name: &temporary)
+        defer { unlink(temporary) }
+        try Self.wrap { () throws(SQLiteError) in
+            let image = try Database(path: temporary, mode: .readWrite)
+            try image.execute("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF")
+            try image.run("ATTACH DATABASE ? AS live", [.text(self.path)])
+            // Only what readers read: every reader parses the whole schema before its first
+            // statement (`rcagent get` spent 15% of its instructions there). No value sets, no
+            // removed-activity ids, no indexes beyond the keys'; the fetched values (never copied
+            // here) an empty table of that name.
+            let schema = try image.query(
+                """
+                SELECT CASE name WHEN 'fetched_values' THEN 'CREATE TABLE fetched_values (key TEXT PRIMARY KEY, value TEXT)'
+                    ELSE sql END
+                FROM live.sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite%' AND type IN ('table', 'view')
+                    AND name NOT IN ('set_values', 'value_sets', 'removed_activities')
+                ORDER BY rowid
+                """
+            ) { $0.text(0) ?? "" }
+            try image.execute("DETACH DATABASE live; BEGIN")
+            try image.execute(schema.joined(separator: ";\n"))
+            try image.execute("PRAGMA user_version = \(Schema.currentVersion); COMMIT")
+        }
+        let read: [UInt8]?
+        do { read = try FileBytes.read(temporary, limit: 16 << 20) } catch { throw Self.ioError(error) }
+        guard let bytes = read else { throw Self.ioError(SystemError("read \(temporary)")) }
+        readerImage = bytes
+        return bytes
     }
 
     /// A new empty file at `prefix` + six random characters, mode 0644 (the reader file is for

@@ -28,6 +28,8 @@ public final class StateStore {
     /// the daemon stopped): the reader file is then written with that user's file-system ids.
     var fileOwner: (uid_t, gid_t)?
     var readerFailing = false
+    /// The reader file's empty image, built once (``readerImage(beside:)``).
+    var readerImage: [UInt8]?
     var readerFailure: ((StoreError) -> Void)?
 
     /// The schema version this build writes (`PRAGMA user_version`).

@@ -86,8 +86,9 @@ import Testing
             }
             #expect(
                 tables == [
-                    "active_values", "activities", "defaults", "events", "fetch_state", "fetched_values", "history",
-                    "history_values", "meta", "rejected_versions", "removed_activities", "snapshots", "stale", "trial",
+                    "active_values", "activities", "defaults", "events", "fetch_state", "history", "meta",
+                    "rejected_versions", "removed_activities", "set_values", "snapshots", "stale", "trial",
+                    "value_sets",
                 ])
             #expect(try store.integrityProblems() == nil)
         }

@@ -1,0 +1,146 @@
+import RCCore
+import TestSupport
+import Testing
+
+@testable import RCStore
+
+/// How history keeps values: each fetched document's values once, as a value set that the fetched
+/// snapshot and every history entry name. Activating copies no values into history, trimming it
+/// deletes only the sets nobody names, and a database of schema 5 (a copy of the values per entry)
+/// migrates with every entry's values kept.
+@Suite struct HistoryValueSetTests {
+    private let t0 = Timestamp(milliseconds: 1_700_000_000_000)
+
+    private func at(_ seconds: Int64) -> Timestamp { Timestamp(milliseconds: t0.milliseconds + seconds * 1_000) }
+
+    private func values(_ version: Int, keys: Int = 50) -> [String: String] {
+        Dictionary(uniqueKeysWithValues: (0..<keys).map { ("k\($0)", "v\($0) of \(version)") })
+    }
+
+    private func count(_ sql: String, _ path: String) throws -> Int64 {
+        try Database(path: path, mode: .readOnly).query(sql) { $0.integer(0) ?? -1 }.first ?? -1
+    }
+
+    @Test func anActivationIsRecordedWithoutCopyingItsValuesAndTrimmingDropsOnlyUnnamedSets() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let path = dir.file("state.db")
+            let store = try StateStore.openForWriting(path: path)
+            for version in 1...6 {
+                try store.recordFetch(
+                    .update(values: values(version), templateVersion: "\(version)", etag: nil), at: at(Int64(version)),
+                    activate: true, recording: ActivationRecording(keep: 3))
+                // Each kept entry names the set its fetch stored: 50 values per entry, no copy.
+                let entries = Int64(min(version, 3))
+                #expect(try count("SELECT count(*) FROM set_values", path) == 50 * entries)
+                #expect(try count("SELECT count(*) FROM value_sets", path) == entries)
+            }
+            // A fetch not activated replaces the fetched set; the history's sets stay.
+            try store.recordFetch(
+                .update(values: values(7), templateVersion: "7", etag: nil), at: at(7), activate: false)
+            try store.recordFetch(
+                .update(values: values(8), templateVersion: "8", etag: nil), at: at(8), activate: false)
+            #expect(try count("SELECT count(*) FROM value_sets", path) == 4)
+            #expect(try count("SELECT count(*) FROM set_values", path) == 200)
+            // Every kept entry still rolls back to its own values.
+            #expect(try store.rollback(to: "4", at: at(9)).get().changedKeys.count == 50)
+            #expect(try store.value(forKey: "k3")?.text == "v3 of 4")
+            #expect(try store.value(forKey: "k49")?.text == "v49 of 4")
+            #expect(try store.activateRecorded(at: at(10), keep: 3)?.templateVersion == "8")
+            #expect(try store.value(forKey: "k0")?.text == "v0 of 8")
+            #expect(try store.integrityProblems() == nil)
+        }
+    }
+
+    /// A fetch that changes a few of many keys writes only those (a changed value, a removed key, a
+    /// new one, a key moving from its default to the same remote value); every value is right after it.
+    @Test func aFewChangedKeysAmongManyActivateRight() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let store = try StateStore.openForWriting(path: dir.file("state.db"))
+            try store.replaceDefaults(["moving": "same"])
+            try store.recordFetch(
+                .update(values: values(1, keys: 20), templateVersion: "1", etag: nil), at: at(1), activate: true,
+                recording: ActivationRecording(keep: 5))
+            var next = values(1, keys: 20)
+            next["k3"] = "changed"
+            next["k7"] = nil
+            next["new"] = "added"
+            next["moving"] = "same"
+            let activation = try store.recordFetch(
+                .update(values: next, templateVersion: "2", etag: nil), at: at(2), activate: true,
+                recording: ActivationRecording(keep: 5))
+            #expect(activation?.changedKeys == ["k3", "k7", "new"])
+            let all = try store.allValues(prefix: "").map { "\($0.key)=\($0.text)=\($0.source)" }
+            let expected = next.map { "\($0.key)=\($0.value)=remote" }.sorted()
+            #expect(all.sorted() == expected)
+            #expect(try store.rollback(at: at(3)).get().changedKeys == ["k3", "k7", "new"])
+            #expect(try store.value(forKey: "k7")?.text == "v7 of 1")
+            #expect(try store.value(forKey: "moving")?.source == .default)
+        }
+    }
+
+    /// Values activated before history was kept become the baseline entry, every key of them (the
+    /// copy once took `last_insert_rowid()` per row, which moves on after the first row).
+    @Test func theBaselineKeepsEveryKey() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let store = try StateStore.openForWriting(path: dir.file("state.db"))
+            try store.recordFetch(
+                .update(values: values(1, keys: 5), templateVersion: "1", etag: nil), at: at(1), activate: true)
+            try store.recordFetch(
+                .update(values: ["k0": "new"], templateVersion: "2", etag: nil), at: at(2), activate: false)
+            try store.activateRecorded(at: at(2), keep: 5, trialDeadline: at(62))
+            let back = try #require(try store.rollBackTrial(.timedOut, at: at(3)))
+            #expect(back.changedKeys == ["k0", "k1", "k2", "k3", "k4"])
+            for key in 0..<5 { #expect(try store.value(forKey: "k\(key)")?.text == "v\(key) of 1") }
+        }
+    }
+
+    @Test func aSchemaFiveDatabaseMigratesWithEveryEntrysValuesAndThePendingFetch() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let path = dir.file("state.db")
+            // A database as the issue-27 release left it: two entries with their copies of the
+            // values, the second active, and a newer fetch pending.
+            do {
+                let old = try Database(path: path, mode: .readWrite)
+                try old.execute("PRAGMA journal_mode=WAL")
+                for migration in Schema.migrations.prefix(5) { try old.execute(migration) }
+                try old.execute("PRAGMA user_version = 5")
+                try old.execute(
+                    """
+                    INSERT INTO meta (key, value) VALUES ('device_id', 'dev-1');
+                    INSERT INTO active_values (key, value) VALUES ('url', 'b'), ('title', 'Shop');
+                    INSERT INTO fetched_values (key, value) VALUES ('url', 'c'), ('title', 'Shop');
+                    INSERT INTO snapshots (kind, template_version, activated_at) VALUES ('active', '2', 2000);
+                    INSERT INTO snapshots (kind, template_version, fetched_at, pending) VALUES ('fetched', '3', 3000, 1);
+                    INSERT INTO history (id, template_version, activated_at, source, changed_keys, outcome)
+                        VALUES (1, '1', 1000, 'fetch', 2, 'superseded'), (2, '2', 2000, 'fetch', 1, 'active');
+                    INSERT INTO history_values (history_id, key, value)
+                        VALUES (1, 'url', 'a'), (1, 'title', 'Shop'), (2, 'url', 'b'), (2, 'title', 'Shop');
+                    """)
+            }
+            let store = try StateStore.openForWriting(path: path)
+            #expect(try count("PRAGMA user_version", path) == Int64(Schema.currentVersion))
+            #expect(try count("SELECT count(*) FROM sqlite_master WHERE name = 'history_values'", path) == 0)
+            #expect(try store.history().map(\.templateVersion) == ["2", "1"])
+            #expect(try store.status().pending)
+            // The pending fetch activates with its values, and is recorded.
+            #expect(try store.activateRecorded(at: at(3), keep: 5)?.changedKeys == ["url"])
+            #expect(try store.value(forKey: "url")?.text == "c")
+            // Each migrated entry rolls back to its own values.
+            #expect(try store.rollback(to: "1", at: at(4)).get().changedKeys == ["url"])
+            #expect(try store.value(forKey: "url")?.text == "a")
+            #expect(try store.value(forKey: "title")?.text == "Shop")
+            #expect(
+                try store.history().map(\.outcome) == [.rolledBack(.byRollback), .rolledBack(.byRollback), .active])
+            #expect(try store.integrityProblems() == nil)
+            // A newer fetch drops the migrated fetched set once nothing names it.
+            try store.recordFetch(
+                .update(values: ["url": "d"], templateVersion: "4", etag: nil), at: at(5), activate: true,
+                recording: ActivationRecording(keep: 5))
+            #expect(try store.value(forKey: "url")?.text == "d")
+            #expect(
+                try count(
+                    "SELECT count(*) FROM value_sets WHERE id NOT IN (SELECT set_id FROM history WHERE set_id IS NOT NULL)",
+                    path) == 0)
+        }
+    }
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Fetch -> active over a local http source, answered over the control socket: each round publishes
+a changed document on python's http.server, sends `{"op":"fetch","force":true,"wait":true}` to the
+daemon's socket and times until the answer line (the daemon answers after the fetch, the store and
+the activation have committed). No CLI process in the figure. Two documents: a small one (ROUNDS
+rounds, default 100) and a 3,000-parameter template (ROUNDS / 10, at least 10).
+Targets (issue 30): small p50 <= 3 ms; template median <= 10 ms.
+
+Usage: bench/fetch.py BIN_DIR [ROUNDS]
+"""
+import json, os, socket, statistics, subprocess, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from agentsetup import FileAgent, free_port, report, wait_for
+
+bin_dir = os.path.abspath(sys.argv[1])
+rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 100
+agent = FileAgent("rcbench-fetch-", source="www/doc.json")
+os.mkdir(os.path.join(agent.work, "www"))
+port = free_port()
+with open(agent.conf) as f:
+    conf = f.read().split("[Source]")[0]
+with open(agent.conf, "w") as f:
+    f.write(conf + f"[Source]\nType=http\nURL=http://127.0.0.1:{port}/doc.json\n")
+
+
+def publish(doc):
+    temporary = agent.remote + ".new"
+    with open(temporary, "w") as f:
+        json.dump(doc, f)
+    os.rename(temporary, agent.remote)
+
+
+def small(version):
+    return {"state": "UPDATE", "templateVersion": str(version), "entries": {"bench": f"v{version}", "other": "same"}}
+
+
+def template(version):
+    params = {f"param_{k:04d}": {"defaultValue": {"value": f"value {k} of template {version}"}} for k in range(3000)}
+    return {"version": {"versionNumber": str(version)}, "parameters": params, "conditions": []}
+
+
+def fetch():
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(agent.sock)
+    start = time.perf_counter()
+    s.sendall(b'{"op":"fetch","force":true,"wait":true}\n')
+    reply = s.makefile().readline()
+    elapsed = (time.perf_counter() - start) * 1000
+    s.close()
+    if '"ok":true' not in reply:
+        raise SystemExit(f"fetch failed: {reply}")
+    return elapsed
+
+
+def port_open():
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+server = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port), "--directory",
+                           os.path.join(agent.work, "www")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+daemon = None
+try:
+    wait_for(port_open, "the http server did not start")
+    publish(small(0))
+    daemon = subprocess.Popen([f"{bin_dir}/rcagentd"], env=agent.env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    wait_for(lambda: os.path.exists(agent.sock), "the daemon did not start")
+    fetch()
+    times = []
+    for version in range(1, rounds + 11):
+        publish(small(version))
+        times.append(fetch())
+    times = times[10:]  # warm-up
+    big = []
+    for version in range(rounds + 11, rounds + 11 + max(10, rounds // 10) + 2):
+        publish(template(version))
+        big.append(fetch())
+    big = big[2:]
+finally:
+    if daemon:
+        daemon.terminate()
+        daemon.wait()
+    server.terminate()
+    server.wait()
+    subprocess.run(["rm", "-rf", agent.work])
+p50, p99 = statistics.median(times), statistics.quantiles(times, n=100)[98]
+print(f"small changed document, forced fetch over http -> active, answered ({len(times)} rounds): "
+      f"p50 {p50:.2f} ms, p99 {p99:.2f} ms (target p50 <= 3)")
+print(f"3,000-parameter template ({len(big)} rounds): median {statistics.median(big):.1f} ms, "
+      f"max {max(big):.1f} ms (target <= 10)")
+report("fetch", [
+    {"id": "fetch.small.p50", "figure": "small changed document: forced fetch over http -> active, answered, p50",
+     "value": round(p50, 2), "unit": "ms", "target": {"op": "<=", "value": 3}, "peers": {"p99_ms": round(p99, 2)}},
+    {"id": "fetch.template3000.median", "figure": "3,000-parameter template: forced fetch over http -> active, median",
+     "value": round(statistics.median(big), 1), "unit": "ms", "target": {"op": "<=", "value": 10},
+     "peers": {"max_ms": round(max(big), 1)}},
+])
