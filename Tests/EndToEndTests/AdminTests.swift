@@ -434,6 +434,11 @@ import Testing
         ])
         #expect(both.status == 69, "\(both.stderr)")
         #expect(both.stdout.hasPrefix("sent "), "\(both.stdout)")
+        // One failure, one line, saying what failed and that the ping did not go out everywhere.
+        #expect(both.stderr.split(separator: "\n").count == 1, "\(both.stderr)")
+        #expect(
+            both.stderr.hasPrefix("Error: cannot publish the stale ping")
+                && both.stderr.hasSuffix("(the stale ping did not go out everywhere)\n"), "\(both.stderr)")
         #expect(fixture.server.fcmMessages.count == 2)
     }
 
