@@ -189,6 +189,13 @@ import Testing
             ),
             (update + ["--content-state", "{}", "--priority", "1"], "--priority must be one of 5, 10, got '1'"),
             (update + ["--content-state", "{}", "--alert-body", "b"], "--alert-title and --alert-body go together"),
+            // iOS shows no push-to-start without an alert: a start for FCM needs one.
+            (
+                [
+                    "activity", "start", "--live-activity-token", "t", "--attributes-type", "A", "--attributes", "{}",
+                    "--content-state", "{}",
+                ], "activity start --fcm needs --alert-title TEXT and --alert-body TEXT"
+            ),
             (
                 update + ["--content-state", "{}", "--dismissal-date", "1"],
                 "--dismissal-date: bad message: message.apns.payload.aps.dismissal-date: only an end carries it"
