@@ -125,6 +125,40 @@ import Testing
         #expect(daemon.stop() == 0)
     }
 
+    /// `rcagent activate` while a trial's check runs activates nothing (a second trial would start
+    /// over the first) and says which version is on trial, until when.
+    @Test func activateDuringATrialSaysTheTrialRuns() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("trial-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let check = root.appendingPathComponent("check").path
+        let started = root.appendingPathComponent("started").path
+        let release = root.appendingPathComponent("release").path
+        try #require(mkfifo(release, 0o600) == 0)
+        // For version 2 the check answers when the test writes to the FIFO: the trial runs until then.
+        try script(check, "[ \"$RCAGENT_TEMPLATE_VERSION\" = 2 ] || exit 0\ntouch \(started)\nread line < \(release)")
+        let (sandbox, _) = try sandbox(activation: "HealthCheck=\(check)\nHealthTimeout=5min")
+        try sandbox.publish(Sandbox.document(version: 1, keys: 0, extra: ["greeting": "one"]))
+        let daemon = try sandbox.startDaemon()
+        #expect(try eventually { try history(sandbox).first == "1 active" }, "\(daemon.log)")
+        try sandbox.publish(Sandbox.document(version: 2, keys: 0, extra: ["greeting": "two"]))
+        #expect(eventually(60) { FileManager.default.fileExists(atPath: started) }, "\(daemon.log)")
+
+        let asked = try sandbox.cli("activate")
+        #expect(asked.status == 0, "\(asked.stderr)")
+        #expect(asked.stderr.hasPrefix("a trial is running: template 2 until 20"), "\(asked.stderr)")
+        #expect(asked.stderr.contains("at the latest (its health check decides; activate after it)"))
+        let json = try sandbox.cli("activate", "--now", "--json")
+        let trial = (self.json(json) as? [String: Any])?["trial"] as? [String: Any]
+        #expect(trial?["templateVersion"] as? String == "2", "\(json.stdout)")
+
+        let answer = try runProcess("/bin/sh", ["-c", "echo pass > \(release)"])
+        #expect(answer.status == 0)
+        #expect(try eventually { try history(sandbox).first == "2 active" }, "\(daemon.log)")
+        #expect(try greeting(sandbox) == "two\n")
+        #expect(daemon.stop() == 0)
+    }
+
     @Test func aTrialInterruptedByKill9RollsBackAtTheNextStart() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("trial-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)

@@ -150,6 +150,34 @@ import Testing
         daemon.stop()
     }
 
+    /// `fetch --wait` for a template that waits says so, and until when. (An HTTP source: a file
+    /// source's watch could fetch it first, and the `fetch` would say "no change".)
+    @Test(.timeLimit(.minutes(2)))
+    func fetchWaitSaysTheActivationIsDeferredAndUntilWhen() throws {
+        let sandbox = try Sandbox()
+        let server = try ConfigServer(in: sandbox)
+        try server.serve(Sandbox.document(version: 1))
+        try sandbox.writeConfig(
+            extra: "[Source]\nType=http\nURL=\(server.url)\n[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
+        let daemon = try DaemonProcess(
+            sandbox,
+            environment: [
+                "LD_PRELOAD": HistoryCommandTests.faketime, "FAKETIME": "@2025-12-02 12:00:00",
+                "FAKETIME_DONT_FAKE_MONOTONIC": "1", "TZ": "UTC",
+            ])
+        try daemon.waitUntilReady()
+        try server.serve(Sandbox.document(version: 2))
+        let fetch = try sandbox.cli("fetch", "--force", "--wait")
+        #expect(fetch.status == 0, "\(fetch.stderr)")
+        #expect(
+            fetch.stdout.hasPrefix(
+                "fetched template 2; deferred: template 2 waits until 2025-12-03T02:00:00Z (outside every maintenance window), since 2025-12-02T12:0"
+            ), "\(fetch.stdout)\n\(daemon.log)")
+        #expect(fetch.stdout.hasSuffix("; rcagent activate --now overrides\n"), "\(fetch.stdout)")
+        #expect(try value(sandbox) == "")
+        daemon.stop()
+    }
+
     @Test(.timeLimit(.minutes(2)))
     func aPushWithActivateNowPassesTheWindow() throws {
         let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")

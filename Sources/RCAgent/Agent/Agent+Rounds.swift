@@ -228,7 +228,9 @@ extension Agent {
             }
             // Windows and holds: what waits, and why (ActivationDeferral.swift).
             settleDeferral(after: activation, of: version, decision: decision, at: finished)
-            return .updated(changedKeys: activation?.changedKeys, templateVersion: version)
+            let deferred =
+                activation == nil ? deferral.current.flatMap { $0.templateVersion == version ? $0 : nil } : nil
+            return .updated(changedKeys: activation?.changedKeys, templateVersion: version, deferred: deferred)
         }
     }
 

@@ -46,8 +46,11 @@ enum FetchCommand {
     /// One line for a fetch outcome as the daemon reports it.
     static func describeOutcome(_ response: FetchResponse) -> TerminalText {
         switch response {
-        case let .updated(templateVersion, changedKeys):
+        case let .updated(templateVersion, changedKeys, deferred):
             let version = templateVersion ?? "-"
+            if changedKeys == nil, let deferred {
+                return "fetched template \(version); deferred: \(deferred.text); rcagent activate --now overrides"
+            }
             if let changedKeys, changedKeys.isEmpty {
                 return "fetched and activated template \(version); no keys changed"
             }
@@ -83,6 +86,10 @@ enum ActivateCommand {
             Output.out(changedKeys.map { "\($0)\n" as TerminalText }.joined())
         } else if case let .deferred(deferred) = answer.response {
             Output.out("deferred: \(deferred.text); rcagent activate --now overrides\n")
+        } else if case let .trialRunning(version, deadline) = answer.response {
+            Output.err(
+                "a trial is running: template \(version ?? "-") until \(deadline.iso8601) at the latest (its health check decides; activate after it)\n"
+            )
         } else {
             Output.err("nothing to activate\n")
         }
