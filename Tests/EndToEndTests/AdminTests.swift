@@ -62,6 +62,17 @@ import Testing
         }
 
         func requests(_ api: String) -> [[String: Any]] { server.requests(api: api) }
+
+        /// Publishes one version per app version with `set-update --required` (Linux), in turn.
+        func setRequiredUpdates(_ versions: [String]) throws {
+            for version in versions {
+                let set = try rcadmin([
+                    "set-update", "--required", "--platform", "linux", "--version", version, "--download",
+                    "https://dl.example/app_\(version).deb",
+                ])
+                #expect(set.status == 0, "\(set.stderr)")
+            }
+        }
     }
 
     static func json(_ text: String) throws -> [String: Any] {
@@ -201,13 +212,7 @@ import Testing
 
     @Test func versionsAndRollback() throws {
         let fixture = try Fixture()
-        for version in ["1.1.0", "1.2.0"] {
-            let set = try fixture.rcadmin([
-                "set-update", "--required", "--platform", "linux", "--version", version, "--download",
-                "https://dl.example/app_\(version).deb",
-            ])
-            #expect(set.status == 0, "\(set.stderr)")
-        }
+        try fixture.setRequiredUpdates(["1.1.0", "1.2.0"])
         let table = try fixture.rcadmin(["template", "versions"])
         let lines = table.stdout.split(separator: "\n")
         #expect(lines.count == 4, "\(table.stdout)")

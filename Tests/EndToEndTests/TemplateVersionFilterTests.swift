@@ -20,13 +20,7 @@ import Testing
 
     @Test func theFiltersAreSentAsListVersionsQueryParameters() throws {
         let fixture = try Fixture()
-        for version in ["1.1.0", "1.2.0"] {
-            let set = try fixture.rcadmin([
-                "set-update", "--required", "--platform", "linux", "--version", version, "--download",
-                "https://dl.example/app_\(version).deb",
-            ])
-            #expect(set.status == 0, "\(set.stderr)")
-        }
+        try fixture.setRequiredUpdates(["1.1.0", "1.2.0"])
         let all = try fixture.rcadmin(["template", "versions", "--json"])
         let versions = try #require(JSONSerialization.jsonObject(with: Data(all.stdout.utf8)) as? [[String: Any]])
         let times = Dictionary(
