@@ -84,9 +84,11 @@ import Testing
         let daemon = try sandbox.startDaemon()
         let watch = try SocketClient(path: sandbox.socketPath)
         #expect(watch.watch())
-        // The start-up fetch may have stored it already: this one is then "no change".
+        // The start-up fetch may have stored it already: this one is then "no change", which says
+        // that the template waits all the same.
         let fetch = try sandbox.cli("fetch", "--wait")
         #expect(fetch.status == 0, "\(fetch.stderr)")
+        #expect(fetch.stdout.contains("deferred: template 1 waits until \(openingText)"), "\(fetch.stdout)")
 
         // Fetched and kept; nothing active.
         let waiting = try #require(try deferred(sandbox), "\(daemon.log)")
