@@ -13,6 +13,9 @@ struct CLIError: Error, CustomStringConvertible {
     let exitCode: Int32
     /// Printed after the message for usage errors.
     var usage: String?
+    /// Further problems of the same failure, each printed on a line of its own after the message
+    /// (the other bad lines of a config file): escaped like the message, never joined into it.
+    var details: [String] = []
 
     var description: String { message }
 

@@ -80,7 +80,7 @@ public enum CommandLineTool {
     private static func report(_ error: CLIError) -> Int32 {
         // The message may quote remote text (a fetch error, an HTTP body): escaped as one line.
         Output.err(
-            "Error: \(error.message)\n"
+            "Error: \(error.message)\n" + error.details.map { "\($0)\n" as TerminalText }.joined()
                 + TerminalText(verbatim: error.usage.map { $0.hasSuffix("\n") ? $0 : $0 + "\n" } ?? ""))
         return error.exitCode
     }
@@ -122,7 +122,10 @@ final class Invocation {
             loadedConfig = config
             return config
         } catch {
-            throw .failure("bad config: \(error)")
+            // Every problem of the load, one per line (agent.conf(5)): the first after the prefix.
+            var failure = CLIError.failure("bad config: \(error.location): \(error.message)")
+            failure.details = error.others.map { "\($0.location): \($0.message)" }
+            throw failure
         }
     }
 

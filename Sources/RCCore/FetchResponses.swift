@@ -3,8 +3,9 @@
 public enum FetchResponse: ControlResponse {
     /// Without `wait`: the fetch was requested.
     case requested
-    /// A new template was fetched; `changedKeys` is `nil` when it was not activated.
-    case updated(templateVersion: String?, changedKeys: [String]?)
+    /// A new template was fetched; `changedKeys` is `nil` when it was not activated, and
+    /// `deferred` says why and until when when a maintenance window or a hold holds it back.
+    case updated(templateVersion: String?, changedKeys: [String]?, deferred: DeferredActivation? = nil)
     case noChange
     /// Not fetched (not due, or backing off), and when the next fetch is planned.
     case skipped(reason: String, nextFetchAt: String?)
@@ -13,12 +14,13 @@ public enum FetchResponse: ControlResponse {
         switch self {
         case .requested:
             return [("outcome", .string("requested"))]
-        case let .updated(templateVersion, changedKeys):
+        case let .updated(templateVersion, changedKeys, deferred):
             var members: [(key: String, value: JSONValue)] = [
                 ("outcome", .string("updated")), ("templateVersion", .optional(templateVersion)),
                 ("activated", .bool(changedKeys != nil)),
             ]
             if let changedKeys { members.append(("changedKeys", .array(changedKeys.map(JSONValue.string)))) }
+            if let deferred { members.append(("deferred", deferred.json)) }
             return members
         case .noChange:
             return [("outcome", .string("no-change"))]
@@ -37,7 +39,8 @@ public enum FetchResponse: ControlResponse {
             let activated = try response.bool("activated")
             self = .updated(
                 templateVersion: try response.optionalString("templateVersion"),
-                changedKeys: activated ? try response.strings("changedKeys") : nil)
+                changedKeys: activated ? try response.strings("changedKeys") : nil,
+                deferred: activated ? nil : response.json["deferred"].flatMap(DeferredActivation.init(json:)))
         case "no-change": self = .noChange
         case "skipped":
             self = .skipped(
@@ -56,11 +59,24 @@ public enum ActivateResponse: ControlResponse {
     /// Outside every maintenance window or under a hold: the activation waits (`rcagent activate --now`
     /// overrides).
     case deferred(DeferredActivation)
+    /// A health-check trial of this version runs until `deadline`: its verdict comes first
+    /// (an activation now would start a second trial over the first).
+    case trialRunning(templateVersion: String?, deadline: Timestamp)
 
     public var members: [(key: String, value: JSONValue)] {
         switch self {
         case .nothingToActivate:
             [("activated", .bool(false)), ("changedKeys", .array([]))]
+        case let .trialRunning(templateVersion, deadline):
+            [
+                ("activated", .bool(false)), ("changedKeys", .array([])),
+                (
+                    "trial",
+                    .object([
+                        ("templateVersion", .optional(templateVersion)), ("deadline", .string(deadline.iso8601)),
+                    ])
+                ),
+            ]
         case let .deferred(deferred):
             [("activated", .bool(false)), ("changedKeys", .array([])), ("deferred", deferred.json)]
         case let .activated(templateVersion, changedKeys):
@@ -74,6 +90,15 @@ public enum ActivateResponse: ControlResponse {
     public init(reading response: ControlResponseReader) throws(ControlResponseError) {
         let changedKeys = try response.strings("changedKeys")
         guard try response.bool("activated") else {
+            if let trial = response.json["trial"], let deadlineText = trial["deadline"]?.stringValue,
+                let deadline = Timestamp(iso8601: deadlineText)
+            {
+                // Whole seconds, as it is written: a reading that reads back the same.
+                self = .trialRunning(
+                    templateVersion: trial["templateVersion"]?.stringValue,
+                    deadline: Timestamp(milliseconds: deadline.milliseconds.floorDivided(by: 1_000) * 1_000))
+                return
+            }
             self =
                 response.json["deferred"].flatMap(DeferredActivation.init(json:)).map(Self.deferred)
                 ?? .nothingToActivate

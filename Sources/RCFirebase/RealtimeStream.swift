@@ -26,8 +26,9 @@ public struct RealtimeStream: Sendable {
         case failed(String, retryInterval: Duration?)
         /// The project has realtime updates turned off: do not reconnect.
         case disabled
-        /// Refused in a way reconnecting will not change: 403, or an API key Google does not know
-        /// (at the stream or at Firebase Installations). Every other failure is `failed`: retried.
+        /// Refused in a way reconnecting will not change: 403, an API key Google does not know, or a
+        /// project or app Google does not know (404 NOT_FOUND), at the stream or at Firebase
+        /// Installations. Every other failure is `failed`: retried.
         case stopped(String)
     }
 

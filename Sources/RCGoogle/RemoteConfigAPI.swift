@@ -92,8 +92,10 @@ public struct RemoteConfigAPI: Sendable {
     }
 
     /// The template's versions, newest first, at most `limit` of them (all Google keeps without
-    /// one: the last 300, none older than 90 days), read page by page.
-    public func versions(limit: Int? = nil) async throws(GoogleError) -> [JSONValue] {
+    /// one: the last 300, none older than 90 days), those `filter` lets through, read page by page.
+    public func versions(limit: Int? = nil, filter: VersionFilter = VersionFilter()) async throws(GoogleError)
+        -> [JSONValue]
+    {
         let call = "Remote Config: list the \(namespace.rawValue) template's versions"
         if let limit, limit < 1 { throw GoogleError(call, "the limit must be at least 1, not \(limit)") }
         var versions: [JSONValue] = []
@@ -113,7 +115,7 @@ public struct RemoteConfigAPI: Sendable {
                         + "Google keeps at most 300 versions; stopped")
             }
             let wanted = min(limit.map { $0 - versions.count } ?? pageSize, pageSize)
-            var url = templateURL + ":listVersions?pageSize=\(wanted)"
+            var url = templateURL + ":listVersions?pageSize=\(wanted)" + filter.query
             if let pageToken { url += "&pageToken=\(TextEscaping.percentEncoded(pageToken))" }
             let (page, _) = try await api.json("GET", url, call: call)
             switch page["versions"] {

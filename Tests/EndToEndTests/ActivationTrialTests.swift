@@ -44,30 +44,54 @@ import Testing
         (json(try sandbox.cli("status", "--json")) as? [String: Any])?["activation"] as? [String: Any] ?? [:]
     }
 
-    /// A check that fails version 2 only, recording each run.
-    @Test func aFailingHealthCheckRollsBackRejectsTheVersionAndANewerOneIsTried() throws {
+    /// A trial under way: the temp directory of its health check, the sandbox and its hooks' record,
+    /// the daemon.
+    struct Trial {
+        let root: URL
+        let sandbox: Sandbox
+        let record: String
+        let daemon: DaemonProcess
+
+        func path(_ name: String) -> String { root.appendingPathComponent(name).path }
+    }
+
+    /// Writes the health check `check(root)` (the body of a shell script, given the directory for
+    /// its files), starts a daemon that runs it with `timeout`, and waits until version 1 (greeting
+    /// `one`) passed it and is active.
+    func startWithVersion1Committed(timeout: String, check: (URL) throws -> String) throws -> Trial {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("trial-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        let check = root.appendingPathComponent("check").path
-        let runs = root.appendingPathComponent("runs").path
-        try script(
-            check,
-            "echo \"$RCAGENT_TEMPLATE_VERSION $RCAGENT_PREVIOUS_TEMPLATE_VERSION\" >> \(runs)\n"
-                + "[ \"$RCAGENT_TEMPLATE_VERSION\" = 2 ] && exit 3\nexit 0")
-        let (sandbox, record) = try sandbox(activation: "HealthCheck=\(check)\nHealthTimeout=20s")
+        let path = root.appendingPathComponent("check").path
+        try script(path, try check(root))
+        let (sandbox, record) = try sandbox(activation: "HealthCheck=\(path)\nHealthTimeout=\(timeout)")
         try sandbox.publish(Sandbox.document(version: 1, keys: 0, extra: ["greeting": "one"]))
         let daemon = try sandbox.startDaemon()
         #expect(try sandbox.cli("fetch", "--wait").status == 0)
         #expect(
             try eventually { try history(sandbox).first == "1 active" },
             "\((try? history(sandbox)) ?? []) \(daemon.log)")
+        return Trial(root: root, sandbox: sandbox, record: record, daemon: daemon)
+    }
+
+    /// Publishes version 2 (greeting `two`) and fetches it: its trial starts.
+    func publishVersion2(_ trial: Trial) throws {
+        try trial.sandbox.publish(Sandbox.document(version: 2, keys: 0, extra: ["greeting": "two"]))
+        #expect(try trial.sandbox.cli("fetch", "--force", "--wait").status == 0)
+    }
+
+    /// A check that fails version 2 only, recording each run.
+    @Test func aFailingHealthCheckRollsBackRejectsTheVersionAndANewerOneIsTried() throws {
+        let trial = try startWithVersion1Committed(timeout: "20s") { root in
+            "echo \"$RCAGENT_TEMPLATE_VERSION $RCAGENT_PREVIOUS_TEMPLATE_VERSION\" >> \(root.path)/runs\n"
+                + "[ \"$RCAGENT_TEMPLATE_VERSION\" = 2 ] && exit 3\nexit 0"
+        }
+        let (sandbox, record, daemon, runs) = (trial.sandbox, trial.record, trial.daemon, trial.path("runs"))
         // Logged just after the commit readers see.
         #expect(eventually { daemon.log.contains("Trial of template 1 passed its health check; committed") })
 
         let watch = try SocketClient(path: sandbox.socketPath)
         #expect(watch.watch())
-        try sandbox.publish(Sandbox.document(version: 2, keys: 0, extra: ["greeting": "two"]))
-        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        try publishVersion2(trial)
         let event = watch.event { $0["event"] as? String == "rolled-back" }
         #expect(event?["templateVersion"] as? String == "1", "the version active again")
         #expect(event?["changedKeys"] as? [String] == ["greeting"])
@@ -100,21 +124,12 @@ import Testing
     }
 
     @Test func aHangingHealthCheckIsKilledAtHealthTimeoutAndRolledBack() throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("trial-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        let check = root.appendingPathComponent("check").path
-        let pids = root.appendingPathComponent("pids").path
         // Hangs for version 2: the sleep is the behaviour under test (a check that never answers).
-        try script(check, "[ \"$RCAGENT_TEMPLATE_VERSION\" = 2 ] || exit 0\necho $$ >> \(pids)\nexec sleep 300")
-        let (sandbox, record) = try sandbox(activation: "HealthCheck=\(check)\nHealthTimeout=1s")
-        try sandbox.publish(Sandbox.document(version: 1, keys: 0, extra: ["greeting": "one"]))
-        let daemon = try sandbox.startDaemon()
-        #expect(try sandbox.cli("fetch", "--wait").status == 0)
-        #expect(
-            try eventually { try history(sandbox).first == "1 active" },
-            "\((try? history(sandbox)) ?? []) \(daemon.log)")
-        try sandbox.publish(Sandbox.document(version: 2, keys: 0, extra: ["greeting": "two"]))
-        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        let trial = try startWithVersion1Committed(timeout: "1s") { root in
+            "[ \"$RCAGENT_TEMPLATE_VERSION\" = 2 ] || exit 0\necho $$ >> \(root.path)/pids\nexec sleep 300"
+        }
+        let (sandbox, record, daemon, pids) = (trial.sandbox, trial.record, trial.daemon, trial.path("pids"))
+        try publishVersion2(trial)
         #expect(try eventually { try history(sandbox).first == "2 rolled-back: timed out" }, "\(daemon.log)")
         #expect(try greeting(sandbox) == "one\n")
         #expect(eventually { lines(record).contains("rolled-back 1 greeting") }, "\(lines(record))")
@@ -125,22 +140,43 @@ import Testing
         #expect(daemon.stop() == 0)
     }
 
+    /// `rcagent activate` while a trial's check runs activates nothing (a second trial would start
+    /// over the first) and says which version is on trial, until when.
+    @Test func activateDuringATrialSaysTheTrialRuns() throws {
+        // For version 2 the check answers when the test writes to the FIFO: the trial runs until then.
+        let trial = try startWithVersion1Committed(timeout: "5min") { root in
+            try #require(mkfifo(root.appendingPathComponent("release").path, 0o600) == 0)
+            return "[ \"$RCAGENT_TEMPLATE_VERSION\" = 2 ] || exit 0\ntouch \(root.path)/started\n"
+                + "read line < \(root.path)/release"
+        }
+        let (sandbox, daemon) = (trial.sandbox, trial.daemon)
+        defer { try? FileManager.default.removeItem(at: trial.root) }
+        try publishVersion2(trial)
+        #expect(eventually(60) { FileManager.default.fileExists(atPath: trial.path("started")) }, "\(daemon.log)")
+
+        let asked = try sandbox.cli("activate")
+        #expect(asked.status == 0, "\(asked.stderr)")
+        #expect(asked.stderr.hasPrefix("a trial is running: template 2 until 20"), "\(asked.stderr)")
+        #expect(asked.stderr.contains("at the latest (its health check decides; activate after it)"))
+        let json = try sandbox.cli("activate", "--now", "--json")
+        let onTrial = (self.json(json) as? [String: Any])?["trial"] as? [String: Any]
+        #expect(onTrial?["templateVersion"] as? String == "2", "\(json.stdout)")
+
+        let answer = try runProcess("/bin/sh", ["-c", "echo pass > \(trial.path("release"))"])
+        #expect(answer.status == 0)
+        #expect(try eventually { try history(sandbox).first == "2 active" }, "\(daemon.log)")
+        #expect(try greeting(sandbox) == "two\n")
+        #expect(daemon.stop() == 0)
+    }
+
     @Test func aTrialInterruptedByKill9RollsBackAtTheNextStart() throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("trial-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        let check = root.appendingPathComponent("check").path
-        let pids = root.appendingPathComponent("pids").path
         // For version 2 the check says it started, then waits: the daemon dies during the trial.
-        try script(check, "[ \"$RCAGENT_TEMPLATE_VERSION\" = 2 ] || exit 0\necho $$ >> \(pids)\nexec sleep 300")
-        let (sandbox, record) = try sandbox(activation: "HealthCheck=\(check)\nHealthTimeout=5min")
-        try sandbox.publish(Sandbox.document(version: 1, keys: 0, extra: ["greeting": "one"]))
-        var daemon = try sandbox.startDaemon()
-        #expect(try sandbox.cli("fetch", "--wait").status == 0)
-        #expect(
-            try eventually { try history(sandbox).first == "1 active" },
-            "\((try? history(sandbox)) ?? []) \(daemon.log)")
-        try sandbox.publish(Sandbox.document(version: 2, keys: 0, extra: ["greeting": "two"]))
-        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
+        let trial = try startWithVersion1Committed(timeout: "5min") { root in
+            "[ \"$RCAGENT_TEMPLATE_VERSION\" = 2 ] || exit 0\necho $$ >> \(root.path)/pids\nexec sleep 300"
+        }
+        let (sandbox, record, pids) = (trial.sandbox, trial.record, trial.path("pids"))
+        var daemon = trial.daemon
+        try publishVersion2(trial)
         #expect(eventually { !lines(pids).isEmpty }, "the check runs")
         #expect(try greeting(sandbox) == "two\n", "on trial, the new values are active")
         #expect(try history(sandbox).first == "2 trial")

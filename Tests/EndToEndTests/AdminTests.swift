@@ -62,6 +62,17 @@ import Testing
         }
 
         func requests(_ api: String) -> [[String: Any]] { server.requests(api: api) }
+
+        /// Publishes one version per app version with `set-update --required` (Linux), in turn.
+        func setRequiredUpdates(_ versions: [String]) throws {
+            for version in versions {
+                let set = try rcadmin([
+                    "set-update", "--required", "--platform", "linux", "--version", version, "--download",
+                    "https://dl.example/app_\(version).deb",
+                ])
+                #expect(set.status == 0, "\(set.stderr)")
+            }
+        }
     }
 
     static func json(_ text: String) throws -> [String: Any] {
@@ -201,13 +212,7 @@ import Testing
 
     @Test func versionsAndRollback() throws {
         let fixture = try Fixture()
-        for version in ["1.1.0", "1.2.0"] {
-            let set = try fixture.rcadmin([
-                "set-update", "--required", "--platform", "linux", "--version", version, "--download",
-                "https://dl.example/app_\(version).deb",
-            ])
-            #expect(set.status == 0, "\(set.stderr)")
-        }
+        try fixture.setRequiredUpdates(["1.1.0", "1.2.0"])
         let table = try fixture.rcadmin(["template", "versions"])
         let lines = table.stdout.split(separator: "\n")
         #expect(lines.count == 4, "\(table.stdout)")
@@ -434,6 +439,11 @@ import Testing
         ])
         #expect(both.status == 69, "\(both.stderr)")
         #expect(both.stdout.hasPrefix("sent "), "\(both.stdout)")
+        // One failure, one line, saying what failed and that the ping did not go out everywhere.
+        #expect(both.stderr.split(separator: "\n").count == 1, "\(both.stderr)")
+        #expect(
+            both.stderr.hasPrefix("Error: cannot publish the stale ping")
+                && both.stderr.hasSuffix("(the stale ping did not go out everywhere)\n"), "\(both.stderr)")
         #expect(fixture.server.fcmMessages.count == 2)
     }
 

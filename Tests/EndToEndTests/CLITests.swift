@@ -122,6 +122,17 @@ import Testing
         #expect(get.stderr.hasPrefix("Warning: \(sandbox.configPath):11: FetchTimeout= 'soon' is not a duration"))
     }
 
+    @Test func everyProblemOfABadConfigIsALineOfItsOwn() throws {
+        let sandbox = try Sandbox(extraConfig: "[Agent]\nFetchTimeout=soon\n[Push]\nJitter=much")
+        let reload = try sandbox.cli("reload")
+        #expect(reload.status == 1)
+        let lines = reload.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2, "\(reload.stderr)")
+        #expect(lines.first?.hasPrefix("Error: bad config: \(sandbox.configPath):11: FetchTimeout= 'soon'") == true)
+        #expect(lines.last?.hasPrefix("\(sandbox.configPath):13: Jitter= 'much'") == true, "\(reload.stderr)")
+        #expect(!reload.stderr.contains("\\n"), "a line break printed as its escape: \(reload.stderr)")
+    }
+
     @Test func configComesFromTheEnvironmentWhenNoFlagIsGiven() throws {
         let sandbox = try Sandbox()
         let result = try sandbox.run(

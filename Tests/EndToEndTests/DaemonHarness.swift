@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Binds `fd` to the Unix socket path `path`; `bind`'s result.
@@ -239,6 +240,23 @@ extension Sandbox {
         let daemon = try DaemonProcess(self)
         try daemon.waitUntilReady()
         return daemon
+    }
+
+    /// Starts `rcagent hold --reason REASON -- sh -c COMMAND` (the config named with `--config`, not
+    /// `RCAGENT_CONFIG`) and returns once its command runs: the command first touches a marker file.
+    func startHold(reason: String, command: String) throws -> Subprocess {
+        try FileManager.default.createDirectory(atPath: statePath, withIntermediateDirectories: true)
+        let marker = root.appendingPathComponent("hold-\(UUID().uuidString)").path
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: "RCAGENT_CONFIG")
+        let hold = try Subprocess(
+            Binaries.url("rcagent").path,
+            ["hold", "--config", configPath, "--reason", reason, "--", "sh", "-c", "touch \(marker); \(command)"],
+            environment: environment, input: true)
+        guard eventually(60, { FileManager.default.fileExists(atPath: marker) }) else {
+            throw DaemonError("the hold's command did not start")
+        }
+        return hold
     }
 
     /// Publishes template `version` (``document(version:keys:extra:)``), starts the daemon and waits

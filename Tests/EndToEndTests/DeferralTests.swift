@@ -17,12 +17,37 @@ import Testing
         try sandbox.publish(Sandbox.document(version: 1))
         let daemon = try DaemonProcess(
             sandbox,
-            environment: [
-                "LD_PRELOAD": HistoryCommandTests.faketime, "FAKETIME": "@" + time,
-                "FAKETIME_DONT_FAKE_MONOTONIC": "1", "TZ": "UTC",
-            ])
+            environment: FakedClock.environment(at: time))
         try daemon.waitUntilReady()
         return daemon
+    }
+
+    /// A sandbox with the window 02:00-04:00 UTC, its daemon started at noon (the wall clock of
+    /// 2025-12-02 12:00 UTC) and a fetch done: version 1 waits for the window.
+    private func startWaitingForTheNightWindow() throws -> (Sandbox, DaemonProcess) {
+        let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
+        let daemon = try startNightly(sandbox, at: "2025-12-02 12:00:00")
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        return (sandbox, daemon)
+    }
+
+    /// Version 1 is active, nothing waits, and the daemon said what ended the wait.
+    private func expectTheWaitEnded(_ sandbox: Sandbox, _ daemon: DaemonProcess, by what: String) throws {
+        #expect(try value(sandbox) == "v1\n", "\(daemon.log)")
+        #expect(try deferred(sandbox) == nil)
+        #expect(daemon.log.contains("The deferred activation of template 1 is due: \(what)"), "\(daemon.log)")
+    }
+
+    /// The daemon serving version 1, an `rcagent hold` running, a watch, and version 2 fetched
+    /// under the hold.
+    private func startHeld(_ sandbox: Sandbox) throws -> (DaemonProcess, Subprocess, SocketClient) {
+        let daemon = try sandbox.startServing(version: 1)
+        let hold = try sandbox.startHold(reason: "payment", command: "cat >/dev/null")
+        let watch = try SocketClient(path: sandbox.socketPath)
+        #expect(watch.watch())
+        try sandbox.publish(Sandbox.document(version: 2))
+        #expect(try sandbox.cli("fetch", "--wait", "--force").status == 0)
+        return (daemon, hold, watch)
     }
 
     private func status(_ sandbox: Sandbox) throws -> [String: Any] {
@@ -38,20 +63,6 @@ import Testing
 
     private func value(_ sandbox: Sandbox, _ key: String = "key_0") throws -> String {
         try sandbox.cli("get", key).stdout
-    }
-
-    private func startHold(_ sandbox: Sandbox, marker: String) throws -> Subprocess {
-        var env = ProcessInfo.processInfo.environment
-        env.removeValue(forKey: "RCAGENT_CONFIG")
-        let hold = try Subprocess(
-            Binaries.url("rcagent").path,
-            [
-                "hold", "--config", sandbox.configPath, "--reason", "payment", "--", "sh", "-c",
-                "touch \(marker); cat >/dev/null",
-            ],
-            environment: env, input: true)
-        #expect(eventually(60) { FileManager.default.fileExists(atPath: marker) })
-        return hold
     }
 
     @Test(.timeLimit(.minutes(3)))
@@ -73,9 +84,11 @@ import Testing
         let daemon = try sandbox.startDaemon()
         let watch = try SocketClient(path: sandbox.socketPath)
         #expect(watch.watch())
-        // The start-up fetch may have stored it already: this one is then "no change".
+        // The start-up fetch may have stored it already: this one is then "no change", which says
+        // that the template waits all the same.
         let fetch = try sandbox.cli("fetch", "--wait")
         #expect(fetch.status == 0, "\(fetch.stderr)")
+        #expect(fetch.stdout.contains("deferred: template 1 waits until \(openingText)"), "\(fetch.stdout)")
 
         // Fetched and kept; nothing active.
         let waiting = try #require(try deferred(sandbox), "\(daemon.log)")
@@ -97,9 +110,7 @@ import Testing
 
     @Test(.timeLimit(.minutes(2)))
     func aDeferralOutlivesTheDaemon() throws {
-        let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
-        let first = try startNightly(sandbox, at: "2025-12-02 12:00:00")
-        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        let (sandbox, first) = try startWaitingForTheNightWindow()
         #expect(try deferred(sandbox) != nil, "\(first.log)")
         #expect(first.stop() == 0)
 
@@ -107,34 +118,26 @@ import Testing
         #expect(try deferred(sandbox)?["until"] as? String == "2025-12-03T02:00:00Z")
         // Started again inside the window (its clock says so): the wait is over at once.
         let second = try startNightly(sandbox, at: "2025-12-03 02:30:00")
-        #expect(try value(sandbox) == "v1\n", "\(second.log)")
-        #expect(try deferred(sandbox) == nil)
-        #expect(second.log.contains("The deferred activation of template 1 is due: the daemon started"))
+        try expectTheWaitEnded(sandbox, second, by: "the daemon started")
         second.stop()
     }
 
     @Test(.timeLimit(.minutes(2)))
     func aReloadThatDropsTheWindowEndsTheWait() throws {
-        let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
-        let daemon = try startNightly(sandbox, at: "2025-12-02 12:00:00")
-        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        let (sandbox, daemon) = try startWaitingForTheNightWindow()
         #expect(try deferred(sandbox)?["why"] as? String == "window", "\(daemon.log)")
 
         // A window that is open now: the reload's look finds nothing in the way.
         try sandbox.writeConfig(extra: "[Activation]\nWindow=*-*-* 11:00-13:00 UTC\n")
         let reload = try sandbox.cli("reload")
         #expect(reload.status == 0, "\(reload.stderr)")
-        #expect(try value(sandbox) == "v1\n", "\(daemon.log)")
-        #expect(try deferred(sandbox) == nil)
-        #expect(daemon.log.contains("The deferred activation of template 1 is due: the config was reloaded"))
+        try expectTheWaitEnded(sandbox, daemon, by: "the config was reloaded")
         daemon.stop()
     }
 
     @Test(.timeLimit(.minutes(2)))
     func activateSaysUntilWhenAndNowOverrides() throws {
-        let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
-        let daemon = try startNightly(sandbox, at: "2025-12-02 12:00:00")
-        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        let (sandbox, daemon) = try startWaitingForTheNightWindow()
         #expect(try deferred(sandbox)?["until"] as? String == "2025-12-03T02:00:00Z", "\(daemon.log)")
 
         let asked = try sandbox.cli("activate")
@@ -150,11 +153,34 @@ import Testing
         daemon.stop()
     }
 
+    /// `fetch --wait` for a template that waits says so, and until when. (An HTTP source: a file
+    /// source's watch could fetch it first, and the `fetch` would say "no change".)
+    @Test(.timeLimit(.minutes(2)))
+    func fetchWaitSaysTheActivationIsDeferredAndUntilWhen() throws {
+        let sandbox = try Sandbox()
+        let server = try ConfigServer(in: sandbox)
+        try server.serve(Sandbox.document(version: 1))
+        try sandbox.writeConfig(
+            extra: "[Source]\nType=http\nURL=\(server.url)\n[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
+        let daemon = try DaemonProcess(
+            sandbox,
+            environment: FakedClock.environment(at: "2025-12-02 12:00:00"))
+        try daemon.waitUntilReady()
+        try server.serve(Sandbox.document(version: 2))
+        let fetch = try sandbox.cli("fetch", "--force", "--wait")
+        #expect(fetch.status == 0, "\(fetch.stderr)")
+        #expect(
+            fetch.stdout.hasPrefix(
+                "fetched template 2; deferred: template 2 waits until 2025-12-03T02:00:00Z (outside every maintenance window), since 2025-12-02T12:0"
+            ), "\(fetch.stdout)\n\(daemon.log)")
+        #expect(fetch.stdout.hasSuffix("; rcagent activate --now overrides\n"), "\(fetch.stdout)")
+        #expect(try value(sandbox) == "")
+        daemon.stop()
+    }
+
     @Test(.timeLimit(.minutes(2)))
     func aPushWithActivateNowPassesTheWindow() throws {
-        let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=*-*-* 02:00-04:00 UTC\n")
-        let daemon = try startNightly(sandbox, at: "2025-12-02 12:00:00")
-        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        let (sandbox, daemon) = try startWaitingForTheNightWindow()
         #expect(try sandbox.cli("activate", "--now").status == 0)
 
         // An ordinary ping: the new template is fetched and waits.
@@ -186,13 +212,7 @@ import Testing
         chmod(hook, 0o755)
         try sandbox.writeConfig(extra: "[Agent]\nHooksDirectory=\(hooks.path)\n")
         func heard() -> String { (try? String(contentsOfFile: record, encoding: .utf8)) ?? "" }
-        let daemon = try sandbox.startServing(version: 1)
-        let hold = try startHold(sandbox, marker: sandbox.root.appendingPathComponent("held").path)
-        let watch = try SocketClient(path: sandbox.socketPath)
-        #expect(watch.watch())
-
-        try sandbox.publish(Sandbox.document(version: 2))
-        #expect(try sandbox.cli("fetch", "--wait", "--force").status == 0)
+        let (daemon, hold, watch) = try startHeld(sandbox)
         let waiting = try #require(try deferred(sandbox), "\(daemon.log)")
         #expect(waiting["templateVersion"] as? String == "2")
         #expect(waiting["why"] as? String == "hold")
@@ -218,13 +238,7 @@ import Testing
     @Test(.timeLimit(.minutes(2)))
     func aForgottenHoldStopsDeferringAtHoldLimit() throws {
         let sandbox = try Sandbox(extraConfig: "[Activation]\nHoldLimit=8s\n")
-        let daemon = try sandbox.startServing(version: 1)
-        let hold = try startHold(sandbox, marker: sandbox.root.appendingPathComponent("held").path)
-        let watch = try SocketClient(path: sandbox.socketPath)
-        #expect(watch.watch())
-
-        try sandbox.publish(Sandbox.document(version: 2))
-        #expect(try sandbox.cli("fetch", "--wait", "--force").status == 0)
+        let (daemon, hold, watch) = try startHeld(sandbox)
         #expect(try deferred(sandbox)?["why"] as? String == "hold", "\(daemon.log)")
 
         // The hold still runs, past its limit: it defers no more, and the daemon says so once.

@@ -269,6 +269,32 @@ import Testing
         daemon.stop()
     }
 
+    /// A project or app Firebase Installations does not know (404 NOT_FOUND, Google's error body)
+    /// no retry changes: the stream says so once and stops reconnecting, and `status` shows the
+    /// fetch failing with the same answer (fetches go on, with their backoff).
+    @Test func aProjectInstallationsDoesNotKnowStopsTheStreamAfterOneLine() throws {
+        let (sandbox, server) = try sandbox(realtime: "yes")
+        try server.updateMode(["installationsStatus": 404])
+        let daemon = try sandbox.startDaemon()
+        let stopped =
+            "Failed to keep the realtime stream: Firebase Installations: cannot create the installation: HTTP 404"
+        #expect(eventually { daemon.log.contains(stopped) }, "\(daemon.log)")
+        #expect(
+            eventually {
+                (try? sandbox.cli("status"))?.stdout.contains("cannot create the installation: HTTP 404") == true
+            },
+            "\((try? sandbox.cli("status"))?.stdout ?? "")")
+        let creates = server.requests(api: "create").count
+        let fetch = try sandbox.cli("fetch", "--force", "--wait")
+        #expect(fetch.status == 1 && fetch.stderr.contains("HTTP 404"), "\(fetch.stderr)")
+        // The fetch asked once more; the stream did not, nor did it log again.
+        #expect(server.requests(api: "create").count == creates + 1, "\(daemon.log)")
+        #expect(server.requests(api: "realtime").isEmpty)
+        #expect(daemon.log.components(separatedBy: "Failed to keep the realtime stream").count == 2, "\(daemon.log)")
+        #expect(!daemon.log.contains("Failed to open the realtime stream"), "\(daemon.log)")
+        daemon.stop()
+    }
+
     @Test func throttlingAndErrorsNameTheAPIsMessage() throws {
         let (sandbox, server) = try sandbox()
         try server.publish(version: 1, entries: ["a": "1"])

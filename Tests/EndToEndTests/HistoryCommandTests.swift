@@ -7,8 +7,6 @@ import Testing
 /// `rcagent history` over a real state database, and the window line it prints, from real processes
 /// whose clock libfaketime sets (the nights Berlin's clocks change, a zone named and the local one).
 @Suite struct HistoryCommandTests {
-    static let faketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
-
     private func at(_ seconds: Int64) -> Timestamp { Timestamp(milliseconds: 1_700_000_000_000 + seconds * 1_000) }
 
     @Test func historyListsTheKeptSnapshotsNewestFirstWithTheirOutcome() throws {
@@ -54,40 +52,45 @@ import Testing
         let sandbox = try Sandbox(extraConfig: "[Activation]\nWindow=\(window)\n")
         let result = try sandbox.run(
             "rcagent", ["history", "--config", sandbox.configPath],
-            environment: [
-                "LD_PRELOAD": Self.faketime, "FAKETIME": "@" + time, "FAKETIME_DONT_FAKE_MONOTONIC": "1", "TZ": zone,
-            ])
+            environment: FakedClock.environment(at: time, zone: zone))
         #expect(result.status == 0, "\(result.stderr)")
         return result.stdout.split(separator: "\n").last.map(String.init) ?? ""
     }
 
-    @Test func theWindowLineFollowsTheFakedClock() throws {
-        #expect(
-            try window("*-*-* 02:00-04:00 UTC", at: "2026-12-02 01:00:00", zone: "UTC")
-                == "window: closed; the next opens at 2026-12-02T02:00:00Z (*-*-* 02:00-04:00 UTC)")
-        #expect(
-            try window("*-*-* 02:00-04:00 UTC", at: "2026-12-02 03:00:00", zone: "UTC")
-                == "window: open now (*-*-* 02:00-04:00 UTC)")
-    }
-
-    @Test func aStartTheClocksSkipOpensAfterTheJumpInARealProcess() throws {
+    /// A window, the faked time and zone of the process, and the window line `history` prints.
+    static let windowLines: [(window: String, time: String, zone: String, line: String)] = [
+        (
+            "*-*-* 02:00-04:00 UTC", "2026-12-02 01:00:00", "UTC",
+            "window: closed; the next opens at 2026-12-02T02:00:00Z (*-*-* 02:00-04:00 UTC)"
+        ),
+        ("*-*-* 02:00-04:00 UTC", "2026-12-02 03:00:00", "UTC", "window: open now (*-*-* 02:00-04:00 UTC)"),
         // 2026-03-29 00:30 UTC is 01:30 CET; at 01:00 UTC Berlin's clocks jump from 02:00 to 03:00.
-        #expect(
-            try window("Sun 02:00-04:00 Europe/Berlin", at: "2026-03-29 00:30:00", zone: "UTC")
-                == "window: closed; the next opens at 2026-03-29T01:00:00Z (Sun 02:00-04:00 Europe/Berlin)")
+        (
+            "Sun 02:00-04:00 Europe/Berlin", "2026-03-29 00:30:00", "UTC",
+            "window: closed; the next opens at 2026-03-29T01:00:00Z (Sun 02:00-04:00 Europe/Berlin)"
+        ),
         // The night the clocks go back, 02:30 comes twice: from 02:50 CEST the next is 02:30 CET.
-        #expect(
-            try window("Sun 02:30-02:45 Europe/Berlin", at: "2026-10-25 00:50:00", zone: "UTC")
-                == "window: closed; the next opens at 2026-10-25T01:30:00Z (Sun 02:30-02:45 Europe/Berlin)")
-    }
+        (
+            "Sun 02:30-02:45 Europe/Berlin", "2026-10-25 00:50:00", "UTC",
+            "window: closed; the next opens at 2026-10-25T01:30:00Z (Sun 02:30-02:45 Europe/Berlin)"
+        ),
+        // A window without a zone is in the device's local time. TZ=Europe/Berlin: the faked 01:30
+        // is CET, 00:30 UTC; the 02:00 local window opens at 01:00 UTC.
+        (
+            "*-*-* 02:00-04:00", "2026-12-02 01:30:00", "Europe/Berlin",
+            "window: closed; the next opens at 2026-12-02T01:00:00Z (*-*-* 02:00-04:00)"
+        ),
+        (
+            "*-*-* 02:00-04:00", "2026-12-02 01:30:00", "America/New_York",
+            "window: closed; the next opens at 2026-12-02T07:00:00Z (*-*-* 02:00-04:00)"
+        ),
+    ]
 
-    @Test func aWindowWithoutAZoneIsInTheDevicesLocalTime() throws {
-        // TZ=Europe/Berlin: the faked 01:30 is CET, 00:30 UTC; the 02:00 local window opens at 01:00 UTC.
-        #expect(
-            try window("*-*-* 02:00-04:00", at: "2026-12-02 01:30:00", zone: "Europe/Berlin")
-                == "window: closed; the next opens at 2026-12-02T01:00:00Z (*-*-* 02:00-04:00)")
-        #expect(
-            try window("*-*-* 02:00-04:00", at: "2026-12-02 01:30:00", zone: "America/New_York")
-                == "window: closed; the next opens at 2026-12-02T07:00:00Z (*-*-* 02:00-04:00)")
+    /// The window line follows the faked clock in a real process: the nights Berlin's clocks
+    /// change, a zone named and the local one.
+    @Test(arguments: 0..<windowLines.count)
+    func theWindowLineFollowsTheFakedClock(_ index: Int) throws {
+        let (window, time, zone, line) = Self.windowLines[index]
+        #expect(try self.window(window, at: time, zone: zone) == line)
     }
 }

@@ -10,23 +10,6 @@ import Testing
 /// holder and its reason, the exit status and signals are the command's, and a hold that cannot be
 /// taken still runs the command.
 @Suite struct HoldCommandTests {
-    private func environment() -> [String: String] {
-        var env = ProcessInfo.processInfo.environment
-        env.removeValue(forKey: "RCAGENT_CONFIG")
-        return env
-    }
-
-    private func startHold(_ sandbox: Sandbox, reason: String, marker: String, command: String) throws -> Subprocess {
-        try FileManager.default.createDirectory(atPath: sandbox.statePath, withIntermediateDirectories: true)
-        return try Subprocess(
-            Binaries.url("rcagent").path,
-            [
-                "hold", "--config", sandbox.configPath, "--reason", reason, "--", "sh", "-c",
-                "touch \(marker); \(command)",
-            ],
-            environment: environment(), input: true)
-    }
-
     /// `rcagent hold --config <sandbox's> ARGS...`: the config before `--`, where it is an option.
     private func hold(_ sandbox: Sandbox, _ arguments: String...) throws -> ProcessResult {
         try sandbox.run("rcagent", ["hold", "--config", sandbox.configPath] + arguments)
@@ -35,9 +18,7 @@ import Testing
     @Test(.timeLimit(.minutes(2)))
     func aHoldIsSeenWhileItsCommandRunsAndEndsWithIt() throws {
         let sandbox = try Sandbox()
-        let marker = sandbox.root.appendingPathComponent("started").path
-        let hold = try startHold(sandbox, reason: "payment 42", marker: marker, command: "cat >/dev/null; exit 7")
-        #expect(eventually(60) { FileManager.default.fileExists(atPath: marker) })
+        let hold = try sandbox.startHold(reason: "payment 42", command: "cat >/dev/null; exit 7")
         let lock = try HoldLock(path: HoldLock.path(stateDirectory: sandbox.statePath))
         #expect(try lock.isHeld())
         let holders = lock.holders()
@@ -69,9 +50,7 @@ import Testing
     @Test(.timeLimit(.minutes(2)))
     func aSignalToTheHoldReachesTheCommand() throws {
         let sandbox = try Sandbox()
-        let marker = sandbox.root.appendingPathComponent("started").path
-        let hold = try startHold(sandbox, reason: "call", marker: marker, command: "exec sleep 600")
-        #expect(eventually(60) { FileManager.default.fileExists(atPath: marker) })
+        let hold = try sandbox.startHold(reason: "call", command: "exec sleep 600")
         let lock = try HoldLock(path: HoldLock.path(stateDirectory: sandbox.statePath))
         #expect(eventually(60) { (try? lock.isHeld()) == true })
         kill(hold.pid, SIGTERM)

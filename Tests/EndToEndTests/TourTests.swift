@@ -76,6 +76,9 @@ import Testing
         let http = shell.finish()
         #expect(http.status == 0, "\(http.stdout)\(http.stderr)\n\(daemon.log)")
         #expect(http.stdout.contains("reloaded: Source.Type, Source.URL changed"), "\(http.stdout)")
+        #expect(http.stdout.contains("source:       http\n"), "\(http.stdout)")
+        // The reload fetched from the new source, so the `fetch --wait` after it has nothing to do.
+        #expect(http.stdout.contains("not fetched: the last fetch is recent"), "\(http.stdout)")
         #expect(daemon.log.contains("from http http://127.0.0.1:8321/remote.json"), "\(daemon.log)")
         #expect(daemon.stop() == 0)
     }

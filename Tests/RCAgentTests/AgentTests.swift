@@ -68,7 +68,7 @@ func withTestAgent(
             _ = await source.started.next()  // one more round, for all three
             source.release.send(())
             for _ in 0..<3 {
-                guard case .updated(_, "2")? = await replies.next() else {
+                guard case .updated(_, "2", _)? = await replies.next() else {
                     Issue.record("each request hears the second round's outcome")
                     return
                 }

@@ -48,6 +48,22 @@ import Testing
             return (pair[0], pair[1])
         }
 
+        /// Two connections, both subscribed, each past its acknowledgement line.
+        func twoSubscribers() -> ((server: Int32, client: Int32), (server: Int32, client: Int32)) {
+            let (first, second) = (connection(), connection())
+            #expect(broadcaster.subscribe(first.server) && broadcaster.subscribe(second.server))
+            for client in [first.client, second.client] {
+                var descriptor = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+                var line: [UInt8] = []
+                var byte: UInt8 = 0
+                while line.last != 10, poll(&descriptor, 1, 10_000) > 0, recv(client, &byte, 1, 0) == 1 {
+                    line.append(byte)
+                }
+                #expect(line.last == 10, "the acknowledgement")
+            }
+            return (first, second)
+        }
+
         /// Logs an event of `kind` through this store, a second later than the last.
         func record(_ kind: AgentEventKind, in store: StateStore? = nil) throws {
             clock += 1_000
@@ -136,10 +152,7 @@ import Testing
     @Test func aWatcherThatDoesNotKeepUpIsDroppedAndTheOthersHearEverything() throws {
         try TemporaryDirectory.with { directory in
             let setup = try Setup(directory)
-            let slow = setup.connection()
-            let fast = setup.connection()
-            #expect(setup.broadcaster.subscribe(slow.server) && setup.broadcaster.subscribe(fast.server))
-            _ = read(fast.client, lines: 1)
+            let (slow, fast) = setup.twoSubscribers()
             fill(slow.server)
             try setup.record(.fetched)
             setup.broadcaster.publish()
@@ -166,11 +179,7 @@ import Testing
     @Test func anUnsubscribedClientHearsNothingMoreAndClosingEndsEveryStream() throws {
         try TemporaryDirectory.with { directory in
             let setup = try Setup(directory)
-            let leaving = setup.connection()
-            let staying = setup.connection()
-            #expect(setup.broadcaster.subscribe(leaving.server) && setup.broadcaster.subscribe(staying.server))
-            _ = read(leaving.client, lines: 1)
-            _ = read(staying.client, lines: 1)
+            let (leaving, staying) = setup.twoSubscribers()
             setup.broadcaster.unsubscribe(leaving.server)
             try setup.record(.fetched)
             // publish() sends before it returns: what is not in the socket now never will be.

@@ -33,6 +33,14 @@ import Testing
             FetchResponse.updated(templateVersion: nil, changedKeys: nil),
             #"{"ok":true,"outcome":"updated","templateVersion":null,"activated":false}"#
         ),
+        (
+            FetchResponse.updated(
+                templateVersion: "9", changedKeys: nil,
+                deferred: DeferredActivation(
+                    templateVersion: "9", since: Timestamp(milliseconds: 1_764_640_800_000),
+                    until: Timestamp(milliseconds: 1_764_644_400_000), why: .window)),
+            #"{"ok":true,"outcome":"updated","templateVersion":"9","activated":false,"deferred":{"templateVersion":"9","since":"2025-12-02T02:00:00Z","until":"2025-12-02T03:00:00Z","why":"window"}}"#
+        ),
         (FetchResponse.noChange, #"{"ok":true,"outcome":"no-change"}"#),
         (
             FetchResponse.skipped(reason: "not due", nextFetchAt: nil),
@@ -55,6 +63,10 @@ import Testing
                 DeferredActivation(
                     templateVersion: "9", since: Timestamp(milliseconds: 1_764_640_800_000), until: nil, why: .hold)),
             #"{"ok":true,"activated":false,"changedKeys":[],"deferred":{"templateVersion":"9","since":"2025-12-02T02:00:00Z","until":null,"why":"hold"}}"#
+        ),
+        (
+            ActivateResponse.trialRunning(templateVersion: "9", deadline: Timestamp(milliseconds: 1_764_640_860_000)),
+            #"{"ok":true,"activated":false,"changedKeys":[],"trial":{"templateVersion":"9","deadline":"2025-12-02T02:01:00Z"}}"#
         ),
         (MarkStaleResponse(newlySet: true), #"{"ok":true,"stale":true,"newlySet":true}"#),
         (

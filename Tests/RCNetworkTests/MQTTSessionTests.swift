@@ -12,7 +12,12 @@ import Testing
 @Suite(.timeLimit(.minutes(10))) struct MQTTSessionTests {
     static let brokers = [MQTTBroker(host: "a", port: 1883), MQTTBroker(host: "b", port: 1884)]
 
-    func session(_ client: FakeMQTTClient, brokers: [MQTTBroker] = Self.brokers) -> (MQTTSession, SessionLog) {
+    /// A session over `client` with short, un-jittered waits (`configure` changes more), its events
+    /// logged.
+    func session(
+        _ client: FakeMQTTClient, brokers: [MQTTBroker] = Self.brokers,
+        configure: (inout MQTTSession.Configuration) -> Void = { _ in }
+    ) -> (MQTTSession, SessionLog) {
         var configuration = MQTTSession.Configuration(brokers: brokers)
         configuration.reconnectBase = .milliseconds(5)
         configuration.reconnectCap = .milliseconds(20)
@@ -20,6 +25,7 @@ import Testing
         configuration.subscriptionCap = .milliseconds(20)
         configuration.jitter = { $0 }
         configuration.loopTimeout = .milliseconds(5)
+        configure(&configuration)
         let session = MQTTSession(client: client, configuration)
         let log = SessionLog()
         session.onEvent { log.append($0) }
@@ -156,12 +162,10 @@ import Testing
 
     @Test func stopEndsTheThreadAndAWaitBetweenRounds() async throws {
         let client = FakeMQTTClient([.unreachable])
-        var configuration = MQTTSession.Configuration(brokers: [Self.brokers[0]])
-        configuration.reconnectBase = .seconds(600)
-        configuration.reconnectCap = .seconds(600)
-        let session = MQTTSession(client: client, configuration)
-        let log = SessionLog()
-        session.onEvent { log.append($0) }
+        let (session, log) = session(client, brokers: [Self.brokers[0]]) {
+            $0.reconnectBase = .seconds(600)
+            $0.reconnectCap = .seconds(600)
+        }
         #expect(session.start())
         #expect(log.wait { $0.contains { if case .failed = $0 { true } else { false } } })
         // Waiting ten minutes now; the stop wakes it (off the cooperative pool) and the thread ends
@@ -170,51 +174,34 @@ import Testing
         #expect(client.connects.count == 1)
     }
 
-    @Test func messagesPastTheBacklogWaitForTheOwner() throws {
+    /// A session with a 10-byte backlog gets `first`, then a second message: the second is read
+    /// only once the owner consumed the first.
+    private func expectTheNextMessageWaits(after first: [UInt8]) {
         let client = FakeMQTTClient([.accept])
-        var configuration = MQTTSession.Configuration(brokers: [Self.brokers[0]])
-        configuration.maximumBacklog = 10
-        configuration.loopTimeout = .milliseconds(5)
-        let session = MQTTSession(client: client, configuration)
-        let log = SessionLog()
-        session.onEvent { log.append($0) }
+        let (session, log) = session(client, brokers: [Self.brokers[0]]) { $0.maximumBacklog = 10 }
         #expect(session.start())
         defer { session.stop() }
+        func messages(_ events: [MQTTSession.Event]) -> Int {
+            events.filter { if case .message = $0 { true } else { false } }.count
+        }
         #expect(log.wait { $0.contains { if case .connected = $0 { true } else { false } } })
-        client.deliver(topic: "m", payload: Array(repeating: 1, count: 11))
-        #expect(log.wait { $0.contains { if case .message = $0 { true } else { false } } })
+        client.deliver(topic: "m", payload: first)
+        #expect(log.wait { messages($0) == 1 })
         client.deliver(topic: "m", payload: [2])
-        // Not read while 11 bytes are outstanding: a second message only once the first is consumed.
-        #expect(
-            !log.wait(timeout: .milliseconds(200)) {
-                $0.filter { if case .message = $0 { true } else { false } }.count == 2
-            })
-        session.consumed(topic: "m", payload: Array(repeating: 1, count: 11))
-        #expect(log.wait { $0.filter { if case .message = $0 { true } else { false } }.count == 2 })
+        // Not read while the first is outstanding: the second comes only once the first is consumed.
+        #expect(!log.wait(timeout: .milliseconds(200)) { messages($0) == 2 })
+        session.consumed(topic: "m", payload: first)
+        #expect(log.wait { messages($0) == 2 })
+    }
+
+    @Test func messagesPastTheBacklogWaitForTheOwner() throws {
+        expectTheNextMessageWaits(after: Array(repeating: 1, count: 11))
     }
 
     /// Empty messages count too (their topic and the event's own share): a flood of them used to
     /// count nothing against the backlog, so the queue in front of a slow owner grew without bound.
     @Test func emptyMessagesCountAgainstTheBacklog() throws {
-        let client = FakeMQTTClient([.accept])
-        var configuration = MQTTSession.Configuration(brokers: [Self.brokers[0]])
-        configuration.maximumBacklog = 10
-        configuration.loopTimeout = .milliseconds(5)
-        let session = MQTTSession(client: client, configuration)
-        let log = SessionLog()
-        session.onEvent { log.append($0) }
-        #expect(session.start())
-        defer { session.stop() }
-        #expect(log.wait { $0.contains { if case .connected = $0 { true } else { false } } })
-        client.deliver(topic: "m", payload: [])
-        #expect(log.wait { $0.contains { if case .message = $0 { true } else { false } } })
-        client.deliver(topic: "m", payload: [])
-        #expect(
-            !log.wait(timeout: .milliseconds(200)) {
-                $0.filter { if case .message = $0 { true } else { false } }.count == 2
-            })
-        session.consumed(topic: "m", payload: [])
-        #expect(log.wait { $0.filter { if case .message = $0 { true } else { false } }.count == 2 })
+        expectTheNextMessageWaits(after: [])
     }
 }
 

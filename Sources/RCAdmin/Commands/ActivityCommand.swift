@@ -56,7 +56,8 @@ enum ActivityCommand {
                 after it. --priority 10 (default)
                 delivers at once, 5 when convenient.
                 With --fcm --fcm-token TOKEN it is sent to FCM (messages:send) for the iOS device with
-                that registration token, with the service account. With --mqtt URL it is published at
+                that registration token, with the service account; a start needs --alert-title and
+                --alert-body there (iOS shows no push-to-start without an alert). With --mqtt URL it is published at
                 QoS 1 to TOPIC (default PUSH_RC, the fleet; TOPIC/ID with --device) for Linux devices,
                 without the FCM token, and the command waits for the broker's acknowledgement. Both may
                 be given; one is required unless --dry-run prints the message instead of sending it.
@@ -87,6 +88,13 @@ enum ActivityCommand {
             throw .usage("activity \(event.rawValue) needs --fcm --fcm-token TOKEN, --mqtt URL or --dry-run")
         }
         let message = try Self.message(event, options, fcmToken: fcmToken)
+        // iOS starts no Live Activity from a push-to-start without an alert (ActivityKit requires
+        // one on a start; FCM passes the payload to APNs as it is). A Linux device needs none.
+        if event == .start, destinations.fcm, message.alert == nil {
+            throw .usage(
+                "activity start --fcm needs --alert-title TEXT and --alert-body TEXT (iOS shows no push-to-start without an alert)"
+            )
+        }
         if dryRun {
             Output.data(Output.terminalSafeJSON(TemplateFile.prettyText(message.json)) + "\n")
             return

@@ -57,22 +57,27 @@ struct PushDestinations: Sendable {
 
     /// Sends to every target in turn with `send` and prints the line it returns (on stderr with
     /// `notesOnly`: after `set-update --json`, stdout is the JSON). Each is tried even when another
-    /// failed (a broker down must not keep the FCM half from going out); each failure is reported
-    /// as it happens and the first one's kind is thrown, saying `what` did not go out everywhere.
+    /// failed (a broker down must not keep the FCM half from going out). Each failure is one
+    /// `Error:` line: an earlier one is printed when the next happens, the last is thrown (and
+    /// printed once by the caller) with the first one's kind, so the exit status says the first.
     func deliver(
         _ what: String, notesOnly: Bool = false, _ send: (Target) async throws(AdminFailure) -> String
     ) async throws(AdminFailure) {
-        var firstFailure: AdminFailure?
+        var firstKind: AdminFailure.Kind?
+        var pending: AdminFailure?
         for target in targets {
             do {
                 let line = try await send(target)
                 if notesOnly { Output.note(line) } else { Output.data(line + "\n") }
             } catch {
-                Output.note("Error: \(error.message)")
-                firstFailure = firstFailure ?? error
+                if let pending { Output.note("Error: \(pending.message)") }
+                pending = error
+                firstKind = firstKind ?? error.kind
             }
         }
-        if let firstFailure { throw AdminFailure(firstFailure.kind, "\(what) did not go out everywhere") }
+        guard let pending, let firstKind else { return }
+        let rest = targets.count > 1 ? " (\(what) did not go out everywhere)" : ""
+        throw AdminFailure(firstKind, pending.message + rest)
     }
 
     /// Sends the ping carrying `templateVersion` (and `"activate": "now"` with `activateNow`) to

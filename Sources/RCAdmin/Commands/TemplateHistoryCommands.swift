@@ -5,26 +5,55 @@ import RCGoogle
 /// going back in it, and what changed between two points of it (or a file) in words.
 enum TemplateHistoryCommands {
     static let versions = AdminCommand(
-        words: ["template", "versions"], synopsis: "[--server] [--limit N] [--json]",
+        words: ["template", "versions"],
+        synopsis: "[--server] [--limit N] [--end-version N] [--since TIME] [--until TIME] [--json]",
         help: """
             Lists the template's versions, newest first (Google keeps the last 300, none older than 90
             days): number, update time, user, origin, type and description. --limit N lists the newest
-            N. --json prints the Version objects as Google returned them, as one array.
+            N. --end-version N starts the list at version N; --since TIME lists the versions updated
+            at or after TIME, --until TIME those updated before it (RFC 3339, e.g.
+            2026-12-01T08:00:00Z or 2026-12-01T09:00:00+01:00). --json prints the Version objects as
+            Google returned them, as one array.
             """,
-        options: TemplateCommands.common + [.value("limit", "N")], arguments: 0...0
+        options: TemplateCommands.common + [
+            .value("limit", "N"), .value("end-version", "N"), .value("since", "TIME"), .value("until", "TIME"),
+        ],
+        arguments: 0...0
     ) { options, environment throws(AdminFailure) in
+        // Checked before the key file is read: a typo costs no token exchange.
+        let limit = try options.integer("limit", in: 1...Int64(Int32.max)).map { Int($0) }
+        let filter = try versionFilter(options)
         let context = try GoogleContext(options, environment: environment)
         let api = context.remoteConfig(server: options.flag("server"))
         // RemoteConfigAPI pages through the list; the limit only bounds how much is asked for.
-        let limit = try options.integer("limit", in: 1...Int64(Int32.max)).map { Int($0) }
         let versions = try await GoogleContext.call { () async throws(GoogleError) in
-            try await api.versions(limit: limit)
+            try await api.versions(limit: limit, filter: filter)
         }
         if options.flag("json") {
             Output.data(Output.terminalSafeJSON(TemplateVersionTable.json(versions)))
         } else {
             Output.data(TemplateVersionTable.text(versions))
         }
+    }
+
+    /// `--end-version`, `--since` and `--until` as listVersions' filters: a positive version, RFC
+    /// 3339 times, `--since` before `--until` (else the list would be empty for a typo).
+    static func versionFilter(_ options: ParsedOptions) throws(AdminFailure) -> VersionFilter {
+        func time(_ name: String) throws(AdminFailure) -> Timestamp? {
+            guard let text = options.value(name) else { return nil }
+            guard let time = Timestamp(iso8601: text) else {
+                throw .usage(
+                    "--\(name) must be an RFC 3339 time such as 2026-12-01T08:00:00Z, got '\(TextEscaping.terminal(text))'"
+                )
+            }
+            return time
+        }
+        let filter = VersionFilter(
+            endVersion: try options.integer("end-version"), since: try time("since"), until: try time("until"))
+        if let since = filter.since, let until = filter.until, since >= until {
+            throw .usage("--since \(since) is not before --until \(until): no version could be listed")
+        }
+        return filter
     }
 
     static let rollback = AdminCommand(

@@ -32,7 +32,8 @@ final class Relay: Sendable {
     enum End: Equatable {
         /// SIGTERM or SIGINT.
         case cancelled
-        /// The project refused for good: featureDisabled, 403, an API key Google does not know.
+        /// The project refused for good: featureDisabled, 403, an API key Google does not know, a
+        /// project or app Firebase does not know (404 NOT_FOUND).
         case refused
     }
 

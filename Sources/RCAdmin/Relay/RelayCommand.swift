@@ -57,7 +57,8 @@ extension AdminTool {
         service account GOOGLE_APPLICATION_CREDENTIALS names); [Agent] StateDirectory= (its
         installation and the last relayed version). Runs until SIGTERM (exit 0); every failure is
         retried with backoff, except a refusal no retry changes (featureDisabled, HTTP 403, an API
-        key Google does not know), which ends it with exit status 78.
+        key Google does not know, a project or app Firebase does not know: HTTP 404 NOT_FOUND),
+        which ends it with exit status 78.
 
         """
 
@@ -150,7 +151,7 @@ extension AdminTool {
     }
 
     /// The exit status when the project refuses the relay for good (featureDisabled, 403, an API
-    /// key Google does not know): EX_CONFIG, which the unit's RestartPreventExitStatus= keeps
+    /// key Google does not know, a 404 NOT_FOUND for the project or app): EX_CONFIG, which the unit's RestartPreventExitStatus= keeps
     /// systemd from restarting in a loop. Every other failure is retried inside the relay.
     static let refusedStatus: Int32 = 78
 

@@ -30,6 +30,11 @@ extension Activator {
     /// or records why it waits and until when.
     func activateOrDefer(now override: Bool, fetchedBeforeStart: Bool = false) throws -> ActivateResponse {
         let now = Timestamp.now()
+        // A trial's verdict comes first: activating now would start a second trial over it (and
+        // leave the new version without a health check).
+        if case let .checking(version, deadline) = trial.phase {
+            return .trialRunning(templateVersion: version, deadline: deadline)
+        }
         let status = try writer.status()
         guard status.pending else {
             clearDeferral(at: now)

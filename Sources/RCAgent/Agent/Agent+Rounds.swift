@@ -226,7 +226,10 @@ extension Agent {
             }
             // The trial, or what waits for a window or a hold, and why.
             activation.fetched(version, activation: activated, decision: decision, at: finished)
-            return .updated(changedKeys: activated?.changedKeys, templateVersion: version)
+            let deferred =
+                activated == nil
+                ? activation.deferral.current.flatMap { $0.templateVersion == version ? $0 : nil } : nil
+            return .updated(changedKeys: activated?.changedKeys, templateVersion: version, deferred: deferred)
         }
     }
 

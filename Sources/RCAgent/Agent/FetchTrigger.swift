@@ -64,7 +64,8 @@ enum SystemChange: String, Sendable {
 
 /// What one fetch round came to, as `rcagent fetch --wait` reports it.
 enum FetchOutcome: Sendable {
-    case updated(changedKeys: [String]?, templateVersion: String?)
+    /// `deferred`: what holds a fetched template back (a window, a hold), when one does.
+    case updated(changedKeys: [String]?, templateVersion: String?, deferred: DeferredActivation? = nil)
     case noChange
     /// Not due (the interval holds and nothing forced it), or deferred by backoff.
     case skipped(reason: String, next: Timestamp?)
@@ -75,7 +76,8 @@ enum FetchOutcome: Sendable {
     /// The answer to `fetch` with `wait` (and the `fetch` member of a `message` answer).
     var reply: Result<FetchResponse, ControlError> {
         switch self {
-        case let .updated(changed, version): .success(.updated(templateVersion: version, changedKeys: changed))
+        case let .updated(changed, version, deferred):
+            .success(.updated(templateVersion: version, changedKeys: changed, deferred: deferred))
         case .noChange: .success(.noChange)
         case let .skipped(reason, next): .success(.skipped(reason: reason, nextFetchAt: next?.iso8601))
         case let .throttled(until):

@@ -27,6 +27,13 @@ enum FetchCommand {
         if case .requested = answer.response {
             Output.out(
                 "\(describeRequest(force: arguments.has("force"), ignoreThrottle: arguments.has("ignore-throttle")))\n")
+        } else if answer.response.fetchedNothingNew,
+            let deferred = (try? invocation.values().store?.activationStatus())?.deferred
+        {
+            // The template was fetched before (a watched file is fetched as it is written) and still
+            // waits: say so, or "no change" would hide why the old values are served.
+            Output.out(
+                "\(describeOutcome(answer.response)); deferred: \(deferred.text); rcagent activate --now overrides\n")
         } else {
             Output.out("\(describeOutcome(answer.response))\n")
         }
@@ -43,11 +50,15 @@ enum FetchCommand {
         return "fetch requested\(TerminalText(verbatim: skip)); --wait waits and prints the outcome"
     }
 
-    /// One line for a fetch outcome as the daemon reports it.
+    /// One line for a fetch outcome as the daemon reports it (a deferral of an earlier fetch is
+    /// added by ``run(_:)``, which reads it from the store).
     static func describeOutcome(_ response: FetchResponse) -> TerminalText {
         switch response {
-        case let .updated(templateVersion, changedKeys):
+        case let .updated(templateVersion, changedKeys, deferred):
             let version = templateVersion ?? "-"
+            if changedKeys == nil, let deferred {
+                return "fetched template \(version); deferred: \(deferred.text); rcagent activate --now overrides"
+            }
             if let changedKeys, changedKeys.isEmpty {
                 return "fetched and activated template \(version); no keys changed"
             }
@@ -83,6 +94,10 @@ enum ActivateCommand {
             Output.out(changedKeys.map { "\($0)\n" as TerminalText }.joined())
         } else if case let .deferred(deferred) = answer.response {
             Output.out("deferred: \(deferred.text); rcagent activate --now overrides\n")
+        } else if case let .trialRunning(version, deadline) = answer.response {
+            Output.err(
+                "a trial is running: template \(version ?? "-") until \(deadline.iso8601) at the latest (its health check decides; activate after it)\n"
+            )
         } else {
             Output.err("nothing to activate\n")
         }
@@ -211,5 +226,15 @@ enum ReloadCommand {
             Output.out("\(setting) applies when the daemon is restarted (systemctl restart rcagentd)\n")
         }
         return ExitCode.ok
+    }
+}
+
+extension FetchResponse {
+    /// No new template came with this answer: "no change", or not fetched at all.
+    var fetchedNothingNew: Bool {
+        switch self {
+        case .noChange, .skipped: true
+        case .requested, .updated: false
+        }
     }
 }

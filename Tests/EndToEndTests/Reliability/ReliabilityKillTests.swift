@@ -33,7 +33,9 @@ extension Reliability {
                 #expect(
                     acknowledged == true, "round \(round): the stale ping was not acknowledged; log:\n\(daemon.log)")
 
-                let loop = FetchActivateLoop(sandbox, firstVersion: published + 1, keys: Self.keys, activate: manual)
+                let loop = PublishFetchLoop(sandbox, firstVersion: published + 1, keys: Self.keys) { client, _ in
+                    !manual || client.request(#"{"op":"activate"}"#) != nil
+                }
                 // A random moment of the fetch/activate loop to kill at: the randomness is the test.
                 usleep(UInt32(random.next() % 250_000))
                 daemon.killHard()
@@ -66,48 +68,6 @@ extension Reliability {
             // The kills must land both before and after fetches, or the loop tested nothing.
             #expect(killedStale > 0 && killedStale < Self.rounds, "\(killedStale) of \(Self.rounds)")
             #expect(highestFetched > Self.rounds, "several documents are fetched per round: \(highestFetched)")
-        }
-    }
-}
-
-/// Publishes whole documents (written aside, renamed into place) and fetches each with a forced
-/// fetch on the control socket, activating it by hand when asked, until the daemon goes away.
-final class FetchActivateLoop: @unchecked Sendable {
-    private let done = NSCondition()
-    private var finished = false
-    private var last: Int
-
-    init(_ sandbox: Sandbox, firstVersion: Int, keys: Int, activate: Bool) {
-        last = firstVersion - 1
-        let remote = sandbox.remotePath
-        let socket = sandbox.socketPath
-        Thread { [self] in
-            run(remote: remote, socket: socket, firstVersion: firstVersion, keys: keys, activate: activate)
-            done.withLock {
-                finished = true
-                done.broadcast()
-            }
-        }.start()
-    }
-
-    private func run(remote: String, socket: String, firstVersion: Int, keys: Int, activate: Bool) {
-        guard let client = try? SocketClient(path: socket) else { return }
-        for version in firstVersion... {
-            let document = Sandbox.document(version: version, keys: keys)
-            guard (try? document.write(toFile: remote + ".new", atomically: false, encoding: .utf8)) != nil,
-                rename(remote + ".new", remote) == 0
-            else { return }
-            done.withLock { last = version }
-            guard client.request(#"{"op":"fetch","force":true,"wait":true}"#) != nil else { return }
-            if activate, client.request(#"{"op":"activate"}"#) == nil { return }
-        }
-    }
-
-    /// Waits for the loop to notice the daemon is gone; returns the last version it published.
-    func finish() -> Int {
-        done.withLock {
-            while !finished { done.wait() }
-            return last
         }
     }
 }

@@ -49,7 +49,10 @@ extension Reliability {
                     )
                 }
 
-                let loop = TrialLoop(sandbox, firstVersion: published + 1, keys: Self.keys, rollbackEvery: 4)
+                // Each fetch activates (a trial); every fourth version, a rollback is asked for too.
+                let loop = PublishFetchLoop(sandbox, firstVersion: published + 1, keys: Self.keys) { client, version in
+                    version % 4 != 0 || client.request(#"{"op":"rollback"}"#) != nil
+                }
                 // A random moment of the loop to kill at: the randomness is the test.
                 usleep(UInt32(random.next() % 400_000))
                 daemon.killHard()
@@ -93,47 +96,5 @@ struct TrialState {
             try query("SELECT id, outcome || coalesce(' ' || reason, '') FROM history").map { ($0[0], $0[1]) }
         ) { $1 }
         rejected = Set(try query("SELECT template_version FROM rejected_versions").compactMap(\.first))
-    }
-}
-
-/// Publishes a new document and asks for a forced fetch (with its activation and trial), asking for
-/// `rollback` every `rollbackEvery` versions, until the daemon is gone.
-final class TrialLoop: @unchecked Sendable {
-    private let done = NSCondition()
-    private var finished = false
-    private var last: Int
-
-    init(_ sandbox: Sandbox, firstVersion: Int, keys: Int, rollbackEvery: Int) {
-        last = firstVersion - 1
-        let remote = sandbox.remotePath
-        let socket = sandbox.socketPath
-        Thread { [self] in
-            run(remote: remote, socket: socket, firstVersion: firstVersion, keys: keys, rollbackEvery: rollbackEvery)
-            done.withLock {
-                finished = true
-                done.broadcast()
-            }
-        }.start()
-    }
-
-    private func run(remote: String, socket: String, firstVersion: Int, keys: Int, rollbackEvery: Int) {
-        guard let client = try? SocketClient(path: socket) else { return }
-        for version in firstVersion... {
-            let document = Sandbox.document(version: version, keys: keys)
-            guard (try? document.write(toFile: remote + ".new", atomically: false, encoding: .utf8)) != nil,
-                rename(remote + ".new", remote) == 0
-            else { return }
-            done.withLock { last = version }
-            guard client.request(#"{"op":"fetch","force":true,"wait":true}"#) != nil else { return }
-            if version % rollbackEvery == 0, client.request(#"{"op":"rollback"}"#) == nil { return }
-        }
-    }
-
-    /// Waits for the loop to notice the daemon is gone; returns the last version it published.
-    func finish() -> Int {
-        done.withLock {
-            while !finished { done.wait() }
-            return last
-        }
     }
 }

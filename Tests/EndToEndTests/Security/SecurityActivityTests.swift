@@ -8,7 +8,6 @@ import Testing
 /// device ends and removes activities on its own clock across a restart, `rcagent activity remove`
 /// is for the owner only, and a huge `CONFIG_STATE` is kept cut.
 @Suite(.serialized) struct SecurityActivityTests {
-    static let faketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
     /// `users` (gid 100): a group that exists on Debian, used as `SocketGroup=`.
     static let group = (name: "users", gid: UInt32(100))
     static let hour = 3_600
@@ -87,7 +86,7 @@ import Testing
         let shifted = try DaemonProcess(
             sandbox, arguments: [],
             environment: [
-                "RCAGENT_CONFIG": sandbox.configPath, "LD_PRELOAD": Self.faketime,
+                "RCAGENT_CONFIG": sandbox.configPath, "LD_PRELOAD": FakedClock.library,
                 "FAKETIME_TIMESTAMP_FILE": offsetFile,
                 "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
             ])

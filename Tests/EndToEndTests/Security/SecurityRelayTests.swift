@@ -38,12 +38,17 @@ import Testing
     }
 
     /// Only what no retry changes ends it, with exit status 78 (the unit's RestartPreventExitStatus=):
-    /// a 403, featureDisabled, an API key Google does not know.
+    /// a 403, featureDisabled, an API key Google does not know, a project Installations does not know.
     @Test func onlyARefusalNoRetryChangesEndsItWithStatus78() throws {
         let cases: [(String, (FirebaseServer) throws -> Void, String)] = [
             ("403", { try $0.updateMode(["realtimeStatus": 403]) }, "realtime: HTTP 403"),
             ("a bad key", { try $0.updateMode(["apiKey": "not-the-configured-key"]) }, "API key not valid"),
             ("featureDisabled", { try $0.push(["featureDisabled": true]) }, "(featureDisabled); the relay stops"),
+            // A project or app Firebase Installations does not know: Google's 404 NOT_FOUND.
+            (
+                "404 at Installations", { try $0.updateMode(["installationsStatus": 404]) },
+                "Firebase Installations: cannot create the installation: HTTP 404"
+            ),
         ]
         for (name, refuse, message) in cases {
             let sandbox = try Sandbox()
