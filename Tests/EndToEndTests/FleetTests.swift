@@ -67,8 +67,7 @@ import Testing
 
         var before = fleet.nginx.requests.count
         try fleet.nginx.serve(Fleet.document(version: 2))
-        try cluster.publish(#"{"data":{"CONFIG_STATE":"STALE","templateVersion":"2"}}"#, on: 0)
-        #expect(reports.waitUntil { fleet.allReport(version: "2", in: $0) }, "\(reports.summary)\n\(fleet.logs)")
+        #expect(Self.ping(version: 2, cluster, fleet, reports), "\(reports.summary)\n\(fleet.logs)")
         var requests = Array(fleet.nginx.requests.dropFirst(before))
         #expect(fleet.fetchedOnce(requests), "\(requests)")
 
@@ -94,23 +93,46 @@ import Testing
 
         try cluster.waitUntilFormed()
         before = fleet.nginx.requests.count
+        let connectsBefore = fleet.connects
         try fleet.nginx.serve(Fleet.document(version: 3))
-        // Until the streams the dead node led have new leaders, the survivors may refuse MQTT
-        // connections: the publisher tries again, as an operator would.
-        #expect(
-            eventually(30) {
-                (try? cluster.publish(#"{"data":{"CONFIG_STATE":"STALE","templateVersion":"3"}}"#, on: 0)) != nil
-            })
-        #expect(reports.waitUntil { fleet.allReport(version: "3", in: $0) }, "\(reports.summary)\n\(fleet.logs)")
+        #expect(Self.ping(version: 3, cluster, fleet, reports), "\(reports.summary)\n\(fleet.logs)")
         requests = Array(fleet.nginx.requests.dropFirst(before))
+        let reconnects = zip(fleet.connects, connectsBefore).map { $0 - $1 }
         // One fetch of the new version each. The cluster may still drop a moved agent's new
-        // connection while it elects leaders for what the dead node led: each such reconnect costs
-        // that agent one more conditional fetch, never more.
+        // connection, more than once, while it elects leaders for what the dead node led: each
+        // such reconnect costs that agent one more conditional fetch, never more (a moved agent's
+        // from just before the window may land in it too).
         let fetched = fleet.perAgent(requests.filter { $0.status == 200 })
         #expect(fetched == Array(repeating: 1, count: Self.size), "\(requests)\n\(fleet.logs)")
         let extra = requests.filter { $0.status != 200 }
         #expect(extra.allSatisfy { $0.status == 304 }, "\(requests)")
-        #expect(extra.count <= moved.count, "\(requests)\n\(fleet.logs)")
+        let allowed = reconnects.indices.map { reconnects[$0] + (moved.contains($0) ? 1 : 0) }
+        #expect(
+            zip(fleet.perAgent(extra), allowed).allSatisfy { $0 <= $1 }, "\(requests)\n\(reconnects)\n\(fleet.logs)")
+    }
+}
+
+extension FleetTests {
+    /// Publishes the stale ping announcing `version` on node 0 and waits until every agent reports
+    /// it; while some do not, publishes it again every `every` seconds, `times` pings at most, as
+    /// an operator would. NATS 2.9 loses a QoS 1 message now and then on a loaded cluster: every
+    /// subscription whose JetStream consumer is led by one lagging node misses it, while all others
+    /// get it (docs/fleet.md, "A NATS cluster with MQTT"). An agent that already has the version
+    /// ignores the repeat, so each still fetches the new version once. Until the streams a dead
+    /// node led have new leaders, the survivors may refuse MQTT connections: each publish is tried
+    /// again for a while, too. Whether every agent reported the version.
+    static func ping(
+        version: Int, _ cluster: NATSCluster, _ fleet: Fleet, _ reports: ReportWatcher, times: Int = 3,
+        every: Double = 10
+    ) -> Bool {
+        let payload = #"{"data":{"CONFIG_STATE":"STALE","templateVersion":"\#(version)"}}"#
+        for attempt in 1...times {
+            guard eventually(30, { (try? cluster.publish(payload, on: 0)) != nil }) else { return false }
+            if reports.waitUntil(timeout: every, { fleet.allReport(version: String(version), in: $0) }) { return true }
+            // Which agents missed it, for whoever reads CI's log: the test passes if a later ping reaches them.
+            print("FleetTests: ping \(attempt) for template \(version) did not reach every agent: \(reports.summary)")
+        }
+        return false
     }
 }
 
@@ -220,6 +242,11 @@ final class Fleet {
     /// Agent `index`'s log so far.
     func log(_ index: Int) -> String {
         (try? String(contentsOfFile: directory(index).path + "/daemon.log", encoding: .utf8)) ?? ""
+    }
+
+    /// How many times each agent's MQTT connection came up so far (its log's "MQTT connected to" lines).
+    var connects: [Int] {
+        (0..<size).map { log($0).components(separatedBy: "MQTT connected to ").count - 1 }
     }
 
     /// Whether every agent's log holds `text`.

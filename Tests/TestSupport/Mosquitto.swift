@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -71,8 +72,21 @@ public final class Mosquitto {
         guard publisher.terminationStatus == 0 else { throw TestFailure("mosquitto_pub -f \(file) failed") }
     }
 
-    /// A loopback TCP port nobody listens on (the kernel picks it).
+    /// A loopback TCP port nobody listens on (the kernel picks it), and none this process was
+    /// handed before: a port is only bound for the moment it is picked, so the kernel may pick it
+    /// again at once, and a caller picking several before starting anything (a NATS cluster's twelve)
+    /// got one twice (a node then failed with "address already in use").
     public static func freePort() throws -> Int {
+        for _ in 0..<100 {
+            let port = try unusedPort()
+            if handedOut.withLock({ $0.insert(port).inserted }) { return port }
+        }
+        throw TestFailure("no free port that was not handed out before")
+    }
+
+    private static let handedOut = Mutex<Set<Int>>([])
+
+    private static func unusedPort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = loopback(port: 0)
