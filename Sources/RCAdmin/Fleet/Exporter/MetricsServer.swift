@@ -97,25 +97,26 @@ final class MetricsServer: Sendable {
             _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
         }
         var storage = sockaddr_storage()
+        /// Copies a filled-in address into `storage`; its size is the length `bind` takes.
+        func store<Address>(_ address: Address) -> socklen_t {
+            withUnsafeBytes(of: address) { bytes in
+                withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: bytes) }
+            }
+            return socklen_t(MemoryLayout<Address>.size)
+        }
         let length: socklen_t
         if listen.family == .v6 {
             var address = sockaddr_in6()
             address.sin6_family = sa_family_t(AF_INET6)
             address.sin6_port = listen.port.bigEndian
             _ = inet_pton(AF_INET6, listen.host, &address.sin6_addr)
-            withUnsafeBytes(of: address) { bytes in
-                withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: bytes) }
-            }
-            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+            length = store(address)
         } else {
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = listen.port.bigEndian
             _ = inet_pton(AF_INET, listen.host, &address.sin_addr)
-            withUnsafeBytes(of: address) { bytes in
-                withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: bytes) }
-            }
-            length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            length = store(address)
         }
         let bound = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) }
