@@ -1,7 +1,7 @@
 """What the bench scripts share: a work directory holding a defaults file and an agent.conf whose
 source is a JSON file, for one rcagentd and the rcagent calls around it; a process's CPU time; a free
 port and a bounded wait for a broker or a daemon to come up."""
-import json, os, socket, tempfile, time
+import json, os, socket, subprocess, sys, tempfile, time
 
 
 class FileAgent:
@@ -19,6 +19,49 @@ class FileAgent:
             f.write(f"[Agent]\nStateDirectory={self.work}/state\nSocket={self.sock}\nSocketGroup=\n"
                     f"Defaults={self.work}/defaults.json\n[Source]\nType=file\nPath={self.remote}\n")
         self.env = dict(os.environ, RCAGENT_CONFIG=self.conf)
+
+
+class HTTPAgent(FileAgent):
+    """A FileAgent whose source is `http://127.0.0.1:PORT/doc.json`, served from WORK/www by python's
+    http.server (``serve()`` starts it; the caller stops it with ``stop()``)."""
+
+    def __init__(self, prefix):
+        super().__init__(prefix, source="www/doc.json")
+        self.www = os.path.join(self.work, "www")
+        os.mkdir(self.www)
+        self.port = free_port()
+        self.server = None
+        with open(self.conf) as f:
+            conf = f.read().split("[Source]")[0]
+        with open(self.conf, "w") as f:
+            f.write(conf + f"[Source]\nType=http\nURL=http://127.0.0.1:{self.port}/doc.json\n")
+
+    def publish(self, text):
+        """Replaces the served document whole (a rename); returns its size in bytes."""
+        temporary = self.remote + ".new"
+        with open(temporary, "w") as f:
+            f.write(text)
+        os.rename(temporary, self.remote)
+        return len(text.encode())
+
+    def serve(self):
+        self.server = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(self.port),
+                                        "--directory", self.www], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: port_open(self.port), "the http server did not start")
+
+    def stop(self):
+        if self.server:
+            self.server.terminate()
+            self.server.wait()
+
+
+def port_open(port):
+    """Whether something accepts connections on 127.0.0.1:`port`."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
 
 
 def cpu_ms(pid):

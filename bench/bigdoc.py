@@ -8,29 +8,15 @@ growth, peak - RSS before. Target (issue 30): the peak under 3x the document.
 
 Usage: bench/bigdoc.py BIN_DIR
 """
-import os, socket, subprocess, sys, time
+import os, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentsetup import FileAgent, free_port, report, wait_for
+from agentsetup import HTTPAgent, report, wait_for
 
 bin_dir = os.path.abspath(sys.argv[1])
 limit = 4 << 20
-agent = FileAgent("rcbench-bigdoc-", source="www/doc.json")
-www = os.path.join(agent.work, "www")
-os.mkdir(www)
-port = free_port()
-with open(agent.conf) as f:
-    conf = f.read().split("[Source]")[0]
-with open(agent.conf, "w") as f:
-    f.write(conf + f"[Source]\nType=http\nURL=http://127.0.0.1:{port}/doc.json\n")
-
-
-def write(text):
-    temporary = agent.remote + ".new"
-    with open(temporary, "w") as f:
-        f.write(text)
-    os.rename(temporary, agent.remote)
-    return len(text.encode())
+agent = HTTPAgent("rcbench-bigdoc-")
+write = agent.publish
 
 
 def envelope(version, entries):
@@ -71,19 +57,9 @@ def fetch():
         raise SystemExit(f"rcagent fetch failed: {done.stdout}{done.stderr}")
 
 
-def port_open():
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
-
-
-server = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port), "--directory", www],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+agent.serve()
 daemon = None
 figures = []
-wait_for(port_open, "the http server did not start")
 try:
     # A daemon of its own for each shape: what one left allocated (and malloc kept) is not the next's.
     for version, (name, make) in enumerate([("about 44,000 keys", many_keys), ("one 4 MB value", one_value)], start=2):
@@ -118,7 +94,6 @@ finally:
     if daemon:
         daemon.terminate()
         daemon.wait()
-    server.terminate()
-    server.wait()
+    agent.stop()
     subprocess.run(["rm", "-rf", agent.work])
 report("bigdoc", figures)

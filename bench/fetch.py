@@ -11,24 +11,15 @@ Usage: bench/fetch.py BIN_DIR [ROUNDS]
 import json, os, socket, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentsetup import FileAgent, free_port, report, wait_for
+from agentsetup import HTTPAgent, report, wait_for
 
 bin_dir = os.path.abspath(sys.argv[1])
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 100
-agent = FileAgent("rcbench-fetch-", source="www/doc.json")
-os.mkdir(os.path.join(agent.work, "www"))
-port = free_port()
-with open(agent.conf) as f:
-    conf = f.read().split("[Source]")[0]
-with open(agent.conf, "w") as f:
-    f.write(conf + f"[Source]\nType=http\nURL=http://127.0.0.1:{port}/doc.json\n")
+agent = HTTPAgent("rcbench-fetch-")
 
 
 def publish(doc):
-    temporary = agent.remote + ".new"
-    with open(temporary, "w") as f:
-        json.dump(doc, f)
-    os.rename(temporary, agent.remote)
+    agent.publish(json.dumps(doc))
 
 
 def small(version):
@@ -53,19 +44,9 @@ def fetch():
     return elapsed
 
 
-def port_open():
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
-
-
-server = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port), "--directory",
-                           os.path.join(agent.work, "www")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+agent.serve()
 daemon = None
 try:
-    wait_for(port_open, "the http server did not start")
     publish(small(0))
     daemon = subprocess.Popen([f"{bin_dir}/rcagentd"], env=agent.env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
@@ -85,8 +66,7 @@ finally:
     if daemon:
         daemon.terminate()
         daemon.wait()
-    server.terminate()
-    server.wait()
+    agent.stop()
     subprocess.run(["rm", "-rf", agent.work])
 p50, p99 = statistics.median(times), statistics.quantiles(times, n=100)[98]
 print(f"small changed document, forced fetch over http -> active, answered ({len(times)} rounds): "
