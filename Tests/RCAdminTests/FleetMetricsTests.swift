@@ -94,6 +94,16 @@ import Testing
         #expect(devices.values.reduce(0, +) == Double(reports.count), "\(devices)")
     }
 
+    @Test func aNewestVersionADoubleCannotHoldHasNoSample() {
+        // A report may carry any number of digits: 400 of them made +Inf, 17 another number.
+        for version in [String(repeating: "9", count: 400), "12345678901234567"] {
+            let families = FleetMetrics.families(FleetSummary(reports: [Self.report("k1", version)]))
+            #expect(Self.samples(families, "rcagent_fleet_newest_template_version").isEmpty, "\(version)")
+        }
+        let families = FleetMetrics.families(FleetSummary(reports: [Self.report("k1", "123456789012345")]))
+        #expect(Self.samples(families, "rcagent_fleet_newest_template_version") == ["": 123_456_789_012_345])
+    }
+
     @Test func aPageFromHostileReportsKeepsOneSampleALine() {
         let summary = FleetSummary(reports: [Self.report("a\"b\\c\nd", "4\"5\n\\x} 1\n# x")])
         let page = PrometheusText.render(FleetMetrics.families(summary, perDevice: true))

@@ -54,8 +54,9 @@ public enum FleetMetrics {
                 single(summary.onNewest)),
             gauge(
                 "rcagent_fleet_newest_template_version",
-                "The newest numeric template version any device reports (absent when none does).",
-                summary.newestVersion.flatMap { Double($0) }.map { [MetricSample(value: $0)] } ?? []),
+                "The newest numeric template version any device reports (absent when none does, or over 15 digits).",
+                // Any number of digits may come: more than a Double holds exactly make no sample.
+                summary.newestVersion.flatMap(DeviceMetrics.versionNumber).map { [MetricSample(value: $0)] } ?? []),
             gauge(
                 "rcagent_fleet_rollbacks",
                 "Devices that rolled this template version back or reject it: the signal to halt a rollout.",
