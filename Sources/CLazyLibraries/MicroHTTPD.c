@@ -18,6 +18,8 @@ typedef struct MHD_Daemon *(*rc_mhd_start_daemon_va)(unsigned int, uint16_t, MHD
        MHD_AccessHandlerCallback dh, void *dh_cls, va_list ap),                                                  \
       (flags, port, apc, apc_cls, dh, dh_cls, ap))                                                               \
     P(void, MHD_stop_daemon, (struct MHD_Daemon * daemon), (daemon))                                             \
+    V(const union MHD_ConnectionInfo *, MHD_get_connection_info,                                                 \
+      (struct MHD_Connection * connection, enum MHD_ConnectionInfoType info_type, ...), ())                      \
     F(struct MHD_Response *, MHD_create_response_from_buffer,                                                    \
       (size_t size, void *buffer, enum MHD_ResponseMemoryMode mode), (size, buffer, mode))                       \
     P(void, MHD_destroy_response, (struct MHD_Response * response), (response))                                  \
@@ -40,4 +42,12 @@ struct MHD_Daemon *MHD_start_daemon(unsigned int flags, uint16_t port, MHD_Accep
     struct MHD_Daemon *daemon = real(flags, port, apc, apc_cls, dh, dh_cls, arguments);
     va_end(arguments);
     return daemon;
+}
+
+// Variadic too, but no option read here takes an argument: called with none.
+const union MHD_ConnectionInfo *MHD_get_connection_info(struct MHD_Connection *connection,
+                                                        enum MHD_ConnectionInfoType info_type, ...) {
+    typedef const union MHD_ConnectionInfo *(*variadic)(struct MHD_Connection *, enum MHD_ConnectionInfoType, ...);
+    variadic real = (variadic)rc_lazy_function(RC_LAZY_THIS, RC_LAZY_INDEX_MHD_get_connection_info);
+    return real(connection, info_type);
 }

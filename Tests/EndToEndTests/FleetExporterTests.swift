@@ -209,6 +209,37 @@ import Testing
         #expect(ContinuousClock.now - started < .seconds(10))
     }
 
+    @Test func drippingClientsAreCutAtTheRequestDeadline() throws {
+        let fleet = try Fleet()
+        try fleet.publish(FleetStatusTests.report("k1", "7"))
+        let exporter = try Exporter(fleet)
+        #expect(exporter.readyPage().contains("\nrcagent_fleet_devices_reporting 1\n"))
+
+        // Every connection the exporter takes (128), each dripping a byte of an endless header
+        // every 2 s: progress, which resets libmicrohttpd's 10 s idle timeout, so without a
+        // deadline of their own they held every connection for a day and no scrape got through.
+        var held = (0..<128).map { _ in LoopbackHTTP.connect(port: exporter.port) }.filter { $0 >= 0 }
+        defer { held.forEach { close($0) } }
+        #expect(held.count == 128)
+        let header = Array("GET /metrics HTTP/1.1\r\nHost: x\r\nX-Padding: ".utf8) + Array(repeating: 97, count: 30_000)
+        var open = Set(held)
+        let started = ContinuousClock.now
+        for byte in header.prefix(60) where !open.isEmpty {
+            // Waits up to 2 s for the server to end any of them (end of file), then drips.
+            var fds = open.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            _ = poll(&fds, nfds_t(fds.count), 2_000)
+            for entry in fds where entry.revents != 0 {
+                var scratch = [UInt8](repeating: 0, count: 64)
+                if recv(entry.fd, &scratch, scratch.count, Int32(MSG_DONTWAIT)) <= 0 { open.remove(entry.fd) }
+            }
+            for fd in open { _ = LoopbackHTTP.send(fd, [byte]) }
+        }
+        #expect(open.isEmpty, "\(open.count) dripping connections still open after \(ContinuousClock.now - started)")
+        #expect(exporter.scrape().contains("\nrcagent_fleet_devices_reporting 1\n"), "\(exporter.watch.stderr)")
+        held.forEach { close($0) }
+        held = []
+    }
+
     @Test func listenAddressesAreCheckedAndIPv6Served() throws {
         let fleet = try Fleet()
         for (address, reason) in [

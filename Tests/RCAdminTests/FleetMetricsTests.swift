@@ -71,6 +71,39 @@ import Testing
         #expect(label.utf8.count <= 64 && series == [.init(label: label, devices: 3)], "\(series)")
     }
 
+    @Test func versionsThatReadAsTheReservedLabelsMakeNoSecondSeries() {
+        // A device may name its version "other" or "" (or reject one so named): the page must still
+        // hold each label set once a family, or Prometheus drops the samples it cannot tell apart.
+        // Text sorts by its bytes: "" and "other" take the two places, "zzz" and "zzz2" go past them.
+        var reports = [Self.report("h1", "other"), Self.report("h2", ""), Self.report("h3", nil)]
+        reports += ["zzz", "zzz2"].map { Self.report($0, $0) }
+        reports.append(
+            Self.report("h4", "zzz") {
+                $0.activation = .init(
+                    deferred: nil, trial: nil, lastRollback: nil, rejected: ["", "other", "zzz", "zzz2"])
+            })
+        let families = FleetMetrics.families(FleetSummary(reports: reports), versionLimit: 2, perDevice: true)
+        for family in families {
+            var seen = Set<[String]>()
+            for sample in family.samples {
+                let labels = sample.labels.flatMap { [$0.name, $0.value] }
+                #expect(seen.insert(labels).inserted, "\(family.name) has \(labels) twice")
+            }
+        }
+        let devices = Self.samples(families, "rcagent_fleet_devices")
+        #expect(devices.values.reduce(0, +) == Double(reports.count), "\(devices)")
+    }
+
+    @Test func aNewestVersionADoubleCannotHoldHasNoSample() {
+        // A report may carry any number of digits: 400 of them made +Inf, 17 another number.
+        for version in [String(repeating: "9", count: 400), "12345678901234567"] {
+            let families = FleetMetrics.families(FleetSummary(reports: [Self.report("k1", version)]))
+            #expect(Self.samples(families, "rcagent_fleet_newest_template_version").isEmpty, "\(version)")
+        }
+        let families = FleetMetrics.families(FleetSummary(reports: [Self.report("k1", "123456789012345")]))
+        #expect(Self.samples(families, "rcagent_fleet_newest_template_version") == ["": 123_456_789_012_345])
+    }
+
     @Test func aPageFromHostileReportsKeepsOneSampleALine() {
         let summary = FleetSummary(reports: [Self.report("a\"b\\c\nd", "4\"5\n\\x} 1\n# x")])
         let page = PrometheusText.render(FleetMetrics.families(summary, perDevice: true))

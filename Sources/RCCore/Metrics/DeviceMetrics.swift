@@ -168,8 +168,8 @@ public struct DeviceMetrics: Sendable, Equatable {
     public var text: String { PrometheusText.render(families) }
 
     /// A template version as a number: digits only (Firebase's versions), at most 15 of them so
-    /// that a `Double` holds it exactly.
-    static func versionNumber(_ version: String) -> Double? {
+    /// that a `Double` holds it exactly (the device's file and the fleet exporter alike).
+    public static func versionNumber(_ version: String) -> Double? {
         guard !version.isEmpty, version.utf8.count <= 15,
             version.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
         else { return nil }

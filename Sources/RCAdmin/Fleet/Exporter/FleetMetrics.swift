@@ -54,8 +54,9 @@ public enum FleetMetrics {
                 single(summary.onNewest)),
             gauge(
                 "rcagent_fleet_newest_template_version",
-                "The newest numeric template version any device reports (absent when none does).",
-                summary.newestVersion.flatMap { Double($0) }.map { [MetricSample(value: $0)] } ?? []),
+                "The newest numeric template version any device reports (absent when none does, or over 15 digits).",
+                // Any number of digits may come: more than a Double holds exactly make no sample.
+                summary.newestVersion.flatMap(DeviceMetrics.versionNumber).map { [MetricSample(value: $0)] } ?? []),
             gauge(
                 "rcagent_fleet_rollbacks",
                 "Devices that rolled this template version back or reject it: the signal to halt a rollout.",
@@ -81,6 +82,7 @@ public enum FleetMetrics {
 
     /// `counts` (newest first) as series: labels cut, equal labels summed, the devices on versions
     /// past the first `limit` numbered or named ones in `other`; no version is `""`, always kept.
+    /// Each label comes once: a version that reads `""` or `other` is counted under that label.
     static func bounded(_ counts: [FleetSummary.VersionCount], limit: Int) -> [VersionSeries] {
         var order: [ByteKey] = []
         var devices: [ByteKey: Int] = [:]
@@ -92,6 +94,17 @@ public enum FleetMetrics {
                 continue
             }
             let key = ByteKey(TextEscaping.truncated(version, maxBytes: labelBytes))
+            // The labels this gives a meaning of its own are no version's: a device that names its
+            // version "" or "other" is counted in that series, never in a second one of that label
+            // (Prometheus drops the samples of a series it reads twice).
+            if key.text.isEmpty {
+                none += count.devices
+                continue
+            }
+            if key.text.utf8.elementsEqual(otherVersions.utf8) {
+                other += count.devices
+                continue
+            }
             if devices[key] == nil {
                 guard order.count < limit else {
                     other += count.devices

@@ -1,5 +1,6 @@
 internal import CLazyLibraries
 internal import CMicroHTTPD
+import Dispatch
 import Glibc
 import RCCore
 import Synchronization
@@ -15,9 +16,12 @@ import Synchronization
 /// ``Limits/connections`` connections at once (more wait in the kernel's listen queue until one
 /// ends), each closed after ``Limits/idleTimeout`` without progress, each request's headers within
 /// ``Limits/memoryPerConnection`` (libmicrohttpd answers larger ones with 431, a garbled one with
-/// 400, and closes). A request body is never read. A client that keeps all the connections busy
-/// delays a scrape by the idle timeout at most each time it fills them again: which is why the
-/// exporter belongs on localhost or behind a proxy that authenticates. The page itself is
+/// 400, and closes). A request body is never read. Progress resets libmicrohttpd's timeout, so a
+/// client dripping a byte every few seconds would hold its connection for a day: each request
+/// must also be answered within ``Limits/requestDeadline`` of its connection's start (or of the
+/// answer before it on that connection), or a watchdog shuts the connection down. A client that
+/// keeps all the connections busy delays a scrape by that deadline at most each time it fills
+/// them again: which is why the exporter belongs on localhost or behind a proxy that authenticates. The page itself is
 /// rendered from what the exporter keeps ready, so answering costs a copy.
 final class MetricsServer: Sendable {
     struct Limits: Sendable {
@@ -25,17 +29,42 @@ final class MetricsServer: Sendable {
         /// Seconds a connection may sit idle (headers unfinished, nothing read) before it is closed.
         var idleTimeout = 10
         var memoryPerConnection = 32 << 10
+        /// Seconds from a connection's start (or its previous answer's end) to the end of its
+        /// request's answer, however slowly it is sent or read.
+        var requestDeadline = 30
     }
 
     /// What the requests are answered with; handed to libmicrohttpd's thread as its context.
     private final class Handler: Sendable {
         let page: @Sendable () -> String
-        init(page: @escaping @Sendable () -> String) { self.page = page }
+        let requestDeadline: Duration
+        /// Each open connection's descriptor and when its request must have been answered. An
+        /// entry goes when libmicrohttpd reports the connection closed, before it closes the
+        /// descriptor: the watchdog never shuts down a descriptor the number was reused for.
+        let deadlines = Mutex<[Int32: ContinuousClock.Instant]>([:])
+
+        init(page: @escaping @Sendable () -> String, requestDeadline: Duration) {
+            self.page = page
+            self.requestDeadline = requestDeadline
+        }
+
+        /// Shuts down the connections past their deadline (libmicrohttpd then closes them).
+        func shutDownLate() {
+            let now = ContinuousClock.now
+            deadlines.withLock { table in
+                for (fd, deadline) in table where deadline <= now {
+                    _ = shutdown(fd, Int32(SHUT_RDWR))
+                    table[fd] = now + .seconds(3600)
+                }
+            }
+        }
     }
 
     /// The running daemon: handed between threads only to be stopped, once (under the lock).
     private struct Daemon: @unchecked Sendable {
         let pointer: OpaquePointer
+        /// Ticks every second to shut down the connections past ``Limits/requestDeadline``.
+        let watchdog: DispatchSourceTimer
     }
 
     /// The address the socket is bound to, its port as the kernel gave it (`127.0.0.1:9800`).
@@ -53,18 +82,22 @@ final class MetricsServer: Sendable {
         }
         let (fd, port) = try Self.bind(listen)
         address = ListenAddress.text(host: listen.host, port: port, family: listen.family)
-        handler = Handler(page: page)
+        handler = Handler(page: page, requestDeadline: .seconds(limits.requestDeadline))
         let context = Unmanaged.passUnretained(handler).toOpaque()
         // The handler outlives the daemon: `stop()` (or deinit) stops the daemon, and with it every
         // call into `answer`, before `handler` is released.
         let started = rc_mhd_start(
             MHD_USE_EPOLL_INTERNAL_THREAD.rawValue, fd, UInt32(limits.connections), UInt32(limits.idleTimeout),
-            limits.memoryPerConnection, Self.answer, context)
+            limits.memoryPerConnection, Self.answer, context, Self.connectionChanged, Self.requestCompleted)
         guard let started else {
             close(fd)
             throw .failure("cannot start the HTTP server on \(address)")
         }
-        daemon.withLock { $0 = Daemon(pointer: started) }
+        let watchdog = DispatchSource.makeTimerSource(queue: .global())
+        watchdog.schedule(deadline: .now() + 1, repeating: 1)
+        watchdog.setEventHandler { [handler] in handler.shutDownLate() }
+        watchdog.resume()
+        daemon.withLock { $0 = Daemon(pointer: started, watchdog: watchdog) }
     }
 
     deinit { stop() }
@@ -77,6 +110,7 @@ final class MetricsServer: Sendable {
             return daemon
         }
         guard let running else { return }
+        running.watchdog.cancel()
         MHD_stop_daemon(running.pointer)
     }
 
@@ -164,6 +198,34 @@ final class MetricsServer: Sendable {
                     + "Metrics: /metrics\n")
         default:
             return respond(connection, 404, "Not found: this exporter serves /metrics.\n")
+        }
+    }
+
+    /// libmicrohttpd's connection notifications: a connection's deadline starts with it (its
+    /// descriptor kept in its socket context, for the close) and ends with it.
+    private static let connectionChanged: MHD_NotifyConnectionCallback = { context, connection, socketContext, code in
+        guard let context, let connection, let socketContext else { return }
+        let handler = Unmanaged<Handler>.fromOpaque(context).takeUnretainedValue()
+        switch code {
+        case .CONNECTION_NOTIFY_STARTED:
+            let fd = rc_mhd_connection_fd(connection)
+            guard fd >= 0 else { return }
+            socketContext.pointee = UnsafeMutableRawPointer(bitPattern: Int(fd) + 1)
+            handler.deadlines.withLock { $0[fd] = .now + handler.requestDeadline }
+        case .CONNECTION_NOTIFY_CLOSED:
+            guard let stored = socketContext.pointee else { return }
+            handler.deadlines.withLock { _ = $0.removeValue(forKey: Int32(Int(bitPattern: stored) - 1)) }
+        default: break
+        }
+    }
+
+    /// A request answered (or ended): the next one on a kept-alive connection gets a deadline anew.
+    private static let requestCompleted: MHD_RequestCompletedCallback = { context, connection, _, _ in
+        guard let context, let connection else { return }
+        let handler = Unmanaged<Handler>.fromOpaque(context).takeUnretainedValue()
+        let fd = rc_mhd_connection_fd(connection)
+        handler.deadlines.withLock { table in
+            if table[fd] != nil { table[fd] = .now + handler.requestDeadline }
         }
     }
 
