@@ -205,11 +205,17 @@ enum ConfigKeys {
     }
 
     /// Why `path` cannot be the metrics file: it must be an absolute path naming a file (the
-    /// daemon writes a temporary file beside it and renames it over).
+    /// daemon writes a temporary file beside it and renames it over) whose name ends in `.prom`,
+    /// the only files node_exporter's textfile collector reads; so it can never name the state
+    /// database, the reader file or anything else the daemon keeps (a reload that unsets it
+    /// removes the file).
     static func metricsFileProblem(_ path: String) -> String? {
         guard path.hasPrefix("/") else { return "must be an absolute path" }
         let name = path.split(separator: "/", omittingEmptySubsequences: false).last ?? ""
         guard !name.isEmpty, name != ".", name != ".." else { return "must name a file, not a directory" }
+        guard name.utf8.count > 5, name.utf8.suffix(5).elementsEqual(".prom".utf8) else {
+            return "must name a file ending in .prom (node_exporter reads only those)"
+        }
         return nil
     }
 

@@ -337,6 +337,16 @@ import Testing
             section: "Report", assignment: "MetricsFile=/var/lib/rcagent/..",
             message: "MetricsFile= must name a file, not a directory, got '/var/lib/rcagent/..'"),
         ValueErrorCase(
+            section: "Report", assignment: "MetricsFile=/var/lib/rcagent/state.db",
+            message:
+                "MetricsFile= must name a file ending in .prom (node_exporter reads only those), got '/var/lib/rcagent/state.db'"
+        ),
+        ValueErrorCase(
+            section: "Report", assignment: "MetricsFile=/var/lib/rcagent/.prom",
+            message:
+                "MetricsFile= must name a file ending in .prom (node_exporter reads only those), got '/var/lib/rcagent/.prom'"
+        ),
+        ValueErrorCase(
             section: "Source", assignment: "Header=NoColon", message: "Header= must be 'Name: value', got 'NoColon'"),
         ValueErrorCase(
             section: "Source", assignment: "Header= : value", message: "Header= must be 'Name: value', got ': value'"),
