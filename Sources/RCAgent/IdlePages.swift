@@ -1,3 +1,4 @@
+import CLinux
 @preconcurrency import Dispatch
 import Glibc
 import RCCore
@@ -16,12 +17,27 @@ enum IdlePages {
     /// gone back to waiting: whatever code runs after the release maps its pages back, so the
     /// release must be the last thing an idle daemon does, not followed by setting up the next wait
     /// (that cost 0.8 MiB of idle PSS, measured with bench/idle.py).
+    /// Then once more 20 s later: the dispatch pool threads the round started retire a few seconds
+    /// after it, and their exit runs code of its own (0.7 MiB of idle PSS with every feature loaded,
+    /// measured with `bench/idle.py --full`); what idle runs after that is a timer's worth.
     static func releaseOnceWaiting() {
-        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .milliseconds(100)) { release() }
+        let queue = DispatchQueue.global(qos: .utility)
+        queue.asyncAfter(deadline: .now() + .milliseconds(100)) { release() }
+        queue.asyncAfter(deadline: .now() + .seconds(20)) { release() }
+    }
+
+    /// One malloc arena for the whole daemon, set before its threads allocate: glibc gives every
+    /// thread that allocates while another holds the arena's lock an arena of its own (up to eight per
+    /// core), and an idle daemon keeps each one's pages. The daemon's threads allocate little and
+    /// rarely at the same time.
+    static func limitArenas() {
+        _ = rcagent_limit_malloc_arenas(1)
     }
 
     @discardableResult
     static func release() -> Int {
+        // The free pages inside the malloc arenas first (the heap a round grew and freed).
+        _ = malloc_trim(0)
         guard let smaps = try? FileBytes.read("/proc/self/smaps") else { return 0 }
         var released = 0
         var candidate: (start: UInt, end: UInt)?
