@@ -49,7 +49,6 @@ public enum Daemon {
             }
             index += 1
         }
-        IdlePages.limitArenas()
         let log = Logger()
         let loader = ConfigLoader(explicitPath: configPath, environment: environment)
         let config: AgentConfig

@@ -26,14 +26,6 @@ enum IdlePages {
         queue.asyncAfter(deadline: .now() + .seconds(20)) { release() }
     }
 
-    /// One malloc arena for the whole daemon, set before its threads allocate: glibc gives every
-    /// thread that allocates while another holds the arena's lock an arena of its own (up to eight per
-    /// core), and an idle daemon keeps each one's pages. The daemon's threads allocate little and
-    /// rarely at the same time.
-    static func limitArenas() {
-        _ = rcagent_limit_malloc_arenas(1)
-    }
-
     @discardableResult
     static func release() -> Int {
         // The free pages inside the malloc arenas first (the heap a round grew and freed).
