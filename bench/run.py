@@ -7,7 +7,7 @@ RCBENCH_OUT/<script>.json: a list of figures, each
     {"id", "figure", "value", "unit", "target": {"op": "<=", "value": N} | null, "peers": {...}, "note"}.
 This driver adds the verdict (met/missed; "-" where no target is set) and the machine.
 
-Usage: bench/run.py BIN_DIR [SCRIPT...]     (scripts: get ping fetch activate bigdoc rollback signed hostile fanout idle sizes relay activity fleet exporter soak; default all)
+Usage: bench/run.py BIN_DIR [SCRIPT...]     (scripts: get ping fetch activate bigdoc rollback signed hostile fanout idle idle-full sizes relay activity fleet exporter soak; default all)
 Environment: RCBENCH_IDLE_SECONDS (60), RCBENCH_AGENTS (50), RCBENCH_ROUNDS (200), RCBENCH_RELAY_ROUNDS
 (20), RCBENCH_ACTIVITY_ROUNDS (100), RCBENCH_FLEET_AGENTS (1000), RCBENCH_EXPORTER_REPORTS (1000), RCBENCH_SOAK_REQUESTS (5000), RCBENCH_DEB (a .deb to read instead of building one from BIN_DIR).
 """
@@ -16,7 +16,7 @@ import datetime, json, os, platform, shutil, subprocess, sys, tempfile
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
 bin_dir = os.path.abspath(sys.argv[1])
-chosen = sys.argv[2:] or ["get", "ping", "fetch", "activate", "bigdoc", "rollback", "signed", "hostile", "fanout", "idle", "sizes", "relay", "activity", "fleet",
+chosen = sys.argv[2:] or ["get", "ping", "fetch", "activate", "bigdoc", "rollback", "signed", "hostile", "fanout", "idle", "idle-full", "sizes", "relay", "activity", "fleet",
                            "exporter", "soak"]
 commands = {
     "get": [f"{here}/get.sh", bin_dir],
@@ -29,6 +29,7 @@ commands = {
     "hostile": [f"{here}/hostile.py", bin_dir],
     "fanout": [f"{here}/fanout.py", bin_dir, os.environ.get("RCBENCH_AGENTS", "50")],
     "idle": [f"{here}/idle.py", bin_dir, os.environ.get("RCBENCH_IDLE_SECONDS", "60")],
+    "idle-full": [f"{here}/idle.py", bin_dir, os.environ.get("RCBENCH_IDLE_SECONDS", "60"), "--full"],
     "sizes": [f"{here}/sizes.sh", bin_dir],
     "relay": [f"{here}/relay.py", bin_dir, os.environ.get("RCBENCH_RELAY_ROUNDS", "20")],
     "activity": [f"{here}/activity.py", bin_dir, os.environ.get("RCBENCH_ACTIVITY_ROUNDS", "100")],

@@ -1,3 +1,4 @@
+import CLinux
 @preconcurrency import Dispatch
 import Glibc
 import RCCore
@@ -16,12 +17,19 @@ enum IdlePages {
     /// gone back to waiting: whatever code runs after the release maps its pages back, so the
     /// release must be the last thing an idle daemon does, not followed by setting up the next wait
     /// (that cost 0.8 MiB of idle PSS, measured with bench/idle.py).
+    /// Then once more 20 s later: the dispatch pool threads the round started retire a few seconds
+    /// after it, and their exit runs code of its own (with the arena limit, idle PSS 35 s after a
+    /// fetch 5.8–6.4 → 5.5 MiB with every feature loaded, `bench/idle.py --full`).
     static func releaseOnceWaiting() {
-        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .milliseconds(100)) { release() }
+        let queue = DispatchQueue.global(qos: .utility)
+        queue.asyncAfter(deadline: .now() + .milliseconds(100)) { release() }
+        queue.asyncAfter(deadline: .now() + .seconds(20)) { release() }
     }
 
     @discardableResult
     static func release() -> Int {
+        // The free pages inside the malloc arenas first (the heap a round grew and freed).
+        _ = malloc_trim(0)
         guard let smaps = try? FileBytes.read("/proc/self/smaps") else { return 0 }
         var released = 0
         var candidate: (start: UInt, end: UInt)?
