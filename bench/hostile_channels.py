@@ -23,7 +23,7 @@ Each document is fetched after a small good one, so each figure is its own.
 """
 import json, os, shutil, signal, socket, subprocess, sys, tempfile, time
 
-from agentsetup import cpu_ms, free_port, wait_for
+from agentsetup import cpu_ms, free_port, port_open, wait_for
 
 BOUND = float(os.environ.get("RCBENCH_HOSTILE_BOUND", "120"))
 # Descending canonical combining classes: 240, 233, 232, 230, 220, 202, 1.
@@ -273,14 +273,6 @@ def channel_http(bin_dir, work, root, figures, helpers):
     helpers.insert(0, daemon)
     print("http source (a document from python's http.server, rcagent fetch --force --wait):")
     source_cases(daemon, path, "http", figures)
-
-
-def port_open(port):
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
 
 
 def channel_mqtt(bin_dir, work, root, figures, helpers):

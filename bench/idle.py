@@ -13,10 +13,10 @@ script, so libcurl, libmosquitto and libcrypto are mapped (target PSS <= 5 MiB; 
 
 Usage: bench/idle.py BIN_DIR [SECONDS] [--full]
 """
-import collections, json, os, re, shutil, socket, subprocess, sys, time
+import collections, json, os, re, shutil, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentsetup import FileAgent, cpu_ms, free_port, wait_for
+from agentsetup import FileAgent, cpu_ms, free_port, port_open, wait_for
 
 full = "--full" in sys.argv
 arguments = [a for a in sys.argv[1:] if a != "--full"]
@@ -42,14 +42,7 @@ if full:
     helpers.append(subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(http_port),
                                      "--directory", os.path.join(work, "www")],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-
-    def listening(port):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return True
-        except OSError:
-            return False
-    wait_for(lambda: listening(http_port) and listening(mqtt_port), "the http server or mosquitto did not start")
+    wait_for(lambda: port_open(http_port) and port_open(mqtt_port), "the http server or mosquitto did not start")
 with open(agent.remote, "w") as f:
     f.write('{"state": "UPDATE", "templateVersion": "1", "entries": {"kiosk_url": "https://example.com/remote"}}')
 
