@@ -82,17 +82,23 @@ extension Agent {
         }
     }
 
+    /// A state writer on a new database in `directory`, with no hooks and a silent log.
+    static func writer(in directory: TemporaryDirectory) throws -> (AgentConfig, StateStore, StateWriter) {
+        var config = AgentConfig()
+        config.stateDirectory = directory.path
+        let store = try StateStore.open(config: config)
+        let log = Logger { _ in }
+        let writer = StateWriter(
+            store: store, hooks: HookRunner(directory: directory.file("hooks"), timeout: .seconds(5), log: log),
+            config: config, log: log)
+        return (config, store, writer)
+    }
+
     /// A subscriber is pushed the snapshot at once, then after every write (the stale flag's
     /// with the flag set and no read of the store), until it stops.
     @Test func aSubscriberIsPushedTheStatusAtOnceAndAfterEveryWriteUntilItStops() throws {
         try TemporaryDirectory.with { directory in
-            var config = AgentConfig()
-            config.stateDirectory = directory.path
-            let store = try StateStore.open(config: config)
-            let log = Logger { _ in }
-            let writer = StateWriter(
-                store: store, hooks: HookRunner(directory: directory.file("hooks"), timeout: .seconds(5), log: log),
-                config: config, log: log)
+            let (_, store, writer) = try Self.writer(in: directory)
             let snapshots = Inbox<StatusSnapshot>()
             let id = writer.subscribe { snapshots.send($0) }
             let first = try #require(snapshots.poll())
@@ -114,13 +120,7 @@ extension Agent {
     /// record) makes the next look read the store again, and the snapshot carries both changes.
     @Test func anotherProcessWritingBeforeTheStaleFlagMakesTheBoardReadAgain() throws {
         try TemporaryDirectory.with { directory in
-            var config = AgentConfig()
-            config.stateDirectory = directory.path
-            let store = try StateStore.open(config: config)
-            let log = Logger { _ in }
-            let writer = StateWriter(
-                store: store, hooks: HookRunner(directory: directory.file("hooks"), timeout: .seconds(5), log: log),
-                config: config, log: log)
+            let (config, store, writer) = try Self.writer(in: directory)
             let snapshots = Inbox<StatusSnapshot>()
             _ = writer.subscribe { snapshots.send($0) }
             #expect(try #require(snapshots.poll()).store?.lastAttempt == nil)
