@@ -56,7 +56,13 @@ extension StateStore {
     /// that user, the link leads only where that user could write anyway. Per thread (setfsuid(2)),
     /// and `body` never suspends, so no other work runs with these ids.
     func asFileOwner<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
-        guard let (uid, gid) = fileOwner, geteuid() == 0 else { return try body() }
+        try Self.asUser(fileOwner, body)
+    }
+
+    /// Runs `body` with the calling thread's file-system ids set to `owner`'s when root works in
+    /// that user's directory (see ``asFileOwner(_:)``), as itself otherwise.
+    static func asUser<T, E: Error>(_ owner: (uid_t, gid_t)?, _ body: () throws(E) -> T) throws(E) -> T {
+        guard let (uid, gid) = owner, geteuid() == 0 else { return try body() }
         let gidBefore = rcagent_setfsgid(UInt32(gid))
         let uidBefore = rcagent_setfsuid(UInt32(uid))
         defer {
@@ -104,7 +110,7 @@ extension StateStore {
     public func writeReaderFile(to path: String) throws(StoreError) {
         let image = try readerImage(beside: path)
         var temporary = ""
-        let fd = try Self.createTemporary(Self.temporaryPrefix(path), name: &temporary)
+        let fd = try Self.createTemporary(Self.temporaryPrefix(path), mode: 0o644, name: &temporary)
         var renamed = false
         defer { if !renamed { unlink(temporary) } }
         guard Posix.writeAll(fd.rawValue, image) else { throw Self.ioError(SystemError("write \(temporary)")) }
@@ -151,7 +157,7 @@ extension StateStore {
     func readerImage(beside path: String) throws(StoreError) -> [UInt8] {
         if let readerImage { return readerImage }
         var temporary = ""
-        _ = try Self.createTemporary(Self.temporaryPrefix(path), name: &temporary)
+        _ = try Self.createTemporary(Self.temporaryPrefix(path), mode: 0o644, name: &temporary)
         defer { unlink(temporary) }
         try Self.wrap { () throws(SQLiteError) in
             let image = try Database(path: temporary, mode: .readWrite)
@@ -181,16 +187,16 @@ extension StateStore {
         return bytes
     }
 
-    /// A new empty file at `prefix` + six random characters, mode 0644 (the reader file is for
-    /// everyone), open until the returned descriptor goes.
-    private static func createTemporary(_ prefix: String, name: inout String) throws(StoreError) -> FileDescriptor {
+    /// A new empty file at `prefix` + six random characters with `mode` (0644 for the reader file,
+    /// which is for everyone), open until the returned descriptor goes.
+    static func createTemporary(_ prefix: String, mode: mode_t, name: inout String) throws(StoreError) -> FileDescriptor {
         var template = Array((prefix + "XXXXXX").utf8CString)
         let created = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard let fd = FileDescriptor(returnedBy: created) else {
             throw ioError(SystemError("create \(prefix)XXXXXX"))
         }
         name = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        guard fchmod(fd.rawValue, 0o644) == 0 else {
+        guard fchmod(fd.rawValue, mode) == 0 else {
             let error = SystemError("chmod \(name)")
             unlink(name)
             throw ioError(error)
@@ -208,7 +214,7 @@ extension StateStore {
         }
     }
 
-    private static func ioError(_ error: SystemError) -> StoreError {
+    static func ioError(_ error: SystemError) -> StoreError {
         .sqlite(SQLiteError(code: 10 /* SQLITE_IOERR */, message: error.description, sql: nil))
     }
 }

@@ -68,10 +68,10 @@ public final class StateStore {
     /// Opens (creating if needed) and migrates the database for writing.
     /// `owner`: who a new database file is given to (root creating it for the daemon's user).
     public static func openForWriting(path: String, owner: (uid_t, gid_t)? = nil) throws(StoreError) -> StateStore {
+        if !(try exists(path: path)) { try create(path, owner: owner) }
         let store = try wrap { () throws(SQLiteError) in
-            // Only a missing file is a new database, never an empty one. A new one is born private
-            // (0640, see ``makePrivate(_:owner:)``): no reader gets in before a chmod.
-            if !(try createPrivate(path, owner: owner)) { try Database.checkFile(path) }
+            // Only a missing file is a new database, never an empty one.
+            try Database.checkFile(path)
             return StateStore(path: path, db: try Database(path: path, mode: .readWrite))
         }
         store.fileOwner = owner
@@ -82,18 +82,30 @@ public final class StateStore {
         return store
     }
 
-    /// Creates an empty file at `path` with mode 0640 and returns `true`; `false` when something is there.
-    private static func createPrivate(_ path: String, owner: (uid_t, gid_t)?) throws(SQLiteError) -> Bool {
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o640)
-        if fd < 0 {
-            if errno == EEXIST { return false }
-            throw SQLiteError(
-                code: 14 /* SQLITE_CANTOPEN */, message: SystemError("create \(path)").description, sql: nil)
+    /// Puts a new, migrated database at `path`, or leaves the one another process put there first.
+    /// It is built under a temporary name, private (0640) and `owner`'s from its first byte, synced,
+    /// then linked into place: nobody ever sees an empty file at `path` (which every opener takes
+    /// for damage), and two processes creating it at once (the daemon's first start beside
+    /// `rcagent mark-stale`) both open the one that was linked first.
+    private static func create(_ path: String, owner: (uid_t, gid_t)?) throws(StoreError) {
+        // As `owner` when root creates it: the directory is that user's (see asFileOwner).
+        try asUser(owner) { () throws(StoreError) in
+            var temporary = ""
+            let fd = try createTemporary(path + ".new-", mode: 0o640, name: &temporary)
+            defer { unlink(temporary) }
+            if let (uid, gid) = owner { _ = fchown(fd.rawValue, uid, gid) }
+            // No journal: a failed build is thrown away whole. WAL is set once it is in place.
+            let fresh = try wrap { () throws(SQLiteError) in
+                let fresh = StateStore(path: temporary, db: try Database(path: temporary, mode: .readWrite))
+                try fresh.db.execute("PRAGMA journal_mode=OFF; PRAGMA foreign_keys=ON")
+                return fresh
+            }
+            try fresh.migrate()
+            guard fsync(fd.rawValue) == 0 else { throw ioError(SystemError("fsync \(temporary)")) }
+            guard link(temporary, path) == 0 || errno == EEXIST else {
+                throw ioError(SystemError("link \(temporary) to \(path)"))
+            }
         }
-        _ = fchmod(fd, 0o640)  // whatever the umask
-        if let (uid, gid) = owner { _ = fchown(fd, uid, gid) }
-        close(fd)
-        return true
     }
 
     /// `false` only when nothing is at `path` (ENOENT). Any other failure throws: EACCES on a
@@ -116,19 +128,29 @@ public final class StateStore {
         }
     }
 
+    /// Brings the schema to ``Schema/currentVersion``. The version is read again under the write
+    /// lock: another process (a second daemon start, `rcagent mark-stale`) may have migrated the file
+    /// between the first read and this one's `BEGIN IMMEDIATE`, and replaying its migrations would
+    /// fail on tables that already exist.
     private func migrate() throws(StoreError) {
-        let version = try userVersion()
-        if version > Schema.currentVersion {
-            throw .schemaTooNew(found: version, supported: Schema.currentVersion, path: path)
-        }
-        guard version < Schema.currentVersion else { return }
+        guard try migrationsDue() else { return }
         try write {
-            for (index, migration) in Schema.migrations.enumerated().dropFirst(version) {
+            guard try migrationsDue() else { return }
+            for (index, migration) in Schema.migrations.enumerated().dropFirst(try userVersion()) {
                 try db.execute(migration)
                 try db.execute("PRAGMA user_version = \(index + 1)")
             }
             try db.run("INSERT OR IGNORE INTO meta (key, value) VALUES ('device_id', ?)", [.text(DeviceID.generate())])
         }
+    }
+
+    /// Whether the schema is older than this build's; throws when it is newer.
+    private func migrationsDue() throws(StoreError) -> Bool {
+        let version = try userVersion()
+        if version > Schema.currentVersion {
+            throw .schemaTooNew(found: version, supported: Schema.currentVersion, path: path)
+        }
+        return version < Schema.currentVersion
     }
 
     // MARK: - Reading
