@@ -189,7 +189,8 @@ extension StateStore {
 
     /// A new empty file at `prefix` + six random characters with `mode` (0644 for the reader file,
     /// which is for everyone), open until the returned descriptor goes.
-    static func createTemporary(_ prefix: String, mode: mode_t, name: inout String) throws(StoreError) -> FileDescriptor {
+    static func createTemporary(_ prefix: String, mode: mode_t, name: inout String) throws(StoreError) -> FileDescriptor
+    {
         var template = Array((prefix + "XXXXXX").utf8CString)
         let created = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard let fd = FileDescriptor(returnedBy: created) else {
