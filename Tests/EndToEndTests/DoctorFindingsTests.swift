@@ -21,7 +21,7 @@ import Testing
         #expect(try sandbox.cli("fetch", "--wait").status == 0)
         var result = try sandbox.cli("doctor")
         #expect(result.status == 0, "\(result.stdout)")
-        #expect(line(result, "fetch")?.hasPrefix("ok    fetch     success at ") == true, "\(result.stdout)")
+        #expect(line(result, "fetch")?.hasPrefix("ok    fetch      success at ") == true, "\(result.stdout)")
 
         // The source file is there and readable (the source check passes), but not a document.
         try sandbox.publish("{\"entries\": \u{1b}[31mbroken")
@@ -29,7 +29,7 @@ import Testing
         result = try sandbox.cli("doctor")
         #expect(result.status == 1, "\(result.stdout)")
         let fetch = try #require(line(result, "fetch"), "\(result.stdout)")
-        #expect(fetch.hasPrefix("FAIL  fetch     the last fetch failed at "), "\(fetch)")
+        #expect(fetch.hasPrefix("FAIL  fetch      the last fetch failed at "), "\(fetch)")
         #expect(fetch.contains("JSON") || fetch.contains("json"), "the error is shown: \(fetch)")
         #expect(!result.stdout.contains("\u{1b}"), "escaped")
         #expect(line(result, "source")?.hasPrefix("ok") == true, "\(result.stdout)")
@@ -52,7 +52,7 @@ import Testing
         let sandbox = try Sandbox()
         try sandbox.writeConfig(extra: "[Push]\nMQTT=mqtt://127.0.0.1:1\n")
         let good = try sandbox.run("rcagent", ["doctor", "--config", sandbox.configPath])
-        #expect(line(good, "libraries") == "ok    libraries libmosquitto.so.1 (MQTT)", "\(good.stdout)")
+        #expect(line(good, "libraries") == "ok    libraries  libmosquitto.so.1 (MQTT)", "\(good.stdout)")
 
         let broken = sandbox.root.appendingPathComponent("broken-libs")
         try FileManager.default.createDirectory(at: broken, withIntermediateDirectories: true)
@@ -63,13 +63,13 @@ import Testing
         let libraries = try #require(line(result, "libraries"), "\(result.stdout)")
         #expect(
             libraries.hasPrefix(
-                "FAIL  libraries MQTT needs libmosquitto.so.1, which cannot be loaded (apt install libmosquitto1): "),
+                "FAIL  libraries  MQTT needs libmosquitto.so.1, which cannot be loaded (apt install libmosquitto1): "),
             "\(libraries)")
 
         // A file source without MQTT or TrustedKeys needs none.
         try sandbox.writeConfig()
         let plain = try sandbox.cli("doctor")
-        #expect(line(plain, "libraries") == "ok    libraries none needed by this config", "\(plain.stdout)")
+        #expect(line(plain, "libraries") == "ok    libraries  none needed by this config", "\(plain.stdout)")
     }
 
     /// The store as the daemon leaves it: a rolled-back trial (its version rejected), then a trial
@@ -111,7 +111,7 @@ import Testing
         }
         result = try sandbox.cli("doctor")
         let deferred = try #require(line(result, "deferred"), "\(result.stdout)")
-        #expect(deferred.hasPrefix("warn  deferred  template 43 waits until "), "\(deferred)")
+        #expect(deferred.hasPrefix("warn  deferred   template 43 waits until "), "\(deferred)")
         #expect(
             deferred.hasSuffix(
                 "(outside every maintenance window), since \(now.iso8601); rcagent activate --now overrides"),
@@ -130,7 +130,7 @@ import Testing
         }
         result = try sandbox.cli("doctor")
         let trial = try #require(line(result, "trial"), "\(result.stdout)")
-        #expect(trial.hasPrefix("warn  trial     version 43 on trial since "), "\(trial)")
+        #expect(trial.hasPrefix("warn  trial      version 43 on trial since "), "\(trial)")
         #expect(trial.contains("; the health check decides by "), "\(trial)")
         do {
             let store = try StateStore.openForWriting(path: sandbox.databasePath)
@@ -142,11 +142,11 @@ import Testing
         result = try sandbox.cli("doctor")
         #expect(result.status == 1)
         let stuck = try #require(line(result, "trial"), "\(result.stdout)")
-        #expect(stuck.hasPrefix("FAIL  trial     version 44 on trial since "), "\(stuck)")
+        #expect(stuck.hasPrefix("FAIL  trial      version 44 on trial since "), "\(stuck)")
         #expect(stuck.contains("nothing decided (is the daemon running?"), "\(stuck)")
         // Read-only: the trial is still pending after doctor ran.
         activation = try #require(line(try sandbox.cli("doctor"), "trial"))
-        #expect(activation.hasPrefix("FAIL  trial     version 44"))
+        #expect(activation.hasPrefix("FAIL  trial      version 44"))
     }
 
     /// A user outside `SocketGroup=`: both lines fail, and the socket's says how to join the group.
@@ -169,7 +169,7 @@ import Testing
         #expect(socket.contains("this user may not talk to the daemon; add this user to its group (as root: adduser "))
         #expect(socket.hasSuffix(" daemon; then log in again)"), "\(socket)")
         #expect(
-            line(result, "daemon") == "FAIL  daemon    not reachable by this user (the socket refuses it)",
+            line(result, "daemon") == "FAIL  daemon     not reachable by this user (the socket refuses it)",
             "\(result.stdout)")
         #expect(daemon.stop() == 0)
     }

@@ -50,7 +50,7 @@ import Testing
         var result = try sandbox.cli("doctor")
         #expect(result.status == 0, "\(result.stdout)")
         #expect(
-            result.stdout.contains("ok    hooks     \(hooks.path) does not exist: no hooks run\n"), "\(result.stdout)")
+            result.stdout.contains("ok    hooks      \(hooks.path) does not exist: no hooks run\n"), "\(result.stdout)")
 
         try FileManager.default.createDirectory(at: hooks, withIntermediateDirectories: true)
         try "#!/bin/sh\n".write(to: hooks.appendingPathComponent("10-on"), atomically: true, encoding: .utf8)
@@ -60,7 +60,7 @@ import Testing
         result = try sandbox.cli("doctor")
         #expect(result.status == 0, "\(result.stdout)")
         #expect(
-            result.stdout.contains("warn  hooks     10-on; not executable, so skipped: 20-off\n"), "\(result.stdout)")
+            result.stdout.contains("warn  hooks      10-on; not executable, so skipped: 20-off\n"), "\(result.stdout)")
         let json = try #require(
             JSONSerialization.jsonObject(with: Data(try sandbox.cli("doctor", "--json").stdout.utf8)) as? [String: Any])
         #expect(json["ok"] as? Bool == true)
@@ -89,7 +89,7 @@ import Testing
         #expect(failing(result) == ["socket", "daemon", "source"], "\(result.stdout)")
         #expect(
             result.stdout.contains(
-                "warn  hooks     none in \(hooks.path); not executable, so skipped: 20-forgot-chmod\n"))
+                "warn  hooks      none in \(hooks.path); not executable, so skipped: 20-forgot-chmod\n"))
 
         // The clock went back behind the last successful fetch.
         let sqlite = Process()

@@ -275,7 +275,7 @@ enum DoctorCommand {
             Output.out(
                 checks.map {
                     TerminalText(verbatim: !$0.ok ? "FAIL  " : $0.warning ? "warn  " : "ok    ")
-                        + "\($0.name.padding(to: 10))\($0.detail)\n"
+                        + "\($0.name.padding(to: 11))\($0.detail)\n"
                 }.joined())
         }
         return allOK ? ExitCode.ok : ExitCode.failure
