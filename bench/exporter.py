@@ -7,7 +7,10 @@ The reports are published retained as agents publish them (Tests/Fixtures/retain
 script waits for the page to say `rcagent_fleet_exporter_ready 1` with all devices counted. Then
 SCRAPES scrapes of /metrics, one connection each (as Prometheus does): the median and p95 wall
 time of a scrape, the page's size, the exporter's RSS (VmRSS, VmHWM from /proc) and its CPU time
-over the scrapes. The same again with --per-device (four series per device).
+over the scrapes. Then SLOW_READERS (120) connections ask for /metrics at once and read nothing (a
+4 KiB receive buffer): the exporter's RSS growth while they hold their answers shows what a
+connection costs (the page is shared, not copied per connection). The same again with
+--per-device (four series per device).
 
 Usage: bench/exporter.py BIN_DIR [REPORTS] [SCRAPES]
 """
@@ -91,6 +94,7 @@ def measure(broker_port, extra):
         assert response.startswith(b"HTTP/1.1 200"), response[:100]
     cpu = cpu_seconds(exporter.pid) - cpu_before
     rss, hwm = status_kib(exporter.pid, "VmRSS"), status_kib(exporter.pid, "VmHWM")
+    held = slow_readers(http, exporter.pid)
     exporter.send_signal(signal.SIGTERM)
     exporter.wait(timeout=30)
     times.sort()
@@ -100,8 +104,30 @@ def measure(broker_port, extra):
         "p95_ms": times[int(len(times) * 0.95) - 1] * 1000, "page_bytes": len(body),
         "series": sum(1 for line in body.split(b"\n") if line and not line.startswith(b"#")),
         "rss_mib": rss / 1024, "hwm_mib": hwm / 1024, "cpu_ms_per_scrape": cpu * 1000 / scrapes,
-        "exit": exporter.returncode,
+        "exit": exporter.returncode, "slow_growth_mib": (held - rss) / 1024,
     }
+
+
+def slow_readers(port, pid, count=120):
+    """The exporter's RSS (KiB) while `count` connections hold an answer they do not read."""
+    readers = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", port))
+            s.sendall(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            readers.append(s)
+        # Every request answered (the server's CPU time stops moving), then the RSS they cost.
+        last, still = cpu_seconds(pid), 0
+        while still < 5:
+            time.sleep(0.1)
+            now = cpu_seconds(pid)
+            still, last = (still + 1 if now == last else 0), now
+        return status_kib(pid, "VmRSS")
+    finally:
+        for s in readers:
+            s.close()
 
 
 try:
@@ -130,7 +156,8 @@ try:
         print(f"{name}: {reports} reports, ready after {m['ready_s']:.2f} s; /metrics {m['page_bytes']} bytes, "
               f"{m['series']} series; scrape median {m['median_ms']:.2f} ms, p95 {m['p95_ms']:.2f} ms "
               f"({scrapes} scrapes); exporter CPU {m['cpu_ms_per_scrape']:.3f} ms/scrape; RSS {m['rss_mib']:.1f} MiB "
-              f"(peak {m['hwm_mib']:.1f} MiB); exit {m['exit']} on SIGTERM")
+              f"(peak {m['hwm_mib']:.1f} MiB); 120 connections not reading: RSS +{m['slow_growth_mib']:.1f} MiB; "
+              f"exit {m['exit']} on SIGTERM")
         figures += [
             {"id": f"exporter-{name}-scrape", "figure": f"fleet exporter ({name}), {reports} reports: /metrics scrape, median",
              "value": round(m["median_ms"], 3), "unit": "ms", "target": None, "peers": {},
@@ -138,6 +165,10 @@ try:
             {"id": f"exporter-{name}-rss", "figure": f"fleet exporter ({name}), {reports} reports: RSS",
              "value": round(m["rss_mib"], 1), "unit": "MiB", "target": None, "peers": {},
              "note": f"peak {m['hwm_mib']:.1f} MiB"},
+            {"id": f"exporter-{name}-slow-readers", "figure":
+             f"fleet exporter ({name}), {reports} reports: RSS growth with 120 connections not reading their answer",
+             "value": round(m["slow_growth_mib"], 1), "unit": "MiB", "target": None, "peers": {},
+             "note": f"page {m['page_bytes']} bytes"},
         ]
     if os.environ.get("RCBENCH_OUT"):
         with open(os.path.join(os.environ["RCBENCH_OUT"], "exporter.json"), "w") as f:

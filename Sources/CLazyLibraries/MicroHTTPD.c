@@ -22,6 +22,9 @@ typedef struct MHD_Daemon *(*rc_mhd_start_daemon_va)(unsigned int, uint16_t, MHD
       (struct MHD_Connection * connection, enum MHD_ConnectionInfoType info_type, ...), ())                      \
     F(struct MHD_Response *, MHD_create_response_from_buffer,                                                    \
       (size_t size, void *buffer, enum MHD_ResponseMemoryMode mode), (size, buffer, mode))                       \
+    F(struct MHD_Response *, MHD_create_response_from_iovec,                                                     \
+      (const struct MHD_IoVec *iov, unsigned int iovcnt, MHD_ContentReaderFreeCallback free_cb, void *cls),      \
+      (iov, iovcnt, free_cb, cls))                                                                               \
     P(void, MHD_destroy_response, (struct MHD_Response * response), (response))                                  \
     F(enum MHD_Result, MHD_add_response_header,                                                                  \
       (struct MHD_Response * response, const char *header, const char *content), (response, header, content))    \

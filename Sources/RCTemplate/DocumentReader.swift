@@ -1,6 +1,5 @@
 import RCCore
 import RCService
-import RCTemplate
 import Synchronization
 
 /// Reads what the file and http sources deliver: a fetch response, or a template whose

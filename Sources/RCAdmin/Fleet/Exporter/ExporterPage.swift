@@ -4,11 +4,12 @@ import Synchronization
 
 /// What `/metrics` serves: the fleet's families, rendered once per change of the picture (at most
 /// once a second, on the collector's thread), and the exporter's own, rendered per scrape (cheap:
-/// a few lines). Scrapes run on the HTTP server's thread, so the page is kept under a lock and a
-/// scrape only copies it.
+/// a few lines). Scrapes run on the HTTP server's thread, so the page is kept under a lock, and a
+/// scrape sends it in place (``PageBytes``): a connection costs the exporter's few lines, not a copy
+/// of the page, even with `--per-device`.
 final class ExporterPage: Sendable {
     private struct State {
-        var fleet = ""
+        var fleet = PageBytes("")
         var ready = false
         var connected = false
         var changedAt: Timestamp?
@@ -31,7 +32,7 @@ final class ExporterPage: Sendable {
     func update(_ inbox: FleetInbox, at now: Timestamp = .now()) {
         let families = FleetMetrics.families(
             inbox.summary, overCapacity: inbox.overflow, versionLimit: versionLimit, perDevice: perDevice)
-        let text = PrometheusText.render(families)
+        let text = PageBytes(PrometheusText.render(families))
         state.withLock {
             $0.fleet = text
             $0.ready = true
@@ -42,8 +43,8 @@ final class ExporterPage: Sendable {
     /// The connection to the broker is up with its retained set in (`true`), or lost (`false`).
     func connection(_ up: Bool) { state.withLock { $0.connected = up } }
 
-    /// The whole page, counting this scrape.
-    func render() -> String {
+    /// The whole page, counting this scrape: the fleet's part, then the exporter's own.
+    func render() -> [PageBytes] {
         let scrape = scrapes.add(1, ordering: .relaxed).newValue
         let (fleet, ready, connected, changedAt) = state.withLock {
             ($0.fleet, $0.ready, $0.connected, $0.changedAt)
@@ -69,6 +70,6 @@ final class ExporterPage: Sendable {
                 name: "rcagent_fleet_exporter_scrapes_total", help: "Requests for /metrics, this one included.",
                 kind: .counter, samples: [MetricSample(value: Double(scrape))]),
         ]
-        return fleet + PrometheusText.render(own)
+        return [fleet, PageBytes(PrometheusText.render(own))]
     }
 }

@@ -22,7 +22,8 @@ import Synchronization
 /// answer before it on that connection), or a watchdog shuts the connection down. A client that
 /// keeps all the connections busy delays a scrape by that deadline at most each time it fills
 /// them again: which is why the exporter belongs on localhost or behind a proxy that authenticates. The page itself is
-/// rendered from what the exporter keeps ready, so answering costs a copy.
+/// rendered from what the exporter keeps ready and sent from where it lies (``PageBytes``), so an
+/// answer copies nothing however many connections are sending it.
 final class MetricsServer: Sendable {
     struct Limits: Sendable {
         var connections = 128
@@ -36,14 +37,14 @@ final class MetricsServer: Sendable {
 
     /// What the requests are answered with; handed to libmicrohttpd's thread as its context.
     private final class Handler: Sendable {
-        let page: @Sendable () -> String
+        let page: @Sendable () -> [PageBytes]
         let requestDeadline: Duration
         /// Each open connection's descriptor and when its request must have been answered. An
         /// entry goes when libmicrohttpd reports the connection closed, before it closes the
         /// descriptor: the watchdog never shuts down a descriptor the number was reused for.
         let deadlines = Mutex<[Int32: ContinuousClock.Instant]>([:])
 
-        init(page: @escaping @Sendable () -> String, requestDeadline: Duration) {
+        init(page: @escaping @Sendable () -> [PageBytes], requestDeadline: Duration) {
             self.page = page
             self.requestDeadline = requestDeadline
         }
@@ -74,7 +75,7 @@ final class MetricsServer: Sendable {
 
     /// Binds `listen` and starts serving. Throws a failure naming the address when the library is
     /// missing, the address cannot be bound (in use, not this host's) or the server cannot start.
-    init(listen: ListenAddress, limits: Limits = Limits(), page: @escaping @Sendable () -> String)
+    init(listen: ListenAddress, limits: Limits = Limits(), page: @escaping @Sendable () -> [PageBytes])
         throws(AdminFailure)
     {
         if let problem = rc_lazy_require(RC_LAZY_MICROHTTPD) {
@@ -233,16 +234,39 @@ final class MetricsServer: Sendable {
         _ connection: OpaquePointer, _ status: UInt32, _ body: String,
         contentType: String = "text/plain; charset=utf-8", extra: [(String, String)] = []
     ) -> MHD_Result {
-        var body = body
-        let response = body.withUTF8 { bytes in
-            // Copied by the library: the Swift buffer ends with this scope.
-            MHD_create_response_from_buffer(
-                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        respond(connection, status, [PageBytes(body)], contentType: contentType, extra: extra)
+    }
+
+    /// Answers with `parts` sent in place, one after the other: the response holds a reference to
+    /// them until libmicrohttpd has sent the last byte (or dropped the connection) and calls
+    /// ``releaseParts``.
+    private static func respond(
+        _ connection: OpaquePointer, _ status: UInt32, _ parts: [PageBytes],
+        contentType: String = "text/plain; charset=utf-8", extra: [(String, String)] = []
+    ) -> MHD_Result {
+        let held = Unmanaged.passRetained(HeldParts(parts))
+        let vectors = parts.map { MHD_IoVec(iov_base: UnsafeRawPointer($0.base), iov_len: $0.count) }
+        let response = MHD_create_response_from_iovec(
+            vectors, UInt32(vectors.count), releaseParts, held.toOpaque())
+        guard let response else {
+            held.release()
+            return .NO
         }
-        guard let response else { return .NO }
         defer { MHD_destroy_response(response) }
         _ = MHD_add_response_header(response, "Content-Type", contentType)
         for (name, value) in extra { _ = MHD_add_response_header(response, name, value) }
         return MHD_queue_response(connection, status, response)
+    }
+
+    /// The parts one response sends, kept alive until libmicrohttpd is done with them.
+    private final class HeldParts {
+        let parts: [PageBytes]
+        init(_ parts: [PageBytes]) { self.parts = parts }
+    }
+
+    /// libmicrohttpd's callback when a response is destroyed: its parts may go.
+    private static let releaseParts: MHD_ContentReaderFreeCallback = { held in
+        guard let held else { return }
+        Unmanaged<HeldParts>.fromOpaque(held).release()
     }
 }

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Prints the figures of one or more bench/run.py result files (default bench/results.json) as the
+markdown table at the top of BENCHMARKS.md: figure, script, measured, target, verdict, then the
+commit, date and load of each run. `make bench` runs the fleet last; a run of part of the scripts
+(`bench/run.py BIN fleet`) writes a file of its own that can be passed beside the main one.
+
+Usage: bench/table.py [RESULTS.json ...]
+"""
+import json, os, sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+
+
+def show(value, unit):
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        text = f"{value:.2f}" if abs(value) < 10 else f"{value:.1f}" if abs(value) < 100 else f"{value:,.0f}"
+    else:
+        text = f"{value:,}"
+    return f"{text} {unit}".strip()
+
+
+def cell(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+paths = sys.argv[1:] or [os.path.join(here, "results.json")]
+print("| figure | script | measured | target | verdict |")
+print("|---|---|---|---|---|")
+runs = []
+for path in paths:
+    with open(path) as f:
+        results = json.load(f)
+    machine = results["machine"]
+    runs.append(f"{machine['commit']}{' (dirty)' if machine.get('dirty') else ''}, {results['date']}, "
+                f"load {machine['load_average_at_start'][0]:.1f} at start and "
+                f"{machine['load_average_at_end'][0]:.1f} at the end"
+                + (f", failed: {', '.join(results['failed'])}" if results["failed"] else ""))
+    for figure in results["figures"]:
+        unit = figure.get("unit", "")
+        target = figure.get("target")
+        goal = f"{target['op']} {show(target['value'], unit)}" if target else figure.get("target_text", "-")
+        verdict = figure["verdict"]
+        print(f"| {cell(figure['figure'])} | `{figure['script'].removeprefix('bench/')}` | "
+              f"{cell(show(figure.get('value'), unit))} | {cell(goal)} | "
+              f"{'**' + verdict + '**' if verdict == 'missed' else verdict} |")
+print()
+for run in runs:
+    print(f"Run: {run}.")
