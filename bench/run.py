@@ -13,6 +13,9 @@ Environment: RCBENCH_IDLE_SECONDS (60), RCBENCH_AGENTS (50), RCBENCH_ROUNDS (200
 """
 import datetime, json, os, platform, shutil, subprocess, sys, tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from figures import show
+
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
 bin_dir = os.path.abspath(sys.argv[1])
@@ -72,16 +75,6 @@ def verdict(figure):
     value, limit = figure["value"], target["value"]
     met = value <= limit if target["op"] == "<=" else value >= limit
     return "met" if met else "missed"
-
-
-def show(value, unit):
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        text = f"{value:.2f}" if abs(value) < 10 else f"{value:.1f}" if abs(value) < 100 else f"{value:,.0f}"
-    else:
-        text = f"{value:,}"
-    return f"{text} {unit}".strip()
 
 
 def main():

@@ -8,17 +8,10 @@ Usage: bench/table.py [RESULTS.json ...]
 """
 import json, os, sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from figures import show
+
 here = os.path.dirname(os.path.abspath(__file__))
-
-
-def show(value, unit):
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        text = f"{value:.2f}" if abs(value) < 10 else f"{value:.1f}" if abs(value) < 100 else f"{value:,.0f}"
-    else:
-        text = f"{value:,}"
-    return f"{text} {unit}".strip()
 
 
 def cell(text):
