@@ -4,13 +4,25 @@ the three in a fresh random order, so a load spike from other work on the machin
 them alike instead of on whichever hyperfine happened to be running (it runs one command's runs, then
 the next's). Prints each one's median and the ratios of medians: what "not slower than the old build,
 measured in the same run" needs on a shared machine. The same 3,000-key database as bench/get.sh.
+With one build, only it and `sqlite3` (what `make bench` reports through bench/get.sh). The whole
+measurement runs REPEATS times (default 1); the ratios printed last are the medians over the repeats,
+and --json FILE writes them with each repeat's.
 
-Usage: bench/get-ab.py NEW_BIN_DIR OLD_BIN_DIR [ROUNDS]   (default 400 rounds)
+Usage: bench/get-ab.py NEW_BIN_DIR [OLD_BIN_DIR] [ROUNDS [REPEATS]] [--json FILE]   (default 400 rounds)
 """
-import os, random, shutil, statistics, subprocess, sys, tempfile, time
+import json, os, random, shutil, statistics, subprocess, sys, tempfile, time
 
-new, old = (os.path.abspath(d) for d in sys.argv[1:3])
-rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 400
+arguments = sys.argv[1:]
+json_path = None
+if "--json" in arguments:
+    at = arguments.index("--json")
+    json_path = arguments[at + 1]
+    del arguments[at:at + 2]
+builds = [os.path.abspath(a) for a in arguments if os.path.isdir(a)]
+numbers = [int(a) for a in arguments if not os.path.isdir(a)]
+new, old = builds[0], (builds[1] if len(builds) > 1 else None)
+rounds = numbers[0] if numbers else 400
+repeats = numbers[1] if len(numbers) > 1 else 1
 work = tempfile.mkdtemp(prefix="rcgetab-")
 conf = f"{work}/agent.conf"
 with open(conf, "w") as f:
@@ -19,7 +31,8 @@ with open(conf, "w") as f:
 with open(f"{work}/defaults.json", "w") as f:
     f.write("{}")
 env = dict(os.environ, RCAGENT_CONFIG=conf)
-subprocess.run([f"{old}/rcagent", "mark-stale", "--reason", "bench"], env=env, check=True, stdout=subprocess.DEVNULL)
+subprocess.run([f"{old or new}/rcagent", "mark-stale", "--reason", "bench"], env=env, check=True,
+               stdout=subprocess.DEVNULL)
 rows = "".join(f"INSERT INTO active_values VALUES ('key_{i}', 'value of key {i}');\n" for i in range(1, 3001))
 subprocess.run(["sqlite3", f"{work}/state/state.db"], input=f"BEGIN;\n{rows}COMMIT;\n", text=True, check=True)
 subprocess.run(["sqlite3", f"{work}/state/state.db", "PRAGMA wal_checkpoint(TRUNCATE)"], check=True,
@@ -28,31 +41,53 @@ subprocess.run(["sqlite3", f"{work}/state/state.db", "PRAGMA wal_checkpoint(TRUN
 subprocess.run([f"{new}/rcagent", "mark-stale", "--reason", "bench"], env=env, check=True, stdout=subprocess.DEVNULL)
 commands = {
     "new rcagent get": [f"{new}/rcagent", "get", "key_1500"],
-    "old rcagent get": [f"{old}/rcagent", "get", "key_1500"],
+    "old rcagent get": [f"{old}/rcagent", "get", "key_1500"] if old else None,
     "sqlite3 select": [shutil.which("sqlite3"), f"{work}/state/state.db", "select value from active_values where key='key_1500'"],
 }
+commands = {name: argv for name, argv in commands.items() if argv}
 for name, argv in commands.items():
     out = subprocess.run(argv, env=env, capture_output=True, text=True).stdout
     if out != "value of key 1500\n":
         sys.exit(f"{name} answered {out!r}")
 devnull = os.open(os.devnull, os.O_WRONLY)
-times = {name: [] for name in commands}
-names = list(commands)
-for _ in range(rounds + 20):
-    random.shuffle(names)
+
+
+def measure():
+    """One interleaved run: each command's median wall time, in ms."""
+    times = {name: [] for name in commands}
+    names = list(commands)
+    for _ in range(rounds + 20):
+        random.shuffle(names)
+        for name in names:
+            start = time.perf_counter()
+            pid = os.posix_spawn(commands[name][0], commands[name], env,
+                                 file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1)])
+            os.waitpid(pid, 0)
+            times[name].append(time.perf_counter() - start)
     for name in names:
-        start = time.perf_counter()
-        pid = os.posix_spawn(commands[name][0], commands[name], env,
-                             file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1)])
-        os.waitpid(pid, 0)
-        times[name].append(time.perf_counter() - start)
-for name in names:
-    times[name] = times[name][20:]  # warm-up
-median = {name: statistics.median(t) * 1000 for name, t in times.items()}
-for name in commands:
-    print(f"{name:16} median {median[name]:.3f} ms  (p10 {statistics.quantiles(times[name], n=10)[0] * 1000:.3f}, "
-          f"p90 {statistics.quantiles(times[name], n=10)[-1] * 1000:.3f})")
-print(f"new / old:     {median['new rcagent get'] / median['old rcagent get']:.3f}")
-print(f"new / sqlite3: {median['new rcagent get'] / median['sqlite3 select']:.3f}")
-print(f"old / sqlite3: {median['old rcagent get'] / median['sqlite3 select']:.3f}")
+        times[name] = times[name][20:]  # warm-up
+    for name in commands:
+        print(f"{name:16} median {statistics.median(times[name]) * 1000:.3f} ms  "
+              f"(p10 {statistics.quantiles(times[name], n=10)[0] * 1000:.3f}, "
+              f"p90 {statistics.quantiles(times[name], n=10)[-1] * 1000:.3f})")
+    return {name: statistics.median(t) * 1000 for name, t in times.items()}
+
+
+ratios = {"new / old": [], "new / sqlite3": [], "old / sqlite3": []}
+medians = []
+for repeat in range(repeats):
+    median = measure()
+    medians.append(median)
+    ratios["new / sqlite3"].append(median["new rcagent get"] / median["sqlite3 select"])
+    if old:
+        ratios["new / old"].append(median["new rcagent get"] / median["old rcagent get"])
+        ratios["old / sqlite3"].append(median["old rcagent get"] / median["sqlite3 select"])
+ratios = {name: values for name, values in ratios.items() if values}
+for name, values in ratios.items():
+    each = ", ".join(f"{v:.3f}" for v in values)
+    print(f"{name + ':':14} {statistics.median(values):.3f}" + (f"  (runs: {each})" if repeats > 1 else ""))
+if json_path:
+    with open(json_path, "w") as f:
+        json.dump({"rounds": rounds, "medians_ms": medians,
+                   "ratios": {name: {"median": statistics.median(v), "runs": v} for name, v in ratios.items()}}, f)
 subprocess.run(["rm", "-rf", work])
