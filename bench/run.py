@@ -9,7 +9,7 @@ This driver adds the verdict (met/missed; "-" where no target is set) and the ma
 
 Usage: bench/run.py BIN_DIR [SCRIPT...]     (scripts: get ping fetch activate bigdoc rollback signed hostile fanout idle idle-full sizes relay activity fleet exporter soak; default all)
 Environment: RCBENCH_IDLE_SECONDS (60), RCBENCH_AGENTS (50), RCBENCH_ROUNDS (200), RCBENCH_RELAY_ROUNDS
-(20), RCBENCH_ACTIVITY_ROUNDS (100), RCBENCH_FLEET_AGENTS (1000), RCBENCH_EXPORTER_REPORTS (1000), RCBENCH_SOAK_REQUESTS (5000), RCBENCH_DEB (a .deb to read instead of building one from BIN_DIR).
+(20), RCBENCH_ACTIVITY_ROUNDS (100), RCBENCH_RESULTS (where the results go: bench/results.json), RCBENCH_FLEET_AGENTS (1000), RCBENCH_EXPORTER_REPORTS (1000), RCBENCH_SOAK_REQUESTS (5000), RCBENCH_DEB (a .deb to read instead of building one from BIN_DIR).
 """
 import datetime, json, os, platform, shutil, subprocess, sys, tempfile
 
@@ -21,6 +21,7 @@ root = os.path.dirname(here)
 bin_dir = os.path.abspath(sys.argv[1])
 chosen = sys.argv[2:] or ["get", "ping", "fetch", "activate", "bigdoc", "rollback", "signed", "hostile", "fanout", "idle", "idle-full", "sizes", "relay", "activity", "fleet",
                            "exporter", "soak"]
+results_path = os.environ.get("RCBENCH_RESULTS") or os.path.join(here, "results.json")
 commands = {
     "get": [f"{here}/get.sh", bin_dir],
     "ping": [f"{here}/ping.py", bin_dir, os.environ.get("RCBENCH_ROUNDS", "200")],
@@ -107,7 +108,7 @@ def main():
         "failed": failed,
         "figures": figures,
     }
-    with open(os.path.join(here, "results.json"), "w") as f:
+    with open(results_path, "w") as f:
         json.dump(results, f, indent=2)
         f.write("\n")
 
@@ -129,7 +130,7 @@ def main():
         print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
         if index == 0:
             print("  ".join("-" * w for w in widths))
-    print(f"\nwritten: bench/results.json ({len(figures)} figures)")
+    print(f"\nwritten: {os.path.relpath(results_path)} ({len(figures)} figures)")
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         sys.exit(1)
