@@ -176,7 +176,7 @@ public final class MQTTSession: Sendable {
                 // ended by ``stop()``.
                 while !isStopped {
                     waitForRoom()
-                    try client.loop(timeout: configuration.loopTimeout)
+                    try client.loop(timeout: passTimeout())
                     retryDueSubscriptions()
                 }
                 // Stopping: the DISCONNECT that ``stop()`` queued is written by this loop; returning
@@ -225,6 +225,15 @@ public final class MQTTSession: Sendable {
         while state.withLock({ !$0.stopped && $0.backlog > configuration.maximumBacklog }) {
             _ = room.wait(timeout: .now() + .seconds(1))
         }
+    }
+
+    /// How long the next pass of the loop may wait for traffic: the configured most, or until the
+    /// first refused subscription comes due (rounded up to the next millisecond). Nothing else needs
+    /// a pass: libmosquitto ends the wait itself for a publish, subscribe or disconnect from another
+    /// thread (its socket pair) and for the next keepalive, and ``stop()`` disconnects.
+    private func passTimeout() -> Duration {
+        guard let due = state.withLock({ $0.retries.map(\.due).min() }) else { return configuration.loopTimeout }
+        return max(.zero, min(configuration.loopTimeout, due - ContinuousClock.now + .milliseconds(1)))
     }
 
     /// Asks again for the refused subscriptions whose wait is over, on the connection they were
