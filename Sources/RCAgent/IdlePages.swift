@@ -8,10 +8,10 @@ import RCSystem
 /// rounds run code from all over a 14 MB static binary and the shared libraries, and the kernel maps
 /// whole 64 KiB windows around each page they run, so about two thirds of a just-busy daemon's PSS
 /// are code and read-only data that idle does not touch. This drops the daemon's mappings of file
-/// pages it can only read and never wrote: they stay in the page cache (a cgroup's memory use does
-/// not change), and the next fetch maps back the ones it runs (minor faults, well under a
-/// millisecond). Pages the process wrote (relocated data, anything copied on write) are never
-/// touched. BENCHMARKS.md has the measurements.
+/// pages it never wrote, in mappings it cannot write and in the executable's `.rodata`: they stay in
+/// the page cache (a cgroup's memory use does not change), and the next fetch maps back the ones it
+/// runs (minor faults, well under a millisecond). Pages the process wrote (relocated data, anything
+/// copied on write) are never touched. BENCHMARKS.md has the measurements.
 enum IdlePages {
     /// Releases a moment from now, on a queue of its own, once the caller (the agent's loop) has
     /// gone back to waiting: whatever code runs after the release maps its pages back, so the
@@ -28,7 +28,7 @@ enum IdlePages {
 
     /// Gives the pages back now; the bytes given back. Every range is chosen first and then dropped
     /// in one tight loop, so the code that chooses them (the smaps parser, pagemap) does not map its
-    /// pages back after the release (about 0.1 MiB, measured with bench/idle.py --full).
+    /// pages back after the release.
     @discardableResult
     static func release() -> Int {
         // The free pages inside the malloc arenas first (the heap a round grew and freed).

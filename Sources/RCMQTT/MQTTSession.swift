@@ -232,13 +232,20 @@ public final class MQTTSession: Sendable {
     /// a pass: libmosquitto ends the wait itself for a publish, subscribe or disconnect from another
     /// thread (its socket pair) and for the next keepalive, and ``stop()`` disconnects.
     private func passTimeout() -> Duration {
-        guard let due = state.withLock({ $0.retries.map(\.due).min() }) else { return configuration.loopTimeout }
+        var due: ContinuousClock.Instant?
+        state.withLock { state in
+            for retry in state.retries where due.map({ retry.due < $0 }) ?? true { due = retry.due }
+        }
+        guard let due else { return configuration.loopTimeout }
         return max(.zero, min(configuration.loopTimeout, due - ContinuousClock.now + .milliseconds(1)))
     }
 
     /// Asks again for the refused subscriptions whose wait is over, on the connection they were
     /// refused on (a new connection asks for everything anyway and drops the list).
     private func retryDueSubscriptions() {
+        // Most passes have none: an idle pass runs as little code as it can (each page it runs is
+        // mapped back into an idle daemon).
+        if state.withLock({ $0.retries.isEmpty }) { return }
         let now = ContinuousClock.now
         let due = state.withLock { state -> [String] in
             let due = state.retries.filter { $0.due <= now }.map(\.topic)
