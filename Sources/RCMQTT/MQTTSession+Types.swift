@@ -16,8 +16,11 @@ extension MQTTSession {
         public var jitter: @Sendable (Duration) -> Duration = { MQTTBackoff.jittered($0) }
         /// The most message bytes handed on and not yet consumed.
         public var maximumBacklog = 16 * MQTTClient.defaultMaximumPayload
-        /// How long one pass of the client's loop waits for traffic.
-        public var loopTimeout = Duration.seconds(1)
+        /// The longest one pass of the client's loop waits for traffic. A pass ends sooner for
+        /// traffic, for a call from another thread, for the keepalive and for a refused subscription
+        /// coming due, so an idle session's thread wakes once a keepalive, not once a second (issue
+        /// 30: each wake maps code back into an idle daemon).
+        public var loopTimeout = Duration.seconds(30)
 
         public init(brokers: [MQTTBroker]) {
             precondition(!brokers.isEmpty, "a broker list is never empty")

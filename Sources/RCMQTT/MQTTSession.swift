@@ -176,7 +176,7 @@ public final class MQTTSession: Sendable {
                 // ended by ``stop()``.
                 while !isStopped {
                     waitForRoom()
-                    try client.loop(timeout: configuration.loopTimeout)
+                    try client.loop(timeout: passTimeout())
                     retryDueSubscriptions()
                 }
                 // Stopping: the DISCONNECT that ``stop()`` queued is written by this loop; returning
@@ -227,9 +227,25 @@ public final class MQTTSession: Sendable {
         }
     }
 
+    /// How long the next pass of the loop may wait for traffic: the configured most, or until the
+    /// first refused subscription comes due (rounded up to the next millisecond). Nothing else needs
+    /// a pass: libmosquitto ends the wait itself for a publish, subscribe or disconnect from another
+    /// thread (its socket pair) and for the next keepalive, and ``stop()`` disconnects.
+    private func passTimeout() -> Duration {
+        var due: ContinuousClock.Instant?
+        state.withLock { state in
+            for retry in state.retries where due.map({ retry.due < $0 }) ?? true { due = retry.due }
+        }
+        guard let due else { return configuration.loopTimeout }
+        return max(.zero, min(configuration.loopTimeout, due - ContinuousClock.now + .milliseconds(1)))
+    }
+
     /// Asks again for the refused subscriptions whose wait is over, on the connection they were
     /// refused on (a new connection asks for everything anyway and drops the list).
     private func retryDueSubscriptions() {
+        // Most passes have none: an idle pass runs as little code as it can (each page it runs is
+        // mapped back into an idle daemon).
+        if state.withLock({ $0.retries.isEmpty }) { return }
         let now = ContinuousClock.now
         let due = state.withLock { state -> [String] in
             let due = state.retries.filter { $0.due <= now }.map(\.topic)

@@ -1,0 +1,89 @@
+import Glibc
+import RCSystem
+import TestSupport
+import Testing
+
+@testable import RCAgent
+
+/// `IdlePages.release()` on real mappings of this test process: a read-only file mapping with one
+/// page written before it was made read-only (the shape of relocated data) gives back its other
+/// pages and keeps the written one, and what was written is still there. And the ELF section
+/// lookup the release uses for the executable's `.rodata` on hostile files.
+@Suite struct IdlePagesTests {
+    private static let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+
+    /// The resident KiB of the mapping that starts at `address`, from `/proc/self/smaps`.
+    private func residentKiB(_ address: UnsafeMutableRawPointer) throws -> Int? {
+        let text = String(decoding: try #require(try FileBytes.read("/proc/self/smaps")), as: UTF8.self)
+        let start = String(UInt(bitPattern: address), radix: 16)
+        var inMapping = false
+        for line in text.split(separator: "\n") {
+            if let dash = line.firstIndex(of: "-"), line[..<dash].allSatisfy(\.isHexDigit) {
+                inMapping = line[..<dash].drop(while: { $0 == "0" }) == start
+            } else if inMapping, line.hasPrefix("Rss:") {
+                return Int(line.dropFirst(4).filter(\.isNumber))
+            }
+        }
+        return nil
+    }
+
+    @Test func aWrittenPageIsKeptAndTheOthersGivenBack() throws {
+        let pages = 8
+        // Page i of the file holds the byte i + 1 throughout.
+        let content = (0..<pages).flatMap { [UInt8](repeating: UInt8($0 + 1), count: Self.page) }
+        try TemporaryDirectory.with { directory in
+            let fd = open(try directory.write("pages", bytes: content), O_RDONLY | O_CLOEXEC)
+            try #require(fd >= 0)
+            defer { close(fd) }
+            let length = pages * Self.page
+            let mapped = try #require(mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0))
+            try #require(mapped != MAP_FAILED)
+            defer { munmap(mapped, length) }
+            let bytes = mapped.assumingMemoryBound(to: UInt8.self)
+            bytes[3 * Self.page] = 0xEE  // copied on write: the process's own page now
+            try #require(mprotect(mapped, length, PROT_READ) == 0)
+            var sum = 0
+            for index in 0..<pages { sum += Int(bytes[index * Self.page]) }  // every page resident
+            #expect(sum == 1 + 2 + 3 + 0xEE + 5 + 6 + 7 + 8)
+            #expect(try residentKiB(mapped) == length / 1024)
+
+            IdlePages.release()
+
+            #expect(try residentKiB(mapped) == Self.page / 1024, "only the written page stays mapped")
+            #expect(bytes[3 * Self.page] == 0xEE, "what was written is still there")
+            for index in 0..<pages where index != 3 {
+                #expect(bytes[index * Self.page + 7] == UInt8(index + 1), "page \(index) reads the file again")
+            }
+        }
+    }
+
+    @Test func theSectionLookupFindsTheExecutablesReadOnlyData() throws {
+        let offsets = try #require(MappedPages.sectionOffsets(".rodata", in: "/proc/self/exe"))
+        var status = stat()
+        try #require(stat("/proc/self/exe", &status) == 0)
+        #expect(!offsets.isEmpty && offsets.upperBound <= UInt64(status.st_size))
+        #expect(MappedPages.sectionOffsets(".no-such-section", in: "/proc/self/exe") == nil)
+    }
+
+    @Test func hostileFilesHaveNoSections() throws {
+        var header = [UInt8](repeating: 0, count: 64)
+        header.replaceSubrange(0..<6, with: [0x7F, 0x45, 0x4C, 0x46, 2, 1])
+        var huge = header  // a section table far past the end of the file
+        huge.replaceSubrange(0x28..<0x30, with: [0, 0, 0, 0, 0, 0, 0, 0x7F])
+        huge.replaceSubrange(0x3A..<0x40, with: [64, 0, 0xFF, 0xFF, 1, 0])
+        var badIndex = header  // the names' section past the table
+        badIndex.replaceSubrange(0x28..<0x30, with: [64, 0, 0, 0, 0, 0, 0, 0])
+        badIndex.replaceSubrange(0x3A..<0x40, with: [64, 0, 1, 0, 5, 0])
+        let files: [(String, [UInt8])] = [
+            ("empty", []), ("text", Array("not an executable\n".utf8)), ("truncated", Array(header[0..<20])),
+            ("huge", huge), ("badIndex", badIndex + [UInt8](repeating: 0, count: 64)),
+        ]
+        try TemporaryDirectory.with { directory in
+            for (name, bytes) in files {
+                let path = try directory.write(name, bytes: bytes)
+                #expect(MappedPages.sectionOffsets(".rodata", in: path) == nil, "\(name)")
+            }
+            #expect(MappedPages.sectionOffsets(".rodata", in: directory.file("missing")) == nil)
+        }
+    }
+}
