@@ -99,30 +99,25 @@ extension StateStore {
         }
     }
 
-    /// Builds a reader file from the committed state and renames it to `path`: the empty image
-    /// (``readerImage(beside:)``) written to a temporary file, the readers' rows copied into it.
+    /// Builds a reader file from the committed state and renames it to `path`: the readers' rows
+    /// copied into the staging database (``readerStaging(beside:)``), its bytes written to a
+    /// temporary file.
     public func writeReaderFile(to path: String) throws(StoreError) {
-        let image = try readerImage(beside: path)
-        var temporary = ""
-        let fd = try Self.createTemporary(Self.temporaryPrefix(path), name: &temporary)
-        var renamed = false
-        defer { if !renamed { unlink(temporary) } }
-        guard Posix.writeAll(fd.rawValue, image) else { throw Self.ioError(SystemError("write \(temporary)")) }
-        try Self.wrap { () throws(SQLiteError) in
-            // Its own connection: the copy reads the state database in one read transaction of its
-            // own, and the writer's connection never has another database attached.
-            let copy = try Database(path: temporary, mode: .readWrite)
-            try copy.execute("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF")
-            try copy.run("ATTACH DATABASE ? AS live", [.text(self.path)])  // not allowed inside a transaction
-            try copy.execute(
+        let staging = try readerStaging(beside: path)
+        do {
+            // One read transaction on the state database; every table emptied and filled again.
+            try staging.execute(
                 """
                 BEGIN;
-                INSERT OR REPLACE INTO meta SELECT * FROM live.meta WHERE key IN ('device_id', 'activation.deferred');
+                DELETE FROM meta; DELETE FROM defaults; DELETE FROM active_values; DELETE FROM snapshots;
+                DELETE FROM fetch_state; DELETE FROM stale; DELETE FROM activities; DELETE FROM history;
+                DELETE FROM rejected_versions; DELETE FROM trial; DELETE FROM events;
+                INSERT INTO meta SELECT * FROM live.meta WHERE key IN ('device_id', 'activation.deferred');
                 INSERT INTO defaults SELECT * FROM live.defaults;
                 INSERT INTO active_values SELECT * FROM live.active_values;
-                INSERT OR REPLACE INTO snapshots SELECT * FROM live.snapshots;
-                INSERT OR REPLACE INTO fetch_state SELECT * FROM live.fetch_state;
-                INSERT OR REPLACE INTO stale SELECT * FROM live.stale;
+                INSERT INTO snapshots SELECT * FROM live.snapshots;
+                INSERT INTO fetch_state SELECT * FROM live.fetch_state;
+                INSERT INTO stale SELECT * FROM live.stale;
                 INSERT INTO activities SELECT * FROM live.activities;
                 INSERT INTO history SELECT * FROM live.history;
                 INSERT INTO rejected_versions SELECT * FROM live.rejected_versions;
@@ -130,9 +125,20 @@ extension StateStore {
                 INSERT INTO events SELECT * FROM live.events WHERE id =
                     (SELECT max(id) FROM live.events WHERE kind = 'database-recovered');
                 COMMIT;
-                DETACH DATABASE live;
                 """)
+        } catch {
+            // Whatever it holds now is unknown (no journal): the next write starts from the image.
+            readerStaging = nil
+            throw .sqlite(error)
         }
+        var temporary = ""
+        let fd = try Self.createTemporary(Self.temporaryPrefix(path), name: &temporary)
+        var renamed = false
+        defer { if !renamed { unlink(temporary) } }
+        let written = try wrap { () throws(SQLiteError) in
+            try staging.withFileBytes { Posix.writeAll(fd.rawValue, $0) }
+        }
+        guard written else { throw Self.ioError(SystemError("write \(temporary)")) }
         // Not synced: the file is derived, and its fsync cost more than the commit itself (1 to 20 ms
         // for 3,000 keys, BENCHMARKS.md). A crash of the process leaves the old file or the new one,
         // whole (the kernel has every byte written before the rename); a power cut can at worst leave
@@ -142,6 +148,27 @@ extension StateStore {
             throw Self.ioError(SystemError("rename \(temporary) to \(path)"))
         }
         renamed = true
+    }
+
+    /// The reader file as it will be written, kept in memory by a connection of its own that has the
+    /// state database attached as `live`: opened once per store from the empty image, so neither
+    /// schema is parsed again at each write (a new connection per write, parsing both, was 58% of the
+    /// daemon's CPU for a small fetch, BENCHMARKS.md). Its own connection: the copy reads the state
+    /// database in one read transaction of its own, and the writer's connection never has another
+    /// database attached. Rows it deletes are zeroed (`secure_delete`): the file's bytes hold
+    /// nothing but the current rows.
+    func readerStaging(beside path: String) throws(StoreError) -> Database {
+        if let readerStaging { return readerStaging }
+        let image = try readerImage(beside: path)
+        let staging = try wrap { () throws(SQLiteError) in
+            let staging = try Database(image: image)
+            try staging.execute("PRAGMA journal_mode=OFF; PRAGMA secure_delete=ON")
+            try staging.run("ATTACH DATABASE ? AS live", [.text(self.path)])
+            staging.persistWAL(of: "live")  // as the writer's: closing this one last keeps the WAL
+            return staging
+        }
+        readerStaging = staging
+        return staging
     }
 
     /// The reader file's schema and `user_version`, empty, as bytes: built once per store from the
