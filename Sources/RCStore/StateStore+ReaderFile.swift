@@ -103,33 +103,19 @@ extension StateStore {
     /// copied into the staging database (``readerStaging(beside:)``), its bytes written to a
     /// temporary file.
     public func writeReaderFile(to path: String) throws(StoreError) {
-        let staging = try readerStaging(beside: path)
-        do {
-            // One read transaction on the state database; every table emptied and filled again.
-            try staging.execute(
-                """
-                BEGIN;
-                DELETE FROM meta; DELETE FROM defaults; DELETE FROM active_values; DELETE FROM snapshots;
-                DELETE FROM fetch_state; DELETE FROM stale; DELETE FROM activities; DELETE FROM history;
-                DELETE FROM rejected_versions; DELETE FROM trial; DELETE FROM events;
-                INSERT INTO meta SELECT * FROM live.meta WHERE key IN ('device_id', 'activation.deferred');
-                INSERT INTO defaults SELECT * FROM live.defaults;
-                INSERT INTO active_values SELECT * FROM live.active_values;
-                INSERT INTO snapshots SELECT * FROM live.snapshots;
-                INSERT INTO fetch_state SELECT * FROM live.fetch_state;
-                INSERT INTO stale SELECT * FROM live.stale;
-                INSERT INTO activities SELECT * FROM live.activities;
-                INSERT INTO history SELECT * FROM live.history;
-                INSERT INTO rejected_versions SELECT * FROM live.rejected_versions;
-                INSERT INTO trial SELECT * FROM live.trial;
-                INSERT INTO events SELECT * FROM live.events WHERE id =
-                    (SELECT max(id) FROM live.events WHERE kind = 'database-recovered');
-                COMMIT;
-                """)
-        } catch {
-            // Whatever it holds now is unknown (no journal): the next write starts from the image.
+        var staging = try fillReaderStaging(beside: path)
+        // Deleted rows leave free pages, and the bytes written are every page: after a big state
+        // (3,000 keys) is followed by a small one, start again from the empty image rather than write
+        // the big file's worth of empty pages at each commit from then on.
+        let (pages, free) = try wrap { () throws(SQLiteError) in
+            (
+                try staging.query("PRAGMA page_count") { $0.integer(0) ?? 0 }.first ?? 0,
+                try staging.query("PRAGMA freelist_count") { $0.integer(0) ?? 0 }.first ?? 0
+            )
+        }
+        if free > 32 && free * 2 > pages {
             readerStaging = nil
-            throw .sqlite(error)
+            staging = try fillReaderStaging(beside: path)
         }
         var temporary = ""
         let fd = try Self.createTemporary(Self.temporaryPrefix(path), name: &temporary)
@@ -149,6 +135,44 @@ extension StateStore {
         }
         renamed = true
     }
+
+    /// The staging database (``readerStaging(beside:)``) holding the readers' rows as committed now.
+    private func fillReaderStaging(beside path: String) throws(StoreError) -> Database {
+        let staging = try readerStaging(beside: path)
+        do {
+            // One read transaction on the state database; every table emptied and filled again. Each
+            // statement prepared once per store (the staging connection's cache).
+            for statement in Self.readerCopy { try staging.run(statement) }
+        } catch {
+            // Whatever it holds now is unknown (no journal): the next write starts from the image.
+            readerStaging = nil
+            throw .sqlite(error)
+        }
+        return staging
+    }
+
+    /// The statements that fill the staging database from the state database, in one transaction.
+    static let readerCopy = [
+        "BEGIN",
+        "DELETE FROM meta", "DELETE FROM defaults", "DELETE FROM active_values", "DELETE FROM snapshots",
+        "DELETE FROM fetch_state", "DELETE FROM stale", "DELETE FROM activities", "DELETE FROM history",
+        "DELETE FROM rejected_versions", "DELETE FROM trial", "DELETE FROM events",
+        "INSERT INTO meta SELECT * FROM live.meta WHERE key IN ('device_id', 'activation.deferred')",
+        "INSERT INTO defaults SELECT * FROM live.defaults",
+        "INSERT INTO active_values SELECT * FROM live.active_values",
+        "INSERT INTO snapshots SELECT * FROM live.snapshots",
+        "INSERT INTO fetch_state SELECT * FROM live.fetch_state",
+        "INSERT INTO stale SELECT * FROM live.stale",
+        "INSERT INTO activities SELECT * FROM live.activities",
+        "INSERT INTO history SELECT * FROM live.history",
+        "INSERT INTO rejected_versions SELECT * FROM live.rejected_versions",
+        "INSERT INTO trial SELECT * FROM live.trial",
+        """
+        INSERT INTO events SELECT * FROM live.events WHERE id =
+            (SELECT max(id) FROM live.events WHERE kind = 'database-recovered')
+        """,
+        "COMMIT",
+    ]
 
     /// The reader file as it will be written, kept in memory by a connection of its own that has the
     /// state database attached as `live`: opened once per store from the empty image, so neither
