@@ -160,14 +160,17 @@ import Testing
     private func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
         let needle = Array(needle.utf8)
         guard haystack.count >= needle.count else { return false }
-        return (0...(haystack.count - needle.count)).contains { haystack[$0..<($0 + needle.count)].elementsEqual(needle) }
+        return (0...(haystack.count - needle.count)).contains {
+            haystack[$0..<($0 + needle.count)].elementsEqual(needle)
+        }
     }
 
     @Test func rowsGoneFromTheStateAreGoneFromTheFileAndFromItsBytes() throws {
         try withStore { store, dir in
             let path = dir.file("reader.db")
             // Pages of them: the deleted ones stay free in the file (too few to start it again).
-            var defaults = Dictionary(uniqueKeysWithValues: (0..<100).map { ("drop\($0)", "DROPPED-DEFAULT-9f3a \($0)") })
+            var defaults = Dictionary(
+                uniqueKeysWithValues: (0..<100).map { ("drop\($0)", "DROPPED-DEFAULT-9f3a \($0)") })
             defaults["keep"] = "kept value"
             try store.replaceDefaults(defaults)
             try update(store, ["old": "OLD-REMOTE-VALUE-7c1e", "same": "s"], version: "1", at: t0)
