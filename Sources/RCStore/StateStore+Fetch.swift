@@ -52,7 +52,7 @@ extension StateStore {
             case let .update(values, templateVersion, etag):
                 // A new value set; the one fetched before goes unless a history entry names it.
                 let set = try newValueSet()
-                let insert = try db.prepare("INSERT INTO set_values (set_id, key, value) VALUES (?, ?, ?)")
+                let insert = try db.cachedStatement("INSERT INTO set_values (set_id, key, value) VALUES (?, ?, ?)")
                 for (key, value) in values { try insert.runBorrowing([set, .text(key), .text(value)]) }
                 try db.run(
                     """
