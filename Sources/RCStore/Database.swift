@@ -98,6 +98,9 @@ final class Database {
         return body(UnsafeRawBufferPointer(start: copy, count: Int(size)))
     }
 
+    /// Gives back the memory of the pages this connection caches and is not using.
+    func releaseMemory() { _ = sqlite3_db_release_memory(handle) }
+
     /// Keeps the WAL of attached database `schema` after the last connection closes (as `init`
     /// does for a writer's own).
     func persistWAL(of schema: String) { _ = rc_sqlite_persist_wal_of(handle, schema) }

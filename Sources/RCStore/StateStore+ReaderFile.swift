@@ -121,9 +121,13 @@ extension StateStore {
         let fd = try Self.createTemporary(Self.temporaryPrefix(path), name: &temporary)
         var renamed = false
         defer { if !renamed { unlink(temporary) } }
-        let written = try wrap { () throws(SQLiteError) in
-            try staging.withFileBytes { Posix.writeAll(fd.rawValue, $0) }
+        let (written, size) = try wrap { () throws(SQLiteError) in
+            try staging.withFileBytes { (Posix.writeAll(fd.rawValue, $0), $0.count) }
         }
+        // Kept between writes, it costs its size in memory: a big one (a 4 MiB document's) goes,
+        // and the next write starts from the image again; the pages cached from the state
+        // database serve no later write (another connection writes it in between) and go too.
+        if size > Self.stagingLimit { readerStaging = nil } else { staging.releaseMemory() }
         guard written else { throw Self.ioError(SystemError("write \(temporary)")) }
         // Not synced: the file is derived, and its fsync cost more than the commit itself (1 to 20 ms
         // for 3,000 keys, BENCHMARKS.md). A crash of the process leaves the old file or the new one,
@@ -150,6 +154,9 @@ extension StateStore {
         }
         return staging
     }
+
+    /// The largest staging database kept between writes (a 3,000-key state's is about 270 KiB).
+    static let stagingLimit = 1 << 20
 
     /// The statements that fill the staging database from the state database, in one transaction.
     static let readerCopy = [

@@ -220,4 +220,20 @@ import Testing
             #expect(try again.status().stale.reason == "one")
         }
     }
+
+    @Test func onlyASmallStagingCopyIsKeptInMemoryBetweenWrites() throws {
+        try withStore { store, dir in
+            try update(store, ["k": "v"], version: "1", at: t0)
+            #expect(store.readerStaging != nil, "a small state: kept, so the next write parses no schema")
+            let long = String(repeating: "x", count: 500)
+            let big = Dictionary(uniqueKeysWithValues: (0..<3_000).map { ("key\($0)", "\($0) \(long)") })
+            try update(store, big, version: "2", at: t0 + .seconds(1))
+            #expect(store.readerStaging == nil, "over \(StateStore.stagingLimit) bytes: not kept")
+            let reader = try #require(try StateStore.openReaderFile(path: dir.file("reader.db")))
+            #expect(try reader.value(forKey: "key2999")?.text == "2999 \(long)")
+            try update(store, ["k": "w"], version: "3", at: t0 + .seconds(2))
+            #expect(try StateStore.openReaderFile(path: dir.file("reader.db"))?.allValues() == (try store.allValues()))
+            #expect(store.readerStaging != nil)
+        }
+    }
 }
