@@ -98,6 +98,10 @@ final class Database {
         return body(UnsafeRawBufferPointer(start: copy, count: Int(size)))
     }
 
+    /// Makes a write that would grow the database in memory (``init(image:)``) past `bytes` fail
+    /// with `SQLITE_FULL`.
+    func limitSize(to bytes: Int) { _ = rc_sqlite_size_limit(handle, Int64(bytes)) }
+
     /// Gives back the memory of the pages this connection caches and is not using.
     func releaseMemory() { _ = sqlite3_db_release_memory(handle) }
 

@@ -101,9 +101,39 @@ extension StateStore {
 
     /// Builds a reader file from the committed state and renames it to `path`: the readers' rows
     /// copied into the staging database (``readerStaging(beside:)``), its bytes written to a
-    /// temporary file.
+    /// temporary file. A reader file over ``stagingLimit`` is built in the temporary file itself.
     public func writeReaderFile(to path: String) throws(StoreError) {
-        var staging = try fillReaderStaging(beside: path)
+        var temporary = ""
+        let fd = try Self.createTemporary(Self.temporaryPrefix(path), name: &temporary)
+        var renamed = false
+        defer { if !renamed { unlink(temporary) } }
+        var staged = false
+        if !readerTooBig { staged = try writeStaged(to: fd, beside: path) }
+        if !staged {
+            try buildInPlace(temporary, fd: fd, beside: path)
+            var info = stat()
+            readerTooBig = fstat(fd.rawValue, &info) == 0 && info.st_size > Self.stagingLimit
+        }
+        // Not synced: the file is derived, and its fsync cost more than the commit itself (1 to 20 ms
+        // for 3,000 keys, BENCHMARKS.md). A crash of the process leaves the old file or the new one,
+        // whole (the kernel has every byte written before the rename); a power cut can at worst leave
+        // a damaged one (ext4 flushes a file renamed over another first, by default), which readers
+        // detect and read around, and which the daemon rebuilds at start.
+        guard rename(temporary, path) == 0 else {
+            throw Self.ioError(SystemError("rename \(temporary) to \(path)"))
+        }
+        renamed = true
+    }
+
+    /// Fills the staging database and writes its bytes to `fd`; `false`, with nothing written, when
+    /// the reader file would be over ``stagingLimit``.
+    private func writeStaged(to fd: borrowing FileDescriptor, beside path: String) throws(StoreError) -> Bool {
+        var staging: Database
+        do {
+            staging = try fillReaderStaging(beside: path)
+        } catch .sqlite(let error) where error.code & 0xFF == 13 /* SQLITE_FULL: past the limit */ {
+            return false
+        }
         // Deleted rows leave free pages, and the bytes written are every page: after a big state
         // (3,000 keys) is followed by a small one, start again from the empty image rather than write
         // the big file's worth of empty pages at each commit from then on.
@@ -117,27 +147,31 @@ extension StateStore {
             readerStaging = nil
             staging = try fillReaderStaging(beside: path)
         }
-        var temporary = ""
-        let fd = try Self.createTemporary(Self.temporaryPrefix(path), name: &temporary)
-        var renamed = false
-        defer { if !renamed { unlink(temporary) } }
-        let (written, size) = try wrap { () throws(SQLiteError) in
-            try staging.withFileBytes { (Posix.writeAll(fd.rawValue, $0), $0.count) }
+        let written = try wrap { () throws(SQLiteError) in
+            try staging.withFileBytes { Posix.writeAll(fd.rawValue, $0) }
         }
-        // Kept between writes, it costs its size in memory: a big one (a 4 MiB document's) goes,
-        // and the next write starts from the image again; the pages cached from the state
-        // database serve no later write (another connection writes it in between) and go too.
-        if size > Self.stagingLimit { readerStaging = nil } else { staging.releaseMemory() }
-        guard written else { throw Self.ioError(SystemError("write \(temporary)")) }
-        // Not synced: the file is derived, and its fsync cost more than the commit itself (1 to 20 ms
-        // for 3,000 keys, BENCHMARKS.md). A crash of the process leaves the old file or the new one,
-        // whole (the kernel has every byte written before the rename); a power cut can at worst leave
-        // a damaged one (ext4 flushes a file renamed over another first, by default), which readers
-        // detect and read around, and which the daemon rebuilds at start.
-        guard rename(temporary, path) == 0 else {
-            throw Self.ioError(SystemError("rename \(temporary) to \(path)"))
+        // The pages cached from the state database serve no later write (another connection writes
+        // it in between): given back.
+        staging.releaseMemory()
+        guard written else { throw Self.ioError(SystemError("write the reader file")) }
+        return true
+    }
+
+    /// Builds the reader file in the temporary file `temporary` (open as `fd`): the empty image
+    /// written to it, then a connection of its own on it copies the rows, as
+    /// ``writeStaged(to:beside:)`` does into memory. For a reader file too big to keep in memory
+    /// (a 4 MiB document's): SQLite's cache of it stays bounded, it spills to the file.
+    private func buildInPlace(_ temporary: String, fd: borrowing FileDescriptor, beside path: String) throws(StoreError)
+    {
+        let image = try readerImage(beside: path)
+        guard Posix.writeAll(fd.rawValue, image) else { throw Self.ioError(SystemError("write \(temporary)")) }
+        try wrap { () throws(SQLiteError) in
+            let copy = try Database(path: temporary, mode: .readWrite)
+            try copy.execute("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF")
+            try copy.run("ATTACH DATABASE ? AS live", [.text(self.path)])  // not allowed inside a transaction
+            for statement in Self.readerCopy { try copy.run(statement) }
+            try copy.execute("DETACH DATABASE live")
         }
-        renamed = true
     }
 
     /// The staging database (``readerStaging(beside:)``) holding the readers' rows as committed now.
@@ -155,7 +189,7 @@ extension StateStore {
         return staging
     }
 
-    /// The largest staging database kept between writes (a 3,000-key state's is about 270 KiB).
+    /// The largest staging database, in bytes (a 3,000-key state's is about 270 KiB).
     static let stagingLimit = 1 << 20
 
     /// The statements that fill the staging database from the state database, in one transaction.
@@ -193,7 +227,10 @@ extension StateStore {
         let image = try readerImage(beside: path)
         let staging = try wrap { () throws(SQLiteError) in
             let staging = try Database(image: image)
-            try staging.execute("PRAGMA journal_mode=OFF; PRAGMA secure_delete=ON")
+            // Its size bounded: past the limit a write fails (SQLITE_FULL) and the file is built in
+            // place; a small cache spills early, so no more than about the limit is held at once.
+            staging.limitSize(to: Self.stagingLimit)
+            try staging.execute("PRAGMA journal_mode=OFF; PRAGMA secure_delete=ON; PRAGMA cache_size=-256")
             try staging.run("ATTACH DATABASE ? AS live", [.text(self.path)])
             staging.persistWAL(of: "live")  // as the writer's: closing this one last keeps the WAL
             return staging

@@ -32,6 +32,8 @@ public final class StateStore {
     var readerImage: [UInt8]?
     /// The reader file's rows, in memory, with the state database attached (``readerStaging(beside:)``).
     var readerStaging: Database?
+    /// Whether the last reader file was over ``stagingLimit``: the next one is built in place.
+    var readerTooBig = false
     var readerFailure: ((StoreError) -> Void)?
 
     /// The schema version this build writes (`PRAGMA user_version`).

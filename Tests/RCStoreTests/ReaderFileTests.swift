@@ -221,19 +221,28 @@ import Testing
         }
     }
 
-    @Test func onlyASmallStagingCopyIsKeptInMemoryBetweenWrites() throws {
+    @Test func aReaderFileTooBigToKeepInMemoryIsBuiltInPlace() throws {
         try withStore { store, dir in
             try update(store, ["k": "v"], version: "1", at: t0)
             #expect(store.readerStaging != nil, "a small state: kept, so the next write parses no schema")
             let long = String(repeating: "x", count: 500)
             let big = Dictionary(uniqueKeysWithValues: (0..<3_000).map { ("key\($0)", "\($0) \(long)") })
             try update(store, big, version: "2", at: t0 + .seconds(1))
-            #expect(store.readerStaging == nil, "over \(StateStore.stagingLimit) bytes: not kept")
+            #expect(store.readerStaging == nil, "over \(StateStore.stagingLimit) bytes: not in memory")
+            #expect(store.readerTooBig)
             let reader = try #require(try StateStore.openReaderFile(path: dir.file("reader.db")))
             #expect(try reader.value(forKey: "key2999")?.text == "2999 \(long)")
-            try update(store, ["k": "w"], version: "3", at: t0 + .seconds(2))
-            #expect(try StateStore.openReaderFile(path: dir.file("reader.db"))?.allValues() == (try store.allValues()))
-            #expect(store.readerStaging != nil)
+            #expect(try reader.allValues() == (try store.allValues()))
+            // The next one is built in place at once, and when small again it is kept again.
+            try update(store, big.mapValues { $0 + "!" }, version: "3", at: t0 + .seconds(2))
+            #expect(
+                try StateStore.openReaderFile(path: dir.file("reader.db"))?.value(forKey: "key1")?.text == "1 \(long)!")
+            for round in 4...5 {
+                try update(store, ["k": "w\(round)"], version: "\(round)", at: t0 + .seconds(Int64(round)))
+                #expect(
+                    try StateStore.openReaderFile(path: dir.file("reader.db"))?.allValues() == (try store.allValues()))
+            }
+            #expect(!store.readerTooBig && store.readerStaging != nil)
         }
     }
 }
