@@ -11,4 +11,15 @@ static inline int rc_sqlite_persist_wal(sqlite3 *db) {
     int on = 1;
     return sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &on);
 }
+
+// The same for an attached database `schema`.
+static inline int rc_sqlite_persist_wal_of(sqlite3 *db, const char *schema) {
+    int on = 1;
+    return sqlite3_file_control(db, schema, SQLITE_FCNTL_PERSIST_WAL, &on);
+}
+
+// The most bytes an in-memory (deserialized) database may grow to.
+static inline int rc_sqlite_size_limit(sqlite3 *db, sqlite3_int64 limit) {
+    return sqlite3_file_control(db, "main", SQLITE_FCNTL_SIZE_LIMIT, &limit);
+}
 #endif

@@ -61,6 +61,54 @@ final class Database {
         }
     }
 
+    /// A database in memory, private to this connection, that starts as `image` (a whole database
+    /// file's bytes) and grows as it needs to.
+    init(image: [UInt8]) throws(SQLiteError) {
+        var db: OpaquePointer?
+        let rc = sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
+        guard rc == SQLITE_OK, let db else {
+            sqlite3_close_v2(db)
+            throw SQLiteError(code: rc, message: "cannot open a database in memory", sql: nil)
+        }
+        handle = db
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, 5_000)
+        // SQLite owns the copy (freed on close, grown with its own allocator).
+        guard let buffer = sqlite3_malloc64(UInt64(max(image.count, 1))) else {
+            throw SQLiteError(code: SQLITE_NOMEM, message: "out of memory", sql: nil)
+        }
+        image.withUnsafeBytes { buffer.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        let loaded = sqlite3_deserialize(
+            db, "main", buffer.assumingMemoryBound(to: UInt8.self), Int64(image.count), Int64(image.count),
+            UInt32(SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE))
+        guard loaded == SQLITE_OK else { throw error(loaded, sql: nil) }
+    }
+
+    /// Calls `body` with the bytes a file holding the main database would hold: in place for a
+    /// database in memory (``init(image:)``), else a copy.
+    func withFileBytes<T>(_ body: (UnsafeRawBufferPointer) -> T) throws(SQLiteError) -> T {
+        var size: Int64 = 0
+        if let bytes = sqlite3_serialize(handle, "main", &size, UInt32(SQLITE_SERIALIZE_NOCOPY)) {
+            return body(UnsafeRawBufferPointer(start: bytes, count: Int(size)))
+        }
+        guard let copy = sqlite3_serialize(handle, "main", &size, 0) else {
+            throw SQLiteError(code: SQLITE_NOMEM, message: "cannot serialize the database", sql: nil)
+        }
+        defer { sqlite3_free(copy) }
+        return body(UnsafeRawBufferPointer(start: copy, count: Int(size)))
+    }
+
+    /// Makes a write that would grow the database in memory (``init(image:)``) past `bytes` fail
+    /// with `SQLITE_FULL`.
+    func limitSize(to bytes: Int) { _ = rc_sqlite_size_limit(handle, Int64(bytes)) }
+
+    /// Gives back the memory of the pages this connection caches and is not using.
+    func releaseMemory() { _ = sqlite3_db_release_memory(handle) }
+
+    /// Keeps the WAL of attached database `schema` after the last connection closes (as `init`
+    /// does for a writer's own).
+    func persistWAL(of schema: String) { _ = rc_sqlite_persist_wal_of(handle, schema) }
+
     deinit {
         // Each statement is finalized as it goes; the connection closes once none is left.
         cache = [:]

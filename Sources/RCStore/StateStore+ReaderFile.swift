@@ -105,39 +105,20 @@ extension StateStore {
         }
     }
 
-    /// Builds a reader file from the committed state and renames it to `path`: the empty image
-    /// (``readerImage(beside:)``) written to a temporary file, the readers' rows copied into it.
+    /// Builds a reader file from the committed state and renames it to `path`: the readers' rows
+    /// copied into the staging database (``readerStaging(beside:)``), its bytes written to a
+    /// temporary file. A reader file over ``stagingLimit`` is built in the temporary file itself.
     public func writeReaderFile(to path: String) throws(StoreError) {
-        let image = try readerImage(beside: path)
         var temporary = ""
         let fd = try Self.createTemporary(Self.temporaryPrefix(path), mode: 0o644, name: &temporary)
         var renamed = false
         defer { if !renamed { unlink(temporary) } }
-        guard Posix.writeAll(fd.rawValue, image) else { throw Self.ioError(SystemError("write \(temporary)")) }
-        try Self.wrap { () throws(SQLiteError) in
-            // Its own connection: the copy reads the state database in one read transaction of its
-            // own, and the writer's connection never has another database attached.
-            let copy = try Database(path: temporary, mode: .readWrite)
-            try copy.execute("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF")
-            try copy.run("ATTACH DATABASE ? AS live", [.text(self.path)])  // not allowed inside a transaction
-            try copy.execute(
-                """
-                BEGIN;
-                INSERT OR REPLACE INTO meta SELECT * FROM live.meta WHERE key IN ('device_id', 'activation.deferred');
-                INSERT INTO defaults SELECT * FROM live.defaults;
-                INSERT INTO active_values SELECT * FROM live.active_values;
-                INSERT OR REPLACE INTO snapshots SELECT * FROM live.snapshots;
-                INSERT OR REPLACE INTO fetch_state SELECT * FROM live.fetch_state;
-                INSERT OR REPLACE INTO stale SELECT * FROM live.stale;
-                INSERT INTO activities SELECT * FROM live.activities;
-                INSERT INTO history SELECT * FROM live.history;
-                INSERT INTO rejected_versions SELECT * FROM live.rejected_versions;
-                INSERT INTO trial SELECT * FROM live.trial;
-                INSERT INTO events SELECT * FROM live.events WHERE id =
-                    (SELECT max(id) FROM live.events WHERE kind = 'database-recovered');
-                COMMIT;
-                DETACH DATABASE live;
-                """)
+        var staged = false
+        if !readerTooBig { staged = try writeStaged(to: fd, beside: path) }
+        if !staged {
+            try buildInPlace(temporary, fd: fd, beside: path)
+            var info = stat()
+            readerTooBig = fstat(fd.rawValue, &info) == 0 && info.st_size > Self.stagingLimit
         }
         // Not synced: the file is derived, and its fsync cost more than the commit itself (1 to 20 ms
         // for 3,000 keys, BENCHMARKS.md). A crash of the process leaves the old file or the new one,
@@ -148,6 +129,120 @@ extension StateStore {
             throw Self.ioError(SystemError("rename \(temporary) to \(path)"))
         }
         renamed = true
+    }
+
+    /// Fills the staging database and writes its bytes to `fd`; `false`, with nothing written, when
+    /// the reader file would be over ``stagingLimit``.
+    private func writeStaged(to fd: borrowing FileDescriptor, beside path: String) throws(StoreError) -> Bool {
+        var staging: Database
+        do {
+            staging = try fillReaderStaging(beside: path)
+        } catch .sqlite(let error) where error.code & 0xFF == 13 /* SQLITE_FULL: past the limit */ {
+            return false
+        }
+        // Deleted rows leave free pages, and the bytes written are every page: after a big state
+        // (3,000 keys) is followed by a small one, start again from the empty image rather than write
+        // the big file's worth of empty pages at each commit from then on.
+        let (pages, free) = try wrap { () throws(SQLiteError) in
+            (
+                try staging.query("PRAGMA page_count") { $0.integer(0) ?? 0 }.first ?? 0,
+                try staging.query("PRAGMA freelist_count") { $0.integer(0) ?? 0 }.first ?? 0
+            )
+        }
+        if free > 32 && free * 2 > pages {
+            readerStaging = nil
+            staging = try fillReaderStaging(beside: path)
+        }
+        let written = try wrap { () throws(SQLiteError) in
+            try staging.withFileBytes { Posix.writeAll(fd.rawValue, $0) }
+        }
+        // The pages cached from the state database serve no later write (another connection writes
+        // it in between): given back.
+        staging.releaseMemory()
+        guard written else { throw Self.ioError(SystemError("write the reader file")) }
+        return true
+    }
+
+    /// Builds the reader file in the temporary file `temporary` (open as `fd`): the empty image
+    /// written to it, then a connection of its own on it copies the rows, as
+    /// ``writeStaged(to:beside:)`` does into memory. For a reader file too big to keep in memory
+    /// (a 4 MiB document's): SQLite's cache of it stays bounded, it spills to the file.
+    private func buildInPlace(_ temporary: String, fd: borrowing FileDescriptor, beside path: String) throws(StoreError)
+    {
+        let image = try readerImage(beside: path)
+        guard Posix.writeAll(fd.rawValue, image) else { throw Self.ioError(SystemError("write \(temporary)")) }
+        try wrap { () throws(SQLiteError) in
+            let copy = try Database(path: temporary, mode: .readWrite)
+            try copy.execute("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF")
+            try copy.run("ATTACH DATABASE ? AS live", [.text(self.path)])  // not allowed inside a transaction
+            for statement in Self.readerCopy { try copy.run(statement) }
+            try copy.execute("DETACH DATABASE live")
+        }
+    }
+
+    /// The staging database (``readerStaging(beside:)``) holding the readers' rows as committed now.
+    private func fillReaderStaging(beside path: String) throws(StoreError) -> Database {
+        let staging = try readerStaging(beside: path)
+        do {
+            // One read transaction on the state database; every table emptied and filled again. Each
+            // statement prepared once per store (the staging connection's cache).
+            for statement in Self.readerCopy { try staging.run(statement) }
+        } catch {
+            // Whatever it holds now is unknown (no journal): the next write starts from the image.
+            readerStaging = nil
+            throw .sqlite(error)
+        }
+        return staging
+    }
+
+    /// The largest staging database, in bytes (a 3,000-key state's is about 270 KiB).
+    static let stagingLimit = 1 << 20
+
+    /// The statements that fill the staging database from the state database, in one transaction.
+    static let readerCopy = [
+        "BEGIN",
+        "DELETE FROM meta", "DELETE FROM defaults", "DELETE FROM active_values", "DELETE FROM snapshots",
+        "DELETE FROM fetch_state", "DELETE FROM stale", "DELETE FROM activities", "DELETE FROM history",
+        "DELETE FROM rejected_versions", "DELETE FROM trial", "DELETE FROM events",
+        "INSERT INTO meta SELECT * FROM live.meta WHERE key IN ('device_id', 'activation.deferred')",
+        "INSERT INTO defaults SELECT * FROM live.defaults",
+        "INSERT INTO active_values SELECT * FROM live.active_values",
+        "INSERT INTO snapshots SELECT * FROM live.snapshots",
+        "INSERT INTO fetch_state SELECT * FROM live.fetch_state",
+        "INSERT INTO stale SELECT * FROM live.stale",
+        "INSERT INTO activities SELECT * FROM live.activities",
+        "INSERT INTO history SELECT * FROM live.history",
+        "INSERT INTO rejected_versions SELECT * FROM live.rejected_versions",
+        "INSERT INTO trial SELECT * FROM live.trial",
+        """
+        INSERT INTO events SELECT * FROM live.events WHERE id =
+            (SELECT max(id) FROM live.events WHERE kind = 'database-recovered')
+        """,
+        "COMMIT",
+    ]
+
+    /// The reader file as it will be written, kept in memory by a connection of its own that has the
+    /// state database attached as `live`: opened once per store from the empty image, so neither
+    /// schema is parsed again at each write (a new connection per write, parsing both, was 58% of the
+    /// daemon's CPU for a small fetch, BENCHMARKS.md). Its own connection: the copy reads the state
+    /// database in one read transaction of its own, and the writer's connection never has another
+    /// database attached. Rows it deletes are zeroed (`secure_delete`): the file's bytes hold
+    /// nothing but the current rows.
+    func readerStaging(beside path: String) throws(StoreError) -> Database {
+        if let readerStaging { return readerStaging }
+        let image = try readerImage(beside: path)
+        let staging = try wrap { () throws(SQLiteError) in
+            let staging = try Database(image: image)
+            // Its size bounded: past the limit a write fails (SQLITE_FULL) and the file is built in
+            // place; a small cache spills early, so no more than about the limit is held at once.
+            staging.limitSize(to: Self.stagingLimit)
+            try staging.execute("PRAGMA journal_mode=OFF; PRAGMA secure_delete=ON; PRAGMA cache_size=-256")
+            try staging.run("ATTACH DATABASE ? AS live", [.text(self.path)])
+            staging.persistWAL(of: "live")  // as the writer's: closing this one last keeps the WAL
+            return staging
+        }
+        readerStaging = staging
+        return staging
     }
 
     /// The reader file's schema and `user_version`, empty, as bytes: built once per store from the

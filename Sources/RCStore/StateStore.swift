@@ -30,6 +30,10 @@ public final class StateStore {
     var readerFailing = false
     /// The reader file's empty image, built once (``readerImage(beside:)``).
     var readerImage: [UInt8]?
+    /// The reader file's rows, in memory, with the state database attached (``readerStaging(beside:)``).
+    var readerStaging: Database?
+    /// Whether the last reader file was over ``stagingLimit``: the next one is built in place.
+    var readerTooBig = false
     var readerFailure: ((StoreError) -> Void)?
 
     /// The schema version this build writes (`PRAGMA user_version`).
@@ -43,6 +47,10 @@ public final class StateStore {
     private init(path: String, db: Database) {
         self.path = path
         self.db = db
+    }
+
+    deinit {
+        readerStaging = nil  // closed before the writer's connection, which closes the database last
     }
 
     /// Opens the database for reading, or returns `nil` when it does not exist yet.

@@ -151,4 +151,98 @@ import Testing
             #expect(Database.immutableURI("rel.db") == "file:rel.db?immutable=1")
         }
     }
+
+    /// The file's bytes, whole.
+    private func bytes(_ path: String) throws -> [UInt8] {
+        try #require(try FileBytes.read(path, limit: 64 << 20))
+    }
+
+    private func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
+        let needle = Array(needle.utf8)
+        guard haystack.count >= needle.count else { return false }
+        return (0...(haystack.count - needle.count)).contains {
+            haystack[$0..<($0 + needle.count)].elementsEqual(needle)
+        }
+    }
+
+    @Test func rowsGoneFromTheStateAreGoneFromTheFileAndFromItsBytes() throws {
+        try withStore { store, dir in
+            let path = dir.file("reader.db")
+            // Pages of them: the deleted ones stay free in the file (too few to start it again).
+            var defaults = Dictionary(
+                uniqueKeysWithValues: (0..<100).map { ("drop\($0)", "DROPPED-DEFAULT-9f3a \($0)") })
+            defaults["keep"] = "kept value"
+            try store.replaceDefaults(defaults)
+            try update(store, ["old": "OLD-REMOTE-VALUE-7c1e", "same": "s"], version: "1", at: t0)
+            let before = try bytes(path)
+            #expect(contains(before, "DROPPED-DEFAULT-9f3a") && contains(before, "OLD-REMOTE-VALUE-7c1e"))
+            try store.replaceDefaults(["keep": "kept value"])
+            try update(store, ["new": "n", "same": "s"], version: "2", at: t0 + .seconds(1))
+            let reader = try #require(try StateStore.openReaderFile(path: path))
+            #expect(try reader.allValues() == (try store.allValues()))
+            #expect(try reader.value(forKey: "drop7") == nil)
+            #expect(try reader.value(forKey: "old") == nil)
+            #expect(try reader.status().active.templateVersion == "2")
+            // Neither the rows nor their bytes: deleted rows are zeroed, not left in free space.
+            let written = try bytes(path)
+            #expect(!contains(written, "DROPPED-DEFAULT-9f3a") && !contains(written, "OLD-REMOTE-VALUE-7c1e"))
+        }
+    }
+
+    @Test func aBigStateFollowedByASmallOneGivesASmallFileAgain() throws {
+        try withStore { store, dir in
+            let path = dir.file("reader.db")
+            try update(store, ["k": "v"], version: "1", at: t0)
+            let small = try bytes(path).count
+            let many = Dictionary(uniqueKeysWithValues: (0..<3_000).map { ("key\($0)", "value \($0) of the big one") })
+            try update(store, many, version: "2", at: t0 + .seconds(1))
+            let big = try bytes(path).count
+            #expect(big > small + 100_000, "\(big) bytes for 3,000 keys, \(small) for one")
+            try update(store, ["k": "w"], version: "3", at: t0 + .seconds(2))
+            #expect(try bytes(path).count <= 2 * small, "the empty pages of the big state are not written again")
+            let reader = try #require(try StateStore.openReaderFile(path: path))
+            #expect(try reader.allValues() == (try store.allValues()))
+            #expect(try reader.integrityProblems() == nil)
+        }
+    }
+
+    @Test func theWriterClosedLastKeepsTheWALForReaders() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            do {
+                let store = try StateStore.openForWriting(path: dir.file("state.db"))
+                store.maintainReaderFile(at: dir.file("reader.db")) { Issue.record("\($0)") }
+                try store.markStale(reason: "one", at: t0)
+            }
+            // Both the writer's connection and the reader file's (which has the database attached)
+            // are closed: SQLite deletes the WAL with the last one unless told to keep it.
+            #expect(FileBytes.exists(dir.file("state.db-wal")) && FileBytes.exists(dir.file("state.db-shm")))
+            let again = try #require(try StateStore.openForReading(path: dir.file("state.db")))
+            #expect(try again.status().stale.reason == "one")
+        }
+    }
+
+    @Test func aReaderFileTooBigToKeepInMemoryIsBuiltInPlace() throws {
+        try withStore { store, dir in
+            try update(store, ["k": "v"], version: "1", at: t0)
+            #expect(store.readerStaging != nil, "a small state: kept, so the next write parses no schema")
+            let long = String(repeating: "x", count: 500)
+            let big = Dictionary(uniqueKeysWithValues: (0..<3_000).map { ("key\($0)", "\($0) \(long)") })
+            try update(store, big, version: "2", at: t0 + .seconds(1))
+            #expect(store.readerStaging == nil, "over \(StateStore.stagingLimit) bytes: not in memory")
+            #expect(store.readerTooBig)
+            let reader = try #require(try StateStore.openReaderFile(path: dir.file("reader.db")))
+            #expect(try reader.value(forKey: "key2999")?.text == "2999 \(long)")
+            #expect(try reader.allValues() == (try store.allValues()))
+            // The next one is built in place at once, and when small again it is kept again.
+            try update(store, big.mapValues { $0 + "!" }, version: "3", at: t0 + .seconds(2))
+            #expect(
+                try StateStore.openReaderFile(path: dir.file("reader.db"))?.value(forKey: "key1")?.text == "1 \(long)!")
+            for round in 4...5 {
+                try update(store, ["k": "w\(round)"], version: "\(round)", at: t0 + .seconds(Int64(round)))
+                #expect(
+                    try StateStore.openReaderFile(path: dir.file("reader.db"))?.allValues() == (try store.allValues()))
+            }
+            #expect(!store.readerTooBig && store.readerStaging != nil)
+        }
+    }
 }
