@@ -126,6 +126,12 @@ public enum JSONValue: Sendable, Equatable {
 
     public static func writeString(_ s: String, to out: inout String) {
         out += "\""
+        // Most strings need no escape: they are appended whole, not scalar by scalar.
+        if !needsEscape(s) {
+            out += s
+            out += "\""
+            return
+        }
         for scalar in s.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""
@@ -142,6 +148,27 @@ public enum JSONValue: Sendable, Equatable {
             }
         }
         out += "\""
+    }
+
+    /// Whether ``writeString(_:to:)`` escapes anything in `s`: a control character, `"`, `\\`, U+0085,
+    /// U+2028 or U+2029 (the only non-ASCII ones, `C2 85` and `E2 80 A8`/`A9` in UTF-8).
+    static func needsEscape(_ s: String) -> Bool {
+        func scan(_ bytes: some Sequence<UInt8>) -> Bool {
+            var previous: UInt8 = 0
+            var beforePrevious: UInt8 = 0
+            for byte in bytes {
+                switch byte {
+                case 0..<0x20, 0x22, 0x5C: return true
+                case 0x85 where previous == 0xC2: return true
+                case 0xA8, 0xA9: if previous == 0x80 && beforePrevious == 0xE2 { return true }
+                default: break
+                }
+                beforePrevious = previous
+                previous = byte
+            }
+            return false
+        }
+        return s.utf8.withContiguousStorageIfAvailable { scan($0) } ?? scan(s.utf8)
     }
 
     /// `scalar` as JSON's `\uXXXX` escape (RFC 8259 section 7): a surrogate pair outside the Basic

@@ -135,13 +135,19 @@ extension StateStore {
         }
         guard let templateVersion = pending.first else { return nil }
         // A change is a change of the value `get` returns (remote, else default): a key whose value
-        // stays while its source moves between remote and default is not one.
+        // stays while its source moves between remote and default is not one. The fetched keys, then
+        // the active keys that are no longer fetched: two walks in key order that SQLite merges,
+        // rather than a union of both key sets sorted in a temporary b-tree and joined back to both
+        // tables (a third of the activation's instructions for 3,000 keys).
         let changedSQL = """
-            SELECT u.key FROM (SELECT key FROM fetched_values UNION SELECT key FROM active_values) u
-                LEFT JOIN active_values a ON a.key = u.key
-                LEFT JOIN fetched_values f ON f.key = u.key
-                LEFT JOIN defaults d ON d.key = u.key
-            WHERE coalesce(a.value, d.value) IS NOT coalesce(f.value, d.value)
+            SELECT f.key FROM fetched_values f
+                LEFT JOIN active_values a ON a.key = f.key
+                LEFT JOIN defaults d ON d.key = f.key
+            WHERE coalesce(a.value, d.value) IS NOT f.value
+            UNION ALL
+            SELECT a.key FROM active_values a
+                LEFT JOIN defaults d ON d.key = a.key
+            WHERE NOT EXISTS (SELECT 1 FROM fetched_values f WHERE f.key = a.key) AND a.value IS NOT d.value
             """
         let changedKeys: [String]
         var changes: [KeyChange]?
