@@ -154,7 +154,7 @@ enum JSONReader {
             members.sort { $0.key.precedesByBytes($1.key) }
             var allASCII = true
             for k in members.indices {
-                if allASCII && !members[k].key.utf8.allSatisfy({ $0 < 0x80 }) { allASCII = false }
+                if allASCII && !members[k].key.isASCIIBytes { allASCII = false }
                 if k > 0 && members[k].key.sameBytes(as: members[k - 1].key) {
                     throw fail(
                         "duplicate member name \(JSONValue.string(members[k].key).compactText) in the object",

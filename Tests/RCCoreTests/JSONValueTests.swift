@@ -102,6 +102,11 @@ import Testing
         ("café 😀 日本", "\"café 😀 日本\""),
         // Unicode line breaks are escaped: compact JSON stays one line for any line reader.
         ("\u{2028}", #""\u2028""#),
+        ("x\u{2029}", #""x\u2029""#),
+        ("\u{85}", #""\u0085""#),
+        // Bytes of those three in other characters are written as they are (C2 A8, C3 85, E2 80 A7,
+        // E2 80 AA, E2 81 A8).
+        ("\u{a8}\u{c5}\u{2027}\u{202a}\u{2068}", "\"\u{a8}\u{c5}\u{2027}\u{202a}\u{2068}\""),
     ])
     func stringEscaping(_ text: String, _ expected: String) throws {
         #expect(JSONValue.string(text).compactText == expected)
