@@ -84,35 +84,57 @@ public enum JSONValue: Sendable, Equatable {
 
     /// Compact JSON text of this value.
     public var compactText: String {
-        var out = ""
-        write(to: &out)
-        return out
+        var bytes: [UInt8] = []
+        write(toBytes: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     public func write(to out: inout String) {
+        var bytes: [UInt8] = []
+        write(toBytes: &bytes)
+        out += String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Compact JSON text appended to `out` as UTF-8. Written into bytes and made a `String` once:
+    /// a `String` grown piece by piece costs several hundred instructions per piece, and an
+    /// activation's event and answer each hold thousands of keys.
+    public func write(toBytes out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case let .bool(b): out += b ? "true" : "false"
-        case let .integer(i): out += String(i)
-        case let .double(d): out += Self.format(d)
-        case let .string(s): Self.writeString(s, to: &out)
+        case .null: out.append(contentsOf: "null".utf8)
+        case let .bool(b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case let .integer(i): out.append(contentsOf: String(i).utf8)
+        case let .double(d): out.append(contentsOf: Self.format(d).utf8)
+        case let .string(s): Self.writeString(s, toBytes: &out)
         case let .array(items):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (i, item) in items.enumerated() {
-                if i > 0 { out += "," }
-                item.write(to: &out)
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                item.write(toBytes: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case let .object(members):
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (i, member) in members.enumerated() {
-                if i > 0 { out += "," }
-                Self.writeString(member.key, to: &out)
-                out += ":"
-                member.value.write(to: &out)
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                Self.writeString(member.key, toBytes: &out)
+                out.append(UInt8(ascii: ":"))
+                member.value.write(toBytes: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
+    }
+
+    /// ``writeString(_:to:)`` into UTF-8 bytes.
+    static func writeString(_ s: String, toBytes out: inout [UInt8]) {
+        guard !needsEscape(s) else {
+            var escaped = ""
+            writeString(s, to: &escaped)
+            out.append(contentsOf: escaped.utf8)
+            return
+        }
+        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: s.utf8)
+        out.append(UInt8(ascii: "\""))
     }
 
     /// Formats a finite double the shortest way that reads back the same; integral values

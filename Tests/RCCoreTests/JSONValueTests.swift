@@ -113,6 +113,9 @@ import Testing
         var out = ">"
         JSONValue.writeString(text, to: &out)
         #expect(out == ">" + expected)
+        var bytes = Array(">".utf8)
+        JSONValue.string(text).write(toBytes: &bytes)
+        #expect(bytes == Array((">" + expected).utf8))
         // What is written reads back as the same string.
         #expect(try JSONValue.parse(expected) == .string(text))
     }
@@ -129,6 +132,9 @@ import Testing
     func compactTextRoundTrips(_ compact: String) throws {
         let value = try JSONValue.parse(compact)
         #expect(value.compactText == compact)
+        var bytes: [UInt8] = []
+        value.write(toBytes: &bytes)
+        #expect(bytes == Array(compact.utf8))
         #expect(try JSONValue.parse(value.compactText) == value)
     }
 
