@@ -138,7 +138,7 @@ extension StateStore {
         // stays while its source moves between remote and default is not one. The fetched keys, then
         // the active keys that are no longer fetched: two walks in key order that SQLite merges,
         // rather than a union of both key sets sorted in a temporary b-tree and joined back to both
-        // tables (a third of the activation's instructions for 3,000 keys).
+        // tables (25 M instructions instead of 47 M for 3,000 keys).
         let changedSQL = """
             SELECT f.key FROM fetched_values f
                 LEFT JOIN active_values a ON a.key = f.key
