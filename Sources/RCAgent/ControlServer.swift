@@ -222,7 +222,10 @@ final class ControlServer: Sendable {
     @discardableResult
     /// Writes one response line; `false` when the peer is gone or does not read (the send timeout).
     private func send(_ fd: Int32, _ response: JSONValue) -> Bool {
-        UnixSocket.sendAll(fd, Array((response.compactText + "\n").utf8))
+        var line: [UInt8] = []
+        response.write(toBytes: &line)
+        line.append(UInt8(ascii: "\n"))
+        return UnixSocket.sendAll(fd, line)
     }
 
 }

@@ -33,7 +33,7 @@ extension String {
         guard utf8.count == other.utf8.count else { return false }
         var a = self
         var b = other
-        return a.withUTF8 { x in b.withUTF8 { y in x.elementsEqual(y) } }
+        return a.withUTF8 { x in b.withUTF8 { y in ByteCompare.equal(x, y) } }
     }
 
     /// Whether this text sorts before `other` by UTF-8 bytes (which is also the order of their
@@ -41,7 +41,12 @@ extension String {
     public func precedesByBytes(_ other: String) -> Bool {
         var a = self
         var b = other
-        return a.withUTF8 { x in b.withUTF8 { y in x.lexicographicallyPrecedes(y) } }
+        return a.withUTF8 { x in b.withUTF8 { y in ByteCompare.precedes(x, y) } }
+    }
+
+    /// Whether every byte is ASCII: over the bytes in place when they are contiguous.
+    var isASCIIBytes: Bool {
+        utf8.withContiguousStorageIfAvailable { $0.allSatisfy { $0 < 0x80 } } ?? utf8.allSatisfy { $0 < 0x80 }
     }
 
     /// Whether this text starts with the bytes of `prefix` (`hasPrefix` compares characters, so a
@@ -49,5 +54,48 @@ extension String {
     public func hasBytePrefix(_ prefix: String) -> Bool {
         guard utf8.count >= prefix.utf8.count else { return false }
         return utf8.starts(with: prefix.utf8)
+    }
+}
+
+/// Byte comparisons eight bytes at a time: a document's member names are compared at every lookup
+/// and sort, and the generic element-by-element walks cost several times as much.
+enum ByteCompare {
+    static func equal(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard x.count == y.count else { return false }
+        let a = UnsafeRawBufferPointer(x)
+        let b = UnsafeRawBufferPointer(y)
+        var i = 0
+        while i + 8 <= a.count {
+            guard
+                a.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                    == b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            else { return false }
+            i += 8
+        }
+        while i < a.count {
+            guard a[i] == b[i] else { return false }
+            i += 1
+        }
+        return true
+    }
+
+    /// Whether `x` sorts before `y` by bytes (a proper prefix first).
+    static func precedes(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Bool {
+        let a = UnsafeRawBufferPointer(x)
+        let b = UnsafeRawBufferPointer(y)
+        let common = min(a.count, b.count)
+        var i = 0
+        while i + 8 <= common {
+            let p = a.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            let q = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            // As big-endian numbers, the first byte is the most significant on any machine.
+            if p != q { return p.bigEndian < q.bigEndian }
+            i += 8
+        }
+        while i < common {
+            if a[i] != b[i] { return a[i] < b[i] }
+            i += 1
+        }
+        return a.count < b.count
     }
 }

@@ -141,20 +141,29 @@ enum JSONReader {
                         throw fail("expected ',' or '\(isObject ? "}" : "]")', found \(describe(current))")
                     }
                     i += 1
-                    let container = open.removeLast()
-                    value = isObject ? .object(try sorted(container)) : .array(container.items)
+                    var container = open.removeLast()
+                    value = isObject ? .object(try sorted(&container)) : .array(container.items)
                 }
             }
         }
 
         /// The members of an object in the order of their names' bytes, refusing a name that appears
         /// twice, as the same bytes or as canonically equivalent ones.
-        func sorted(_ container: Container) throws(JSONParseError) -> [(key: String, value: JSONValue)] {
+        func sorted(_ container: inout Container) throws(JSONParseError) -> [(key: String, value: JSONValue)] {
             var members = container.members
-            members.sort { $0.key.precedesByBytes($1.key) }
+            // `members` is then the only reference: sorted in place, not copied first.
+            container.members = []
+            // Documents usually come sorted already (a server's serializer, Python's, ours): the
+            // sort is skipped when one pass finds every name after the one before it.
+            var inOrder = true
+            for k in members.indices.dropFirst() where !members[k - 1].key.precedesByBytes(members[k].key) {
+                inOrder = false
+                break
+            }
+            if !inOrder { members.sort { $0.key.precedesByBytes($1.key) } }
             var allASCII = true
             for k in members.indices {
-                if allASCII && !members[k].key.utf8.allSatisfy({ $0 < 0x80 }) { allASCII = false }
+                if allASCII && !members[k].key.isASCIIBytes { allASCII = false }
                 if k > 0 && members[k].key.sameBytes(as: members[k - 1].key) {
                     throw fail(
                         "duplicate member name \(JSONValue.string(members[k].key).compactText) in the object",

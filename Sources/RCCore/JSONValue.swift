@@ -84,35 +84,57 @@ public enum JSONValue: Sendable, Equatable {
 
     /// Compact JSON text of this value.
     public var compactText: String {
-        var out = ""
-        write(to: &out)
-        return out
+        var bytes: [UInt8] = []
+        write(toBytes: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     public func write(to out: inout String) {
+        var bytes: [UInt8] = []
+        write(toBytes: &bytes)
+        out += String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Compact JSON text appended to `out` as UTF-8. Written into bytes and made a `String` once:
+    /// a `String` grown piece by piece costs several hundred instructions per piece, and an
+    /// activation's event and answer each hold thousands of keys.
+    public func write(toBytes out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case let .bool(b): out += b ? "true" : "false"
-        case let .integer(i): out += String(i)
-        case let .double(d): out += Self.format(d)
-        case let .string(s): Self.writeString(s, to: &out)
+        case .null: out.append(contentsOf: "null".utf8)
+        case let .bool(b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case let .integer(i): out.append(contentsOf: String(i).utf8)
+        case let .double(d): out.append(contentsOf: Self.format(d).utf8)
+        case let .string(s): Self.writeString(s, toBytes: &out)
         case let .array(items):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (i, item) in items.enumerated() {
-                if i > 0 { out += "," }
-                item.write(to: &out)
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                item.write(toBytes: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case let .object(members):
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (i, member) in members.enumerated() {
-                if i > 0 { out += "," }
-                Self.writeString(member.key, to: &out)
-                out += ":"
-                member.value.write(to: &out)
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                Self.writeString(member.key, toBytes: &out)
+                out.append(UInt8(ascii: ":"))
+                member.value.write(toBytes: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
+    }
+
+    /// ``writeString(_:to:)`` into UTF-8 bytes.
+    static func writeString(_ s: String, toBytes out: inout [UInt8]) {
+        guard !needsEscape(s) else {
+            var escaped = ""
+            writeString(s, to: &escaped)
+            out.append(contentsOf: escaped.utf8)
+            return
+        }
+        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: s.utf8)
+        out.append(UInt8(ascii: "\""))
     }
 
     /// Formats a finite double the shortest way that reads back the same; integral values
@@ -126,6 +148,12 @@ public enum JSONValue: Sendable, Equatable {
 
     public static func writeString(_ s: String, to out: inout String) {
         out += "\""
+        // Most strings need no escape: they are appended whole, not scalar by scalar.
+        if !needsEscape(s) {
+            out += s
+            out += "\""
+            return
+        }
         for scalar in s.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""
@@ -142,6 +170,27 @@ public enum JSONValue: Sendable, Equatable {
             }
         }
         out += "\""
+    }
+
+    /// Whether ``writeString(_:to:)`` escapes anything in `s`: a control character, `"`, `\\`, U+0085,
+    /// U+2028 or U+2029 (the only non-ASCII ones, `C2 85` and `E2 80 A8`/`A9` in UTF-8).
+    static func needsEscape(_ s: String) -> Bool {
+        func scan(_ bytes: some Sequence<UInt8>) -> Bool {
+            var previous: UInt8 = 0
+            var beforePrevious: UInt8 = 0
+            for byte in bytes {
+                switch byte {
+                case 0..<0x20, 0x22, 0x5C: return true
+                case 0x85 where previous == 0xC2: return true
+                case 0xA8, 0xA9: if previous == 0x80 && beforePrevious == 0xE2 { return true }
+                default: break
+                }
+                beforePrevious = previous
+                previous = byte
+            }
+            return false
+        }
+        return s.utf8.withContiguousStorageIfAvailable { scan($0) } ?? scan(s.utf8)
     }
 
     /// `scalar` as JSON's `\uXXXX` escape (RFC 8259 section 7): a surrogate pair outside the Basic

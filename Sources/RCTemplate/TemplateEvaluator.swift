@@ -91,15 +91,16 @@ public enum TemplateEvaluator {
         var values: [String: String] = [:]
         values.reserveCapacity(parameterMembers.count)
         for (key, parameter) in parameterMembers {
-            let path = "parameters.\(RemoteEntry.quoted(key))"
-            if let problem = RemoteEntry.problem(key, isKey: true) { throw reader.error("\(path): \(problem)") }
+            // The parameter's place in an error, made only for one (a template has thousands).
+            func path() -> String { "parameters.\(RemoteEntry.quoted(key))" }
+            if let problem = RemoteEntry.problem(key, isKey: true) { throw reader.error("\(path()): \(problem)") }
             guard parameter.objectMembers != nil else {
-                throw reader.error("\(path) must be an object, got \(parameter.typeName)")
+                throw reader.error("\(path()) must be an object, got \(parameter.typeName)")
             }
-            let conditional = try conditionalValues(parameter["conditionalValues"], path: path, reader: reader)
+            let conditional = try conditionalValues(parameter["conditionalValues"], path: path(), reader: reader)
             var defaultValue: ParameterValue?
             if let value = present(parameter["defaultValue"]) {
-                defaultValue = try parameterValue(value, path: path + ".defaultValue", reader: reader)
+                defaultValue = try parameterValue(value, path: path() + ".defaultValue", reader: reader)
             }
             let chosen =
                 conditional.compactMap { name, value in priorityOfTrue[ByteKey(name)].map { ($0, value) } }
@@ -145,33 +146,35 @@ public enum TemplateEvaluator {
         return conditions
     }
 
-    private static func conditionalValues(_ json: JSONValue?, path: String, reader: ConditionReader)
-        throws(DocumentError) -> [String: ParameterValue]
-    {
+    private static func conditionalValues(
+        _ json: JSONValue?, path: @autoclosure () -> String, reader: ConditionReader
+    ) throws(DocumentError) -> [String: ParameterValue] {
         guard let json = present(json) else { return [:] }
         guard let members = json.objectMembers else {
-            throw reader.error("\(path).conditionalValues must be an object, got \(json.typeName)")
+            throw reader.error("\(path()).conditionalValues must be an object, got \(json.typeName)")
         }
         var values: [String: ParameterValue] = [:]
         for (condition, value) in members {
             values[condition] = try parameterValue(
-                value, path: "\(path).conditionalValues.\(RemoteEntry.quoted(condition))", reader: reader)
+                value, path: "\(path()).conditionalValues.\(RemoteEntry.quoted(condition))", reader: reader)
         }
         return values
     }
 
-    private static func parameterValue(_ json: JSONValue, path: String, reader: ConditionReader)
+    private static func parameterValue(_ json: JSONValue, path: @autoclosure () -> String, reader: ConditionReader)
         throws(DocumentError) -> ParameterValue
     {
-        guard json.objectMembers != nil else { throw reader.error("\(path) must be an object, got \(json.typeName)") }
+        guard json.objectMembers != nil else {
+            throw reader.error("\(path()) must be an object, got \(json.typeName)")
+        }
         if case .bool(true) = json["useInAppDefault"] { return .inAppDefault }
         guard let value = present(json["value"]) else {
-            throw reader.error("\(path) needs \"value\" or \"useInAppDefault\": true")
+            throw reader.error("\(path()) needs \"value\" or \"useInAppDefault\": true")
         }
         guard let text = value.stringValue else {
-            throw reader.error("\(path).value must be a string, got \(value.typeName)")
+            throw reader.error("\(path()).value must be a string, got \(value.typeName)")
         }
-        if let problem = RemoteEntry.problem(text, isKey: false) { throw reader.error("\(path).value: \(problem)") }
+        if let problem = RemoteEntry.problem(text, isKey: false) { throw reader.error("\(path()).value: \(problem)") }
         return .value(text)
     }
 

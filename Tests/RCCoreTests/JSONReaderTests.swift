@@ -34,6 +34,21 @@ import Testing
         #expect(error?.reason == #"duplicate member name "a" in the object at line 1, column 7 (byte 6)"#)
     }
 
+    /// Members come out in byte order whatever order they came in (already sorted, reversed,
+    /// mixed), and a name given twice is refused in each, adjacent or not.
+    @Test(arguments: [
+        (#"{"a": 1, "b": 2, "c": 3}"#, true), (#"{"c": 1, "b": 2, "a": 3}"#, true),
+        (#"{"b": 1, "c": 2, "a": 3}"#, true),
+        (#"{"a": 1, "b": 2, "b": 3}"#, false), (#"{"b": 1, "a": 2, "b": 3}"#, false), (#"{"a": 1, "a": 2}"#, false),
+    ])
+    func membersAreSortedAndDuplicatesRefusedInAnyInputOrder(_ text: String, _ valid: Bool) throws {
+        guard valid else {
+            #expect(throws: JSONParseError.self) { try JSONValue.parse(text) }
+            return
+        }
+        #expect(try JSONValue.parse(text).objectMembers?.map(\.key) == ["a", "b", "c"])
+    }
+
     /// Swift compares strings by canonical equivalence: "é" and "e" + U+0301 would become one key.
     @Test(arguments: [("\u{E9}", "e\u{301}"), ("\u{212B}", "\u{C5}"), ("\u{1E9B}\u{323}", "\u{17F}\u{323}\u{307}")])
     func namesEqualUpToNormalizationAreRefused(_ a: String, _ b: String) {

@@ -102,12 +102,20 @@ import Testing
         ("café 😀 日本", "\"café 😀 日本\""),
         // Unicode line breaks are escaped: compact JSON stays one line for any line reader.
         ("\u{2028}", #""\u2028""#),
+        ("x\u{2029}", #""x\u2029""#),
+        ("\u{85}", #""\u0085""#),
+        // Bytes of those three in other characters are written as they are (C2 A8, C3 85, E2 80 A7,
+        // E2 80 AA, E2 81 A8).
+        ("\u{a8}\u{c5}\u{2027}\u{202a}\u{2068}", "\"\u{a8}\u{c5}\u{2027}\u{202a}\u{2068}\""),
     ])
     func stringEscaping(_ text: String, _ expected: String) throws {
         #expect(JSONValue.string(text).compactText == expected)
         var out = ">"
         JSONValue.writeString(text, to: &out)
         #expect(out == ">" + expected)
+        var bytes = Array(">".utf8)
+        JSONValue.string(text).write(toBytes: &bytes)
+        #expect(bytes == Array((">" + expected).utf8))
         // What is written reads back as the same string.
         #expect(try JSONValue.parse(expected) == .string(text))
     }
@@ -124,6 +132,9 @@ import Testing
     func compactTextRoundTrips(_ compact: String) throws {
         let value = try JSONValue.parse(compact)
         #expect(value.compactText == compact)
+        var bytes: [UInt8] = []
+        value.write(toBytes: &bytes)
+        #expect(bytes == Array(compact.utf8))
         #expect(try JSONValue.parse(value.compactText) == value)
     }
 

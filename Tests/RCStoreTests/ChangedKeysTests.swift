@@ -5,51 +5,54 @@ import Testing
 @testable import RCStore
 
 /// Which keys an activation reports as changed: those whose value `get` returns (remote, else
-/// default) differs before and after, compared here with that rule applied by hand.
+/// default) differs, whichever table the key is in before and after.
 @Suite struct ChangedKeysTests {
     private let t0 = Timestamp(milliseconds: 1_700_000_000_000)
 
-    /// What `get` returns for `key` with `remote` active over `defaults`.
-    private func seen(_ key: String, _ remote: [String: String], _ defaults: [String: String]) -> String? {
-        remote[key] ?? defaults[key]
+    private func withStore<T>(_ body: (StateStore) throws -> T) throws -> T {
+        try TemporaryDirectory.with { (dir) throws in
+            try body(try StateStore.openForWriting(path: dir.file("state.db")))
+        }
     }
 
-    @Test func aChangeIsAChangeOfTheValueGetReturnsWhateverItsSource() throws {
-        try TemporaryDirectory.with { (dir) throws in
-            let store = try StateStore.openForWriting(path: dir.file("state.db"))
-            // Keys in every combination of: a default (equal to the values or not), active before, fetched now.
-            var defaults: [String: String] = [:]
-            var before: [String: String] = [:]
-            var after: [String: String] = [:]
-            for n in 0..<400 {
-                let key = "k\(n)"
-                switch n % 4 {
-                case 0: break
-                case 1: defaults[key] = "v"
-                case 2: defaults[key] = "d\(n)"
-                default: defaults[key] = n % 8 == 3 ? "" : "v\(n % 3)"
-                }
-                if n % 3 != 0 { before[key] = n % 5 == 0 ? "v" : "v\(n % 2)" }
-                if n % 7 != 0 { after[key] = n % 11 == 0 ? "v" : "v\(n % 3)" }
-            }
-            try store.replaceDefaults(defaults)
-            try store.recordFetch(.update(values: before, templateVersion: "1", etag: nil), at: t0, activate: true)
+    /// Every case at once: a key's value stays when it moves between remote and a default equal to
+    /// it, in either direction; it changes when either side differs or the key appears or goes.
+    @Test(arguments: [false, true])
+    func aKeyChangesWhenTheValueGetReturnsChanges(withValues: Bool) throws {
+        try withStore { store throws in
+            try store.replaceDefaults(["to-default": "same", "from-default": "d", "to-other-default": "other"])
+            try store.recordFetch(
+                .update(
+                    values: ["to-default": "same", "to-other-default": "x", "kept": "k", "gone": "g", "edited": "1"],
+                    templateVersion: "1", etag: nil), at: t0, activate: true)
             let activation = try store.recordFetch(
-                .update(values: after, templateVersion: "2", etag: nil), at: t0 + .seconds(1), activate: true,
-                withValues: true)
-            let keys = Set(defaults.keys).union(before.keys).union(after.keys)
-            let expected = keys.filter { seen($0, before, defaults) != seen($0, after, defaults) }.sorted()
-            #expect(!expected.isEmpty && expected.count < keys.count)
-            #expect(activation?.changedKeys == expected)
-            #expect(activation?.changes?.map(\.key) == expected)
-            for change in activation?.changes ?? [] {
-                #expect(change.old == seen(change.key, before, defaults), "\(change.key)")
-                #expect(change.new == seen(change.key, after, defaults), "\(change.key)")
+                .update(
+                    values: ["from-default": "d", "kept": "k", "edited": "2", "new": "n"], templateVersion: "2",
+                    etag: nil), at: t0 + .seconds(1), activate: true, withValues: withValues)
+            #expect(activation?.changedKeys == ["edited", "gone", "new", "to-other-default"])
+            if withValues {
+                #expect(
+                    activation?.changes == [
+                        KeyChange(key: "edited", old: "1", new: "2", source: .remote),
+                        KeyChange(key: "gone", old: "g", new: nil, source: nil),
+                        KeyChange(key: "new", old: nil, new: "n", source: .remote),
+                        KeyChange(key: "to-other-default", old: "x", new: "other", source: .default),
+                    ])
             }
-            // Without the values, the same keys.
-            let again = try store.recordFetch(
-                .update(values: before, templateVersion: "3", etag: nil), at: t0 + .seconds(2), activate: true)
-            #expect(again?.changedKeys == expected)
+        }
+    }
+
+    /// Keys come back in the order of their bytes, from both walks merged: remote keys and keys
+    /// only the old snapshot had, interleaved.
+    @Test func changedKeysAreInByteOrderAcrossBothWalks() throws {
+        try withStore { store throws in
+            try store.recordFetch(
+                .update(values: ["b": "1", "d": "1", "\u{e9}": "1"], templateVersion: "1", etag: nil), at: t0,
+                activate: true)
+            let activation = try store.recordFetch(
+                .update(values: ["a": "2", "c": "2", "e": "2", "Z": "2"], templateVersion: "2", etag: nil),
+                at: t0 + .seconds(1), activate: true)
+            #expect(activation?.changedKeys == ["Z", "a", "b", "c", "d", "e", "\u{e9}"])
         }
     }
 }

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Two builds' daemons side by side on the path of bench/fetch.py's template figure: each on its own
+http source (python's http.server), each round publishing a changed 3,000-parameter template to both
+and timing `{"op":"fetch","force":true,"wait":true}` on each control socket until the answer line
+(fetched, evaluated, stored, activated, answered), the two taking turns in a random order so load
+from other work on the machine lands on both alike. Also the CPU each daemon used per fetch
+(utime + stime over all counted rounds, clock ticks). The first WARMUP rounds are not counted.
+Target (issue 30): the new build's median <= 10 ms.
+
+Usage: bench/template-ab.py NEW_BIN_DIR OLD_BIN_DIR [ROUNDS]   (default 40 each)
+"""
+import json, os, random, re, socket, statistics, subprocess, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from agentsetup import HTTPAgent, cpu_ms, report, wait_for
+
+builds = {"new": os.path.abspath(sys.argv[1]), "old": os.path.abspath(sys.argv[2])}
+rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 40
+warmup = 5
+
+
+def template(version):
+    params = {f"param_{k:04d}": {"defaultValue": {"value": f"value {k} of template {version}"}} for k in range(3000)}
+    return json.dumps({"version": {"versionNumber": str(version)}, "parameters": params, "conditions": []})
+
+
+class Side:
+    def __init__(self, name):
+        self.agent = HTTPAgent(f"rcbench-template-{name}-")
+        self.agent.serve()
+        self.agent.publish(template(1))
+        self.log_path = os.path.join(self.agent.work, "daemon.log")
+        with open(self.log_path, "w") as log:
+            self.daemon = subprocess.Popen([f"{builds[name]}/rcagentd"], env=self.agent.env, stdout=log, stderr=log)
+        wait_for(lambda: os.path.exists(self.agent.sock), "the daemon did not start")
+        self.fetch()
+        self.times, self.cpu = [], 0
+
+    def fetch(self):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(self.agent.sock)
+        start = time.perf_counter()
+        s.sendall(b'{"op":"fetch","force":true,"wait":true}\n')
+        reply = s.makefile().readline()
+        elapsed = (time.perf_counter() - start) * 1000
+        s.close()
+        if '"ok":true' not in reply:
+            raise SystemExit(f"fetch failed: {reply}")
+        return elapsed
+
+    def round(self, document, counted):
+        self.agent.publish(document)
+        before = cpu_ms(self.daemon.pid)
+        elapsed = self.fetch()
+        if counted:
+            self.times.append(elapsed)
+            self.cpu += cpu_ms(self.daemon.pid) - before
+
+    def stop(self):
+        self.daemon.terminate()
+        self.daemon.wait()
+        # The daemon's own split of each activation: "fetched in" (the http request, reading and
+        # evaluating the document) and "stored in" (the one transaction and the reader file).
+        text = open(self.log_path).read()
+        self.fetched = [float(x) for x in re.findall(r"fetched in ([0-9.]+) ms", text)][warmup + 1:]
+        self.stored = [float(x) for x in re.findall(r"stored in ([0-9.]+) ms", text)][warmup + 1:]
+        self.agent.stop()
+        subprocess.run(["rm", "-rf", self.agent.work])
+
+
+sides = {}
+try:
+    for name in builds:
+        sides[name] = Side(name)
+    for version in range(2, rounds + warmup + 2):
+        document = template(version)
+        for name in random.sample(list(sides), len(sides)):
+            sides[name].round(document, version >= warmup + 2)
+finally:
+    for side in sides.values():
+        side.stop()
+
+figures = {}
+for name, side in sides.items():
+    times = sorted(side.times)
+    figures[name] = (statistics.median(times), times[len(times) // 10], times[-1 - len(times) // 10],
+                     side.cpu / len(times), statistics.median(side.fetched), statistics.median(side.stored))
+    print(f"{name} ({builds[name]}): 3,000-parameter template, forced fetch over http -> active, answered "
+          f"({len(times)} rounds): median {figures[name][0]:.1f} ms (p10-p90 {figures[name][1]:.1f}-"
+          f"{figures[name][2]:.1f}), daemon CPU {figures[name][3]:.1f} ms per fetch; daemon's log, medians: "
+          f"fetched (http, read, evaluate) {figures[name][4]:.1f} ms, stored (transaction, reader file) "
+          f"{figures[name][5]:.1f} ms"
+          + (" (target median <= 10)" if name == "new" else ""))
+new, old = figures["new"], figures["old"]
+print(f"new/old: median {new[0] / old[0]:.2f}x, daemon CPU {new[3] / old[3]:.2f}x")
+report("template-ab", [
+    {"id": "fetch.template3000.ab.median", "figure": "3,000-parameter template: forced fetch -> active, median (A/B)",
+     "value": round(new[0], 1), "unit": "ms", "target": {"op": "<=", "value": 10},
+     "peers": {"old_ms": round(old[0], 1), "cpu_ms": round(new[3], 1), "old_cpu_ms": round(old[3], 1)}},
+])
