@@ -460,9 +460,14 @@ def start_fleet(broker, jitter, expected_version):
     reports, fetched); returns the pids and the start-up time."""
     write_configs(broker, jitter, reports_on)
     pids = []
+    others = {"broker": broker.pids(), "nginx": nginx.pids(), "subscriber": [reports.process.pid] if reports_on else []}
+    cpu_before = {name: cpu_of(group) for name, group in others.items()}
+    self_before, machine_before = own_cpu_ms(), machine_jiffies()
     t0 = time.monotonic()
     offset = nginx.offset()
+    waits = []
     for start in range(0, agents, batch):
+        spawned = time.monotonic()
         for i in range(start, min(agents, start + batch)):
             log = open(f"{work}/a{i}/daemon.log", "ab")
             pids.append(spawn([f"{bin_dir}/rcagentd", "--config", f"{work}/a{i}/agent.conf"], stdout=log, stderr=log))
@@ -480,8 +485,48 @@ def start_fleet(broker, jitter, expected_version):
             if not wait_for(lambda: broker.consumers() >= 2 * done, 60, f"{2 * done} consumers", fail=False):
                 print(f"  only {broker.consumers()} of {2 * done} consumers after 60 s: some subscriptions failed",
                       flush=True)
+        waits.append(time.monotonic() - spawned)
     elapsed = time.monotonic() - t0
+    startup_cpu(broker, jitter, pids, others, cpu_before, self_before, machine_before, elapsed, waits)
     return pids, elapsed
+
+
+def own_cpu_ms():
+    """The CPU this script and its finished children used (the bench's own share of the machine)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def machine_jiffies():
+    """(busy, idle) clock ticks of all CPUs from /proc/stat: whether the machine was saturated."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, idle
+
+
+def startup_cpu(broker, jitter, processes, others, cpu_before, self_before, machine_before, elapsed, waits):
+    """Where a start-up's time went: the CPU the agents used from exec to now (each started fresh), the
+    broker's, nginx's, the subscriber's and this script's over the same time, and how much of the
+    machine stayed idle (idle CPU while agents wait to start: the batching, not the agents, is the
+    limit). Printed, and kept as the start-up figure's peers."""
+    agents_ms = cpu_of([p.pid for p in processes])
+    cpu = {name: (cpu_of(group) - cpu_before[name]) / 1000 for name, group in others.items()}
+    cpu["agents"] = agents_ms / 1000
+    cpu["bench"] = (own_cpu_ms() - self_before) / 1000
+    busy, idle = (now - before for now, before in zip(machine_jiffies(), machine_before))
+    idle_share = idle / max(1, busy + idle)
+    waits = sorted(waits)
+    print(f"  start-up CPU ({elapsed:.1f} s wall, 2 cores = {2 * elapsed:.1f} s): "
+          + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in cpu.items())
+          + f"; {agents_ms / len(processes):.1f} ms per agent; machine idle {100 * idle_share:.0f}%; "
+          f"batch waits median {waits[len(waits) // 2]:.2f} s, max {waits[-1]:.2f} s", flush=True)
+    startup_peers[(broker.name, jitter)] = {
+        "cpu_s": {k: round(v, 2) for k, v in cpu.items()}, "agent_cpu_ms": round(agents_ms / len(processes), 1),
+        "machine_idle_percent": round(100 * idle_share), "batch_wait_median_s": round(waits[len(waits) // 2], 2)}
+
+
+startup_peers = {}  # (broker, jitter) -> where that start-up's time went
 
 
 device_ids = {}  # agent index -> device id (from its state database, read once)
@@ -761,7 +806,8 @@ try:
             print(f"{broker.name}, Jitter={jitter}: {agents} agents started in batches of {batch}, all reporting "
                   f"in {started:.1f} s", flush=True)
             figure(f"fleet.{broker.name}.jitter_{jitter}.startup_s", f"{broker.name}: {agents} agents started "
-                   f"(batches of {batch}) until all report", round(started, 1), "s")
+                   f"(batches of {batch}) until all report", round(started, 1), "s", None, None,
+                   startup_peers.get((broker.name, jitter)))
             time.sleep(2)  # the start-up fetches settle
             version += 1
             converge(broker, processes, version, seconds_of(jitter), f"{broker.name} Jitter={jitter}")
