@@ -527,6 +527,7 @@ def startup_cpu(broker, jitter, processes, others, cpu_before, self_before, mach
 
 
 startup_peers = {}  # (broker, jitter) -> where that start-up's time went
+STARTUP_TARGETS = {"mosquitto": 15, "nats": 30}  # seconds for 1,000 agents started fresh (issue 30, item 4)
 
 
 device_ids = {}  # agent index -> device id (from its state database, read once)
@@ -803,11 +804,17 @@ try:
         reports = Reports(broker.ping_port()) if reports_on else None
         for jitter in jitters:
             processes, started = start_fleet(broker, jitter, str(version))
-            print(f"{broker.name}, Jitter={jitter}: {agents} agents started in batches of {batch}, all reporting "
-                  f"in {started:.1f} s", flush=True)
+            # Issue 30's targets are for 1,000 agents started fresh (the first start; a restart of
+            # the fleet keeps its state databases).
+            fresh = jitter == jitters[0]
+            target = STARTUP_TARGETS[broker.name] if agents == 1000 and fresh else None
+            print(f"{broker.name}, Jitter={jitter}: {agents} agents started {'fresh' if fresh else 'again'} in batches "
+                  f"of {batch}, all reporting in {started:.1f} s"
+                  + (f" (target <= {target} s: {'met' if started <= target else 'missed'})" if target else ""),
+                  flush=True)
             figure(f"fleet.{broker.name}.jitter_{jitter}.startup_s", f"{broker.name}: {agents} agents started "
-                   f"(batches of {batch}) until all report", round(started, 1), "s", None, None,
-                   startup_peers.get((broker.name, jitter)))
+                   f"{'fresh' if fresh else 'again'} (batches of {batch}) until all report", round(started, 1), "s",
+                   {"op": "<=", "value": target} if target else None, None, startup_peers.get((broker.name, jitter)))
             time.sleep(2)  # the start-up fetches settle
             version += 1
             converge(broker, processes, version, seconds_of(jitter), f"{broker.name} Jitter={jitter}")

@@ -123,9 +123,15 @@ public final class StateStore {
         }
         guard version < Schema.currentVersion else { return }
         try write {
-            for (index, migration) in Schema.migrations.enumerated().dropFirst(version) {
-                try db.execute(migration)
-                try db.execute("PRAGMA user_version = \(index + 1)")
+            if version == 0 {
+                // A new database: made as the migrations would leave it, in one script.
+                try db.execute(Schema.fresh)
+                try db.execute("PRAGMA user_version = \(Schema.currentVersion)")
+            } else {
+                for (index, migration) in Schema.migrations.enumerated().dropFirst(version) {
+                    try db.execute(migration)
+                    try db.execute("PRAGMA user_version = \(index + 1)")
+                }
             }
             try db.run("INSERT OR IGNORE INTO meta (key, value) VALUES ('device_id', ?)", [.text(DeviceID.generate())])
         }
