@@ -29,7 +29,8 @@ agent; a broker restart costs no more fetches than agents.
 Usage: bench/fleet.py BIN_DIR [AGENTS]
 Environment: RCBENCH_FLEET_JITTERS ("0 5s 30s"), RCBENCH_FLEET_BROKERS ("mosquitto nats"),
 RCBENCH_FLEET_BATCH (50 agents started at a time), RCBENCH_FLEET_NATS_MQTT (more settings for the
-nodes' mqtt block; see below), RCBENCH_FLEET_PERF=1 (perf record the Jitter=0 rounds), RCBENCH_KEEP
+nodes' mqtt block; see below), RCBENCH_FLEET_STARTUP_ONLY=1 (only the start-ups, each followed by
+where its CPU went), RCBENCH_FLEET_PERF=1 (perf record the Jitter=0 rounds), RCBENCH_KEEP
 (keep the work directory).
 Every process it starts is stopped by its pid (nginx by its process group) on any exit.
 """
@@ -50,6 +51,7 @@ batch = int(os.environ.get("RCBENCH_FLEET_BATCH", "50"))
 # consumer_memory_storage: true" is the cheaper setting the first runs used, whose consumers die
 # with their node.
 nats_mqtt = os.environ.get("RCBENCH_FLEET_NATS_MQTT", "")
+startup_only = os.environ.get("RCBENCH_FLEET_STARTUP_ONLY") == "1"  # only the start-ups (no rounds)
 topic = "rcfleet/status"
 work = tempfile.mkdtemp(prefix="rcfleet-")
 figures = []
@@ -800,6 +802,10 @@ try:
     if not failover:
         print("this build takes one [Push] MQTT= broker: NATS agents cannot fail over to another node")
     for broker_name in brokers:
+        # Each broker's fleet starts fresh: new state databases, new device ids, new sessions.
+        for i in range(agents):
+            shutil.rmtree(f"{work}/a{i}/state", ignore_errors=True)
+        device_ids.clear()
         broker = Mosquitto() if broker_name == "mosquitto" else NATSCluster()
         reports = Reports(broker.ping_port()) if reports_on else None
         for jitter in jitters:
@@ -815,6 +821,9 @@ try:
             figure(f"fleet.{broker.name}.jitter_{jitter}.startup_s", f"{broker.name}: {agents} agents started "
                    f"{'fresh' if fresh else 'again'} (batches of {batch}) until all report", round(started, 1), "s",
                    {"op": "<=", "value": target} if target else None, None, startup_peers.get((broker.name, jitter)))
+            if startup_only:
+                stop_fleet(processes)
+                continue
             time.sleep(2)  # the start-up fetches settle
             version += 1
             converge(broker, processes, version, seconds_of(jitter), f"{broker.name} Jitter={jitter}")
