@@ -7,7 +7,8 @@ RCBENCH_OUT/<script>.json: a list of figures, each
     {"id", "figure", "value", "unit", "target": {"op": "<=", "value": N} | null, "peers": {...}, "note"}.
 This driver adds the verdict (met/missed; "-" where no target is set) and the machine.
 
-Usage: bench/run.py BIN_DIR [SCRIPT...]     (scripts: get ping fetch activate bigdoc rollback signed hostile fanout idle idle-full sizes relay activity fleet exporter soak; default all)
+Usage: bench/run.py BIN_DIR [SCRIPT...]     (scripts: get ping fetch activate bigdoc rollback signed hostile fanout idle idle-full sizes relay activity fleet exporter soak nats-sessions; default all
+but nats-sessions)
 Environment: RCBENCH_IDLE_SECONDS (60), RCBENCH_AGENTS (50), RCBENCH_ROUNDS (200), RCBENCH_RELAY_ROUNDS
 (20), RCBENCH_ACTIVITY_ROUNDS (100), RCBENCH_RESULTS (where the results go: bench/results.json), RCBENCH_FLEET_AGENTS (1000), RCBENCH_EXPORTER_REPORTS (1000), RCBENCH_SOAK_REQUESTS (5000), RCBENCH_DEB (a .deb to read instead of building one from BIN_DIR).
 """
@@ -38,6 +39,8 @@ commands = {
     "relay": [f"{here}/relay.py", bin_dir, os.environ.get("RCBENCH_RELAY_ROUNDS", "20")],
     "activity": [f"{here}/activity.py", bin_dir, os.environ.get("RCBENCH_ACTIVITY_ROUNDS", "100")],
     "fleet": [f"{here}/fleet.py", bin_dir, os.environ.get("RCBENCH_FLEET_AGENTS", "1000")],
+    # Not in the default list: what a NATS cluster spends on each piece of an agent's session (issue 30).
+    "nats-sessions": [f"{here}/nats-sessions.py", "100", "10"],
     "exporter": [f"{here}/exporter.py", bin_dir, os.environ.get("RCBENCH_EXPORTER_REPORTS", "1000")],
     "soak": [f"{here}/soak.py", bin_dir, os.environ.get("RCBENCH_SOAK_REQUESTS", "5000")],
 }

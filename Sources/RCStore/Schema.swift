@@ -154,4 +154,100 @@ enum Schema {
     ]
 
     static var currentVersion: Int { migrations.count }
+
+    /// What ``migrations`` leave in a new, empty database, in one script: the schema as
+    /// `sqlite_master` holds it after all of them, and the rows they insert. A new database is made
+    /// with it, not by replaying every migration: the replay (tables rebuilt, renamed, altered, each
+    /// step re-reading the whole schema) was 17 M of the 55 M instructions a new agent spends from
+    /// exec to its first report, this script about 4 M (BENCHMARKS.md, issue 30, the fleet's start-up).
+    /// A migration added to ``migrations`` changes this too: `SchemaTests` compares the two,
+    /// schema and rows.
+    static let fresh = """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE snapshots (
+            kind TEXT PRIMARY KEY CHECK (kind IN ('fetched', 'active')),
+            template_version TEXT,
+            etag TEXT,
+            fetched_at INTEGER,
+            activated_at INTEGER,
+            pending INTEGER NOT NULL DEFAULT 0
+        , set_id INTEGER);
+        CREATE TABLE fetch_state (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            last_attempt_at INTEGER,
+            last_success_at INTEGER,
+            status TEXT,
+            error TEXT,
+            throttle_until INTEGER,
+            backoff_step INTEGER NOT NULL DEFAULT 0,
+            next_fetch_at INTEGER
+        );
+        CREATE TABLE stale (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            is_set INTEGER NOT NULL,
+            reason TEXT,
+            since INTEGER
+        );
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            at INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            detail TEXT NOT NULL
+        , size INTEGER NOT NULL DEFAULT 0);
+        CREATE TABLE activities (
+            id TEXT PRIMARY KEY,
+            attributes_type TEXT NOT NULL,
+            attributes TEXT NOT NULL,
+            content_state TEXT NOT NULL,
+            alert TEXT,
+            timestamp INTEGER NOT NULL,
+            started_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            ended_at INTEGER,
+            stale_at INTEGER,
+            dismiss_at INTEGER
+        ) WITHOUT ROWID;
+        CREATE INDEX activities_dismiss_at ON activities (dismiss_at) WHERE dismiss_at IS NOT NULL;
+        CREATE TABLE removed_activities (
+            id TEXT PRIMARY KEY,
+            timestamp INTEGER NOT NULL,
+            removed_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX events_size ON events (id, size);
+        CREATE TABLE "defaults" (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE "active_values" (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE history (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            template_version TEXT,
+            activated_at INTEGER NOT NULL,
+            source TEXT NOT NULL,
+            changed_keys INTEGER NOT NULL,
+            outcome TEXT NOT NULL CHECK (outcome IN ('active', 'superseded', 'trial', 'rolled-back')),
+            reason TEXT,
+            exit_code INTEGER
+        , set_id INTEGER);
+        CREATE TABLE rejected_versions (
+            template_version TEXT PRIMARY KEY,
+            rejected_at INTEGER NOT NULL,
+            reason TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE trial (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            history_id INTEGER NOT NULL REFERENCES history (id) ON DELETE CASCADE,
+            started_at INTEGER NOT NULL,
+            deadline INTEGER NOT NULL
+        );
+        CREATE TABLE value_sets (id INTEGER PRIMARY KEY AUTOINCREMENT);
+        CREATE TABLE set_values (
+            set_id INTEGER NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            PRIMARY KEY (set_id, key)
+        );
+        CREATE VIEW fetched_values (key, value) AS
+            SELECT key, value FROM set_values WHERE set_id = (SELECT set_id FROM snapshots WHERE kind = 'fetched');
+        INSERT INTO fetch_state (id) VALUES (1);
+        INSERT INTO stale (id, is_set) VALUES (1, 0);
+        INSERT INTO value_sets (id) VALUES (1);
+        """
 }

@@ -144,9 +144,16 @@ public final class StateStore {
         guard try migrationsDue() else { return }
         try write {
             guard try migrationsDue() else { return }
-            for (index, migration) in Schema.migrations.enumerated().dropFirst(try userVersion()) {
-                try db.execute(migration)
-                try db.execute("PRAGMA user_version = \(index + 1)")
+            let version = try userVersion()
+            if version == 0 {
+                // A new database: made as the migrations would leave it, in one script.
+                try db.execute(Schema.fresh)
+                try db.execute("PRAGMA user_version = \(Schema.currentVersion)")
+            } else {
+                for (index, migration) in Schema.migrations.enumerated().dropFirst(version) {
+                    try db.execute(migration)
+                    try db.execute("PRAGMA user_version = \(index + 1)")
+                }
             }
             try db.run("INSERT OR IGNORE INTO meta (key, value) VALUES ('device_id', ?)", [.text(DeviceID.generate())])
         }
