@@ -141,16 +141,19 @@ enum JSONReader {
                         throw fail("expected ',' or '\(isObject ? "}" : "]")', found \(describe(current))")
                     }
                     i += 1
-                    let container = open.removeLast()
-                    value = isObject ? .object(try sorted(container)) : .array(container.items)
+                    var container = open.removeLast()
+                    value = isObject ? .object(try sorted(&container)) : .array(container.items)
                 }
             }
         }
 
         /// The members of an object in the order of their names' bytes, refusing a name that appears
-        /// twice, as the same bytes or as canonically equivalent ones.
-        func sorted(_ container: Container) throws(JSONParseError) -> [(key: String, value: JSONValue)] {
-            var members = container.members
+        /// twice, as the same bytes or as canonically equivalent ones. Takes the members out of
+        /// `container`, so they are sorted in place: a copy of a 44,000-member array was 1.7 MB more
+        /// at the peak of reading a 4 MiB document.
+        func sorted(_ container: inout Container) throws(JSONParseError) -> [(key: String, value: JSONValue)] {
+            var members: [(key: String, value: JSONValue)] = []
+            swap(&members, &container.members)
             members.sort { $0.key.precedesByBytes($1.key) }
             var allASCII = true
             for k in members.indices {

@@ -61,6 +61,22 @@ final class Database {
         }
     }
 
+    /// The most memory SQLite's page caches grow to, together, in a writing process: past it a cache
+    /// recycles its pages (spilling dirty ones to the WAL or the file) instead of taking more. Each
+    /// connection's default cache is 2 MB, and a document near the size limit (4 MiB) filled the
+    /// writer's, the reader file's and the attached state database's at once: about 6 MB more peak
+    /// RSS for a 4 MB value (BENCHMARKS.md, issue 30). A soft limit: SQLite never fails an
+    /// allocation for it, and what one statement needs whole (a 4 MB record) it still gets.
+    static let cacheMemoryLimit: Int64 = 2 << 20
+
+    /// Applies ``cacheMemoryLimit`` to every connection of the process.
+    static func limitCacheMemory() {
+        _ = sqlite3_soft_heap_limit64(cacheMemoryLimit)
+    }
+
+    /// The limit in force in this process (negative: none set).
+    static var appliedCacheMemoryLimit: Int64 { sqlite3_soft_heap_limit64(-1) }
+
     deinit {
         // Each statement is finalized as it goes; the connection closes once none is left.
         cache = [:]

@@ -34,6 +34,20 @@ import Testing
         #expect(error?.reason == #"duplicate member name "a" in the object at line 1, column 7 (byte 6)"#)
     }
 
+    /// The members of an object are sorted in place (the reader takes them out of the object being
+    /// read): a large object still comes back in byte order, each value with its name, and a name given
+    /// twice among many is still refused where the object starts.
+    @Test func aLargeObjectIsSortedByNameAndADuplicateAmongItsMembersIsRefused() throws {
+        let names = (0..<5_000).reversed().map { "k\($0)" }
+        let text = "{" + names.map { "\"\($0)\":\"v-\($0)\"" }.joined(separator: ",") + "}"
+        let members = try #require(try JSONValue.parse(text).objectMembers)
+        #expect(members.map(\.key) == names.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) })
+        #expect(members.allSatisfy { $0.value == .string("v-" + $0.key) })
+        let twice = #"{"x": "# + text.dropLast() + #","k2500":0}}"#
+        let error = #expect(throws: JSONParseError.self) { try JSONValue.parse(twice) }
+        #expect(error?.reason == #"duplicate member name "k2500" in the object at line 1, column 7 (byte 6)"#)
+    }
+
     /// Swift compares strings by canonical equivalence: "é" and "e" + U+0301 would become one key.
     @Test(arguments: [("\u{E9}", "e\u{301}"), ("\u{212B}", "\u{C5}"), ("\u{1E9B}\u{323}", "\u{17F}\u{323}\u{307}")])
     func namesEqualUpToNormalizationAreRefused(_ a: String, _ b: String) {
