@@ -61,13 +61,14 @@ final class Database {
         }
     }
 
-    /// The most memory SQLite's page caches grow to, together, in a writing process: past it a cache
-    /// recycles its pages (spilling dirty ones to the WAL or the file) instead of taking more. Each
-    /// connection's default cache is 2 MB, and a document near the size limit (4 MiB) filled the
-    /// writer's, the reader file's and the attached state database's at once: about 6 MB more peak
-    /// RSS for a 4 MB value (BENCHMARKS.md, issue 30). A soft limit: SQLite never fails an
-    /// allocation for it, and what one statement needs whole (a 4 MB record) it still gets.
-    static let cacheMemoryLimit: Int64 = 2 << 20
+    /// The most memory SQLite uses in a writing process before its page caches recycle their pages
+    /// (spilling dirty ones to the WAL or the file) instead of taking more. Each connection's default
+    /// cache is 2 MB, and a document near the size limit (4 MiB) filled the writer's, the reader
+    /// file's and the attached state database's at once (heaptrack: SQLite held 6.7 MB at its peak).
+    /// A soft limit: SQLite never fails an allocation for it, and what one statement needs whole (a
+    /// 4 MB record) it still gets. 1 MiB: 0.7 MiB less peak than 2 MiB for 44,000 keys, the same as
+    /// 512 KiB (BENCHMARKS.md, issue 30); a small document's pages stay cached.
+    static let cacheMemoryLimit: Int64 = 1 << 20
 
     /// Applies ``cacheMemoryLimit`` to every connection of the process.
     static func limitCacheMemory() {
