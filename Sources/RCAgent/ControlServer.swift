@@ -222,7 +222,11 @@ final class ControlServer: Sendable {
     @discardableResult
     /// Writes one response line; `false` when the peer is gone or does not read (the send timeout).
     private func send(_ fd: Int32, _ response: JSONValue) -> Bool {
-        UnixSocket.sendAll(fd, Array((response.compactText + "\n").utf8))
+        // The line end appended in place and the text sent as it is: an answer listing 44,000 changed
+        // keys (a 4 MiB document) was copied twice more, 1.3 MB at the end of its fetch.
+        var line = response.compactText
+        line += "\n"
+        return Posix.writeAll(fd, line, using: .send(flags: Int32(MSG_NOSIGNAL)))
     }
 
 }
