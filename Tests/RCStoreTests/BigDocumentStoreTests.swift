@@ -4,9 +4,10 @@ import Testing
 
 @testable import RCStore
 
-/// A writer bounds SQLite's page caches (``Database/cacheMemoryLimit``) so that a document near the
-/// size limit does not fill every connection's cache at once. A bound on memory only: documents far
-/// bigger than it are stored, activated and copied to the reader file whole.
+/// A writer bounds SQLite's page caches (``Database/cacheMemoryLimit``, tighter while a big document
+/// is stored) so that a document near the size limit does not fill every connection's cache at once.
+/// A bound on memory only: documents far bigger than it are stored, activated and copied to the
+/// reader file whole.
 @Suite struct BigDocumentStoreTests {
     private let t0 = Timestamp(milliseconds: 1_700_000_000_000)
 
@@ -21,7 +22,8 @@ import Testing
         try TemporaryDirectory.with { (dir) throws in
             let store = try StateStore.openForWriting(path: dir.file("state.db"))
             store.maintainReaderFile(at: dir.file("reader.db")) { Issue.record("reader file not written: \($0)") }
-            let bound = Int(Database.cacheMemoryLimit)
+            let bound = Int(Database.bigDocumentCacheMemoryLimit)
+            #expect(2 * bound > Database.bigDocumentBytes)
             // One value twice the bound, and many keys whose values add up to twice the bound.
             let big = String(repeating: "v", count: 2 * bound)
             var first: [String: String] = ["big": big]
@@ -30,6 +32,7 @@ import Testing
                 try store.recordFetch(
                     .update(values: first, templateVersion: "1", etag: nil), at: t0, activate: true))
             #expect(activated.changedKeys.count == first.count)
+            #expect(Database.appliedCacheMemoryLimit == Database.cacheMemoryLimit, "the big document's bound is lifted")
             let reader = try #require(try StateStore.openReaderFile(path: dir.file("reader.db")))
             let read = try reader.allValues()
             #expect(read.count == first.count)
