@@ -42,24 +42,7 @@ enum JSONReader {
         var key = ""
 
         mutating func add(_ value: JSONValue) {
-            if isObject {
-                Container.makeRoom(in: &members)
-                members.append((key, value))
-            } else {
-                Container.makeRoom(in: &items)
-                items.append(value)
-            }
-        }
-
-        /// Past 4,096 elements a full array grows by a quarter, not by doubling: the old buffer
-        /// and the new are alive together while it grows, and a doubled one stays up to half
-        /// empty. For the 44,000 members of a 4 MiB document that was up to 0.9 MB more at the
-        /// peak of reading it (BENCHMARKS.md, issue 30). Still geometric: each element moves a
-        /// bounded number of times on average.
-        static func makeRoom<Element>(in array: inout [Element]) {
-            if array.count == array.capacity && array.count >= 4_096 {
-                array.reserveCapacity(array.count + array.count / 4)
-            }
+            if isObject { members.append((key, value)) } else { items.append(value) }
         }
     }
 
