@@ -148,17 +148,16 @@ enum JSONReader {
         }
 
         /// The members of an object in the order of their names' bytes, refusing a name that appears
-        /// twice, as the same bytes or as canonically equivalent ones.
+        /// twice, as the same bytes or as canonically equivalent ones. Takes the members out of
+        /// `container`, so they are sorted in place: a copy of a 44,000-member array was 1.7 MB more
+        /// at the peak of reading a 4 MiB document.
         func sorted(_ container: inout Container) throws(JSONParseError) -> [(key: String, value: JSONValue)] {
-            var members = container.members
-            // `members` is then the only reference: sorted in place, not copied first.
-            container.members = []
-            // Documents usually come sorted already (a server's serializer, Python's, ours): the
-            // sort is skipped when one pass finds every name after the one before it.
-            var inOrder = true
-            for k in members.indices.dropFirst() where !members[k - 1].key.precedesByBytes(members[k].key) {
-                inOrder = false
-                break
+            var members: [(key: String, value: JSONValue)] = []
+            swap(&members, &container.members)
+            // Documents mostly list their names in order already: then nothing moves, and the sort's
+            // scratch buffer (half the members: 0.9 MB for 44,000) is never allocated.
+            let inOrder = members.indices.dropFirst().allSatisfy {
+                members[$0 - 1].key.precedesByBytes(members[$0].key)
             }
             if !inOrder { members.sort { $0.key.precedesByBytes($1.key) } }
             var allASCII = true

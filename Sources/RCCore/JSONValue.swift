@@ -84,9 +84,27 @@ public enum JSONValue: Sendable, Equatable {
 
     /// Compact JSON text of this value.
     public var compactText: String {
+        // Bytes sized once (grown by doubling, the text of an event or answer listing 44,000 changed
+        // keys, 0.65 MB, held its old buffer beside one of twice the size: BENCHMARKS.md, issue 30),
+        // made a `String` once.
         var bytes: [UInt8] = []
+        bytes.reserveCapacity(estimatedLength)
         write(toBytes: &bytes)
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// About the length of ``compactText`` (exact when no string needs an escape): a walk of the
+    /// tree, reading each string's stored UTF-8 length, never its text.
+    var estimatedLength: Int {
+        switch self {
+        case .null: 4
+        case .bool: 5
+        case .integer, .double: 20
+        case let .string(s): s.utf8.count + 2
+        case let .array(items): items.reduce(1 + max(items.count, 1)) { $0 + $1.estimatedLength }
+        case let .object(members):
+            members.reduce(1 + max(members.count, 1)) { $0 + $1.key.utf8.count + 3 + $1.value.estimatedLength }
+        }
     }
 
     public func write(to out: inout String) {

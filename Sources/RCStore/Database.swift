@@ -109,6 +109,32 @@ final class Database {
     /// does for a writer's own).
     func persistWAL(of schema: String) { _ = rc_sqlite_persist_wal_of(handle, schema) }
 
+    /// The most memory SQLite uses in a writing process before its page caches recycle their pages
+    /// (spilling dirty ones to the WAL or the file) instead of taking more. Each connection's default
+    /// cache is 2 MB, and a document near the size limit (4 MiB) filled the writer's, the reader
+    /// file's and the attached state database's at once (heaptrack: SQLite held 6.7 MB at its peak).
+    /// A soft limit: SQLite never fails an allocation for it, and what one statement needs whole (a
+    /// 4 MB record) it still gets. 4 MiB leaves a 3,000-key document every page it uses (with 1 MiB,
+    /// storing one took 30% more writes and 86% more reads, strace); ``bigDocumentCacheMemoryLimit``
+    /// applies while a bigger document is stored.
+    static let cacheMemoryLimit: Int64 = 4 << 20
+
+    /// The limit while a document of more than ``bigDocumentBytes`` is stored, activated and copied
+    /// to the reader file: its pages are written once, and caching them only adds to the peak (1 MiB:
+    /// 0.7 MiB less than 2 MiB for 44,000 keys, and the same as 512 KiB; BENCHMARKS.md, issue 30).
+    static let bigDocumentCacheMemoryLimit: Int64 = 1 << 20
+
+    /// Keys and values of more bytes than this are a big document (``bigDocumentCacheMemoryLimit``).
+    static let bigDocumentBytes = 1 << 20
+
+    /// Applies `limit` to every connection of the process.
+    static func limitCacheMemory(_ limit: Int64 = cacheMemoryLimit) {
+        _ = sqlite3_soft_heap_limit64(limit)
+    }
+
+    /// The limit in force in this process (negative: none set).
+    static var appliedCacheMemoryLimit: Int64 { sqlite3_soft_heap_limit64(-1) }
+
     deinit {
         // Each statement is finalized as it goes; the connection closes once none is left.
         cache = [:]

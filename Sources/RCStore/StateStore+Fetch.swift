@@ -46,7 +46,16 @@ extension StateStore {
         _ record: FetchRecord, at now: Timestamp, activate: Bool, recording: ActivationRecording? = nil,
         withValues: Bool = false
     ) throws(StoreError) -> Activation? {
-        try write {
+        // A big document's transaction and reader file run with SQLite's caches bounded tighter.
+        var big = false
+        if case let .update(values, _, _) = record {
+            var bytes = 0
+            for (key, value) in values { bytes += key.utf8.count + value.utf8.count }
+            big = bytes > Database.bigDocumentBytes
+        }
+        if big { Database.limitCacheMemory(Database.bigDocumentCacheMemoryLimit) }
+        defer { if big { Database.limitCacheMemory() } }
+        return try write {
             let at = SQLValue.integer(now.milliseconds)
             switch record {
             case let .update(values, templateVersion, etag):

@@ -76,6 +76,7 @@ public final class StateStore {
     /// Opens (creating if needed) and migrates the database for writing.
     /// `owner`: who a new database file is given to (root creating it for the daemon's user).
     public static func openForWriting(path: String, owner: (uid_t, gid_t)? = nil) throws(StoreError) -> StateStore {
+        Database.limitCacheMemory()
         if !(try exists(path: path)) { try create(path, owner: owner) }
         let store = try wrap { () throws(SQLiteError) in
             // Only a missing file is a new database, never an empty one.

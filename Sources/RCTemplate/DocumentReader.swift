@@ -43,19 +43,21 @@ package final class DocumentReader: Sendable {
 
     /// Parses the document once; a template with `conditions` is then evaluated for this device.
     /// With an opener, the document is the one inside the envelope, and is accepted once read.
-    package func read(_ bytes: [UInt8], name: String) throws(DocumentError) -> RemoteDocument {
-        guard let opener else { return try read(plain: bytes, name: name) }
+    /// `bytes` are released once parsed when the caller passed its only reference (`consume`).
+    package func read(_ bytes: consuming [UInt8], name: String) throws(DocumentError) -> RemoteDocument {
+        guard let opener else { return try read(plain: consume bytes, name: name) }
         let opened = try opener.open(bytes, name: name)
         let document = try read(opened.document, name: name)
         try opened.accept()
         return document
     }
 
-    private func read(plain bytes: [UInt8], name: String) throws(DocumentError) -> RemoteDocument {
+    private func read(plain bytes: consuming [UInt8], name: String) throws(DocumentError) -> RemoteDocument {
         let json: JSONValue
         do { json = try JSONValue.parse(bytes) } catch {
             throw DocumentError(document: name, reason: error.description)
         }
+        _ = consume bytes  // the document's bytes go before its values are copied out of the tree
         return try read(json, name: name)
     }
 

@@ -49,6 +49,26 @@ import Testing
         #expect(try JSONValue.parse(text).objectMembers?.map(\.key) == ["a", "b", "c"])
     }
 
+    /// The members of an object are sorted in place (the reader takes them out of the object being
+    /// read): a large object still comes back in byte order, each value with its name, and a name given
+    /// twice among many is still refused where the object starts.
+    @Test(arguments: [false, true])
+    func aLargeObjectIsSortedByNameAndADuplicateAmongItsMembersIsRefused(alreadyInOrder: Bool) throws {
+        let byBytes = (0..<10_000).map { "k\($0)" }.sorted {
+            Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8))
+        }
+        let names = alreadyInOrder ? byBytes : byBytes.reversed()
+        let text = "{" + names.map { "\"\($0)\":\"v-\($0)\"" }.joined(separator: ",") + "}"
+        let members = try #require(try JSONValue.parse(text).objectMembers)
+        #expect(members.map(\.key) == byBytes)
+        #expect(members.allSatisfy { $0.value == .string("v-" + $0.key) })
+        let array = try JSONValue.parse("[" + names.map { "\"\($0)\"" }.joined(separator: ",") + "]")
+        #expect(array == .array(names.map(JSONValue.string)))
+        let twice = #"{"x": "# + text.dropLast() + #","k2500":0}}"#
+        let error = #expect(throws: JSONParseError.self) { try JSONValue.parse(twice) }
+        #expect(error?.reason == #"duplicate member name "k2500" in the object at line 1, column 7 (byte 6)"#)
+    }
+
     /// Swift compares strings by canonical equivalence: "é" and "e" + U+0301 would become one key.
     @Test(arguments: [("\u{E9}", "e\u{301}"), ("\u{212B}", "\u{C5}"), ("\u{1E9B}\u{323}", "\u{17F}\u{323}\u{307}")])
     func namesEqualUpToNormalizationAreRefused(_ a: String, _ b: String) {
