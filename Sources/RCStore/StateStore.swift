@@ -101,15 +101,22 @@ public final class StateStore {
         try asUser(owner) { () throws(StoreError) in
             var temporary = ""
             let fd = try createTemporary(path + ".new-", mode: 0o640, name: &temporary)
-            defer { unlink(temporary) }
+            // The writer keeps its WAL and shared memory files after close (``Database``): these are
+            // the temporary name's.
+            defer { for suffix in ["", "-wal", "-shm"] { unlink(temporary + suffix) } }
             if let (uid, gid) = owner { _ = fchown(fd.rawValue, uid, gid) }
-            // No journal: a failed build is thrown away whole. WAL is set once it is in place.
-            let fresh = try wrap { () throws(SQLiteError) in
-                let fresh = StateStore(path: temporary, db: try Database(path: temporary, mode: .readWrite))
-                try fresh.db.execute("PRAGMA journal_mode=OFF; PRAGMA foreign_keys=ON")
-                return fresh
-            }
-            try fresh.migrate()
+            // No journal while it is built: a failed build is thrown away whole. Then WAL, while
+            // nobody else can have it open: switching a database to WAL takes a lock that a busy
+            // handler does not wait for, and two processes opening a new file would race for it.
+            do {
+                let fresh = try wrap { () throws(SQLiteError) in
+                    let fresh = StateStore(path: temporary, db: try Database(path: temporary, mode: .readWrite))
+                    try fresh.db.execute("PRAGMA journal_mode=OFF; PRAGMA foreign_keys=ON")
+                    return fresh
+                }
+                try fresh.migrate()
+                try wrap { () throws(SQLiteError) in try fresh.db.execute("PRAGMA journal_mode=WAL") }
+            }  // closed here: its WAL checkpointed and removed before the file is linked
             guard fsync(fd.rawValue) == 0 else { throw ioError(SystemError("fsync \(temporary)")) }
             guard link(temporary, path) == 0 || errno == EEXIST else {
                 throw ioError(SystemError("link \(temporary) to \(path)"))

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Synchronization
 import TestSupport
 import Testing
@@ -24,6 +25,9 @@ import Testing
                 #expect(try store.status().deviceId?.isEmpty == false)
             }
             failures.withLock { #expect($0 == []) }
+            // The temporary names the losers built under are gone, with their WAL files.
+            let left = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains(".new-") }
+            #expect(left == [])
         }
     }
 }
