@@ -55,6 +55,21 @@ class HTTPAgent(FileAgent):
             self.server.wait()
 
 
+def forced_fetch(sock):
+    """`{"op":"fetch","force":true,"wait":true}` on the daemon's socket `sock`: the ms from the request to
+    the answer line (after the fetch, the store and the activation committed). Exits on a failed fetch."""
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    start = time.perf_counter()
+    s.sendall(b'{"op":"fetch","force":true,"wait":true}\n')
+    reply = s.makefile().readline()
+    elapsed = (time.perf_counter() - start) * 1000
+    s.close()
+    if '"ok":true' not in reply:
+        raise SystemExit(f"fetch failed: {reply}")
+    return elapsed
+
+
 def port_open(port):
     """Whether something accepts connections on 127.0.0.1:`port`."""
     try:

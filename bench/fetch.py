@@ -10,10 +10,10 @@ moves with its load, the CPU time much less.
 
 Usage: bench/fetch.py BIN_DIR [ROUNDS]
 """
-import json, os, socket, statistics, subprocess, sys, time
+import json, os, statistics, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentsetup import HTTPAgent, cpu_ms, report, wait_for
+from agentsetup import HTTPAgent, cpu_ms, forced_fetch, report, wait_for
 
 bin_dir = os.path.abspath(sys.argv[1])
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 100
@@ -34,16 +34,7 @@ def template(version):
 
 
 def fetch():
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(agent.sock)
-    start = time.perf_counter()
-    s.sendall(b'{"op":"fetch","force":true,"wait":true}\n')
-    reply = s.makefile().readline()
-    elapsed = (time.perf_counter() - start) * 1000
-    s.close()
-    if '"ok":true' not in reply:
-        raise SystemExit(f"fetch failed: {reply}")
-    return elapsed
+    return forced_fetch(agent.sock)
 
 
 agent.serve()

@@ -9,10 +9,10 @@ Target (issue 30): the new build's median <= 10 ms.
 
 Usage: bench/template-ab.py NEW_BIN_DIR OLD_BIN_DIR [ROUNDS]   (default 40 each)
 """
-import json, os, random, re, socket, statistics, subprocess, sys, time
+import json, os, random, re, statistics, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentsetup import HTTPAgent, cpu_ms, report, wait_for
+from agentsetup import HTTPAgent, cpu_ms, forced_fetch, report, wait_for
 
 builds = {"new": os.path.abspath(sys.argv[1]), "old": os.path.abspath(sys.argv[2])}
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 40
@@ -37,16 +37,7 @@ class Side:
         self.times, self.cpu = [], 0
 
     def fetch(self):
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(self.agent.sock)
-        start = time.perf_counter()
-        s.sendall(b'{"op":"fetch","force":true,"wait":true}\n')
-        reply = s.makefile().readline()
-        elapsed = (time.perf_counter() - start) * 1000
-        s.close()
-        if '"ok":true' not in reply:
-            raise SystemExit(f"fetch failed: {reply}")
-        return elapsed
+        return forced_fetch(self.agent.sock)
 
     def round(self, document, counted):
         self.agent.publish(document)
