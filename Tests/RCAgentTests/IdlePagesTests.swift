@@ -86,4 +86,37 @@ import Testing
             #expect(MappedPages.sectionOffsets(".rodata", in: directory.file("missing")) == nil)
         }
     }
+
+    /// Offsets and sizes past what a file offset holds (2^63 and up) are no sections either: before,
+    /// converting them to `off_t` or `Int` trapped, and the daemon would die at its first release.
+    @Test func offsetsPastWhatAFileOffsetHoldsAreNoSections() throws {
+        func little(_ value: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+        // One section (the names' own), its header right after the file header.
+        func elf(tableAt table: UInt64, namesAt offset: UInt64, namesSize size: UInt64) -> [UInt8] {
+            var header = [UInt8](repeating: 0, count: 64)
+            header.replaceSubrange(0..<6, with: [0x7F, 0x45, 0x4C, 0x46, 2, 1])
+            header.replaceSubrange(0x28..<0x30, with: little(table))
+            header.replaceSubrange(0x3A..<0x40, with: [64, 0, 1, 0, 0, 0])
+            var section = [UInt8](repeating: 0, count: 64)
+            section.replaceSubrange(0x18..<0x20, with: little(offset))
+            section.replaceSubrange(0x20..<0x28, with: little(size))
+            return header + section + Array(".rodata\u{0}".utf8)
+        }
+        let files: [(String, [UInt8])] = [
+            ("tableFar", elf(tableAt: 1 << 63, namesAt: 128, namesSize: 8)),
+            ("tableLast", elf(tableAt: UInt64.max - 63, namesAt: 128, namesSize: 8)),
+            ("namesFar", elf(tableAt: 64, namesAt: UInt64.max - 7, namesSize: 8)),
+            ("namesHuge", elf(tableAt: 64, namesAt: 128, namesSize: 1 << 63)),
+            ("namesEndPastOffsets", elf(tableAt: 64, namesAt: UInt64(Int64.max) - 3, namesSize: 8)),
+        ]
+        try TemporaryDirectory.with { directory in
+            for (name, bytes) in files {
+                let path = try directory.write(name, bytes: bytes)
+                #expect(MappedPages.sectionOffsets(".rodata", in: path) == nil, "\(name)")
+            }
+            // The same file with sane numbers does name a section: the cases above fail for their numbers.
+            let sane = try directory.write("sane", bytes: elf(tableAt: 64, namesAt: 128, namesSize: 8))
+            #expect(MappedPages.sectionOffsets(".rodata", in: sane) == 128..<136)
+        }
+    }
 }
