@@ -57,6 +57,43 @@ import Testing
         }
     }
 
+    /// A read-only mapping that smaps says holds no anonymous page can still hold one: a page copied
+    /// on write and swapped out since counts under "Swap:". The release goes page by page (pagemap
+    /// says which are the process's own, swapped ones included) rather than drop such a mapping
+    /// whole: before, it dropped the swapped page, and the relocated data read the file again. The
+    /// kernel's report for that case is written out for a real mapping whose page 3 was written
+    /// (no swap is needed: pagemap sees page 3 as the process's own either way).
+    @Test func aMappingWithNoAnonymousPageInSmapsIsStillReleasedPageByPage() throws {
+        let pages = 8
+        let content = [UInt8](repeating: 0x11, count: pages * Self.page)
+        try TemporaryDirectory.with { directory in
+            let fd = open(try directory.write("pages", bytes: content), O_RDONLY | O_CLOEXEC)
+            try #require(fd >= 0)
+            defer { close(fd) }
+            let length = pages * Self.page
+            let mapped = try #require(mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0))
+            try #require(mapped != MAP_FAILED)
+            defer { munmap(mapped, length) }
+            let bytes = mapped.assumingMemoryBound(to: UInt8.self)
+            bytes[3 * Self.page] = 0xEE
+            try #require(mprotect(mapped, length, PROT_READ) == 0)
+            let start = UInt(bitPattern: mapped)
+            let end = start + UInt(length)
+            let smaps = """
+                \(String(start, radix: 16))-\(String(end, radix: 16)) r--p 00000000 fd:01 4242 /synthetic/relocated.so
+                Size:                 \(length / 1024) kB
+                Anonymous:             0 kB
+                Swap:                  \(Self.page / 1024) kB
+
+                """
+            let ranges = IdlePages.releasable(smaps: Array(smaps.utf8))
+            let written = start + 3 * UInt(Self.page)
+            #expect(!ranges.contains { $0.start <= written && written < $0.start + UInt($0.length) })
+            #expect(ranges.map(\.length).reduce(0, +) == length - Self.page, "every other page is released")
+            #expect(bytes[3 * Self.page] == 0xEE)
+        }
+    }
+
     @Test func theSectionLookupFindsTheExecutablesReadOnlyData() throws {
         let offsets = try #require(MappedPages.sectionOffsets(".rodata", in: "/proc/self/exe"))
         var status = stat()
