@@ -131,12 +131,11 @@ public final class StateStore {
     private static func linkNew(_ temporary: String, at path: String) throws(StoreError) {
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-        // A directory this user may not list cannot be locked: then without the lock.
+        // A directory this user may not list, or a file system without flock(2) for directories,
+        // cannot be locked: then without the lock (it only orders creators racing at one instant).
         let lock = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         defer { if lock >= 0 { Glibc.close(lock) } }  // the lock goes with the descriptor
-        if lock >= 0, Posix.retrying({ flock(lock, LOCK_EX) }) != 0 {
-            throw ioError(SystemError("lock \(directory)"))
-        }
+        if lock >= 0 { _ = Posix.retrying { flock(lock, LOCK_EX) } }
         guard !(try exists(path: path)) else { return }
         for suffix in ["-wal", "-shm"] where unlink(path + suffix) != 0 && errno != ENOENT {
             throw ioError(SystemError("remove \(path + suffix), left by a database removed without it"))
