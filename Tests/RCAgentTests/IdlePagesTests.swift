@@ -89,7 +89,7 @@ import Testing
             let ranges = IdlePages.releasable(smaps: Array(smaps.utf8))
             let written = start + 3 * UInt(Self.page)
             #expect(!ranges.contains { $0.start <= written && written < $0.start + UInt($0.length) })
-            #expect(ranges.map(\.length).reduce(0, +) == length - Self.page, "every other page is released")
+            #expect(ranges.reduce(0) { $0 + $1.length } == length - Self.page, "every other page is released")
             #expect(bytes[3 * Self.page] == 0xEE)
         }
     }
