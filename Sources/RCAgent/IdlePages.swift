@@ -42,13 +42,18 @@ enum IdlePages {
         return released
     }
 
-    /// The ranges ``release()`` drops: every file mapping the process cannot write, whole when no
-    /// page of it was copied on write, else page by page around the copied ones (the relocated,
-    /// read-only-after-start data: 256 KiB of the binary); and the pages of the executable's
-    /// `.rodata` that lie in its writable segment (``MappedPages/readOnlyData``), page by page too.
-    /// A page that was written is never in a range: dropping it would lose what was written.
+    /// The ranges ``release()`` drops: the pages of every file mapping the process cannot write that
+    /// it never wrote (around the relocated, read-only-after-start data: 256 KiB of the binary); and
+    /// the pages of the executable's `.rodata` that lie in its writable segment
+    /// (``MappedPages/readOnlyData``), page by page too. A page that was written is never in a
+    /// range: dropping it would lose what was written.
     static func releasable() -> [(start: UInt, length: Int)] {
         guard let smaps = try? FileBytes.read("/proc/self/smaps") else { return [] }
+        return releasable(smaps: smaps)
+    }
+
+    /// ``releasable()`` for the mappings `smaps` lists (the text of `/proc/self/smaps`).
+    static func releasable(smaps: [UInt8]) -> [(start: UInt, length: Int)] {
         let executable = executablePath.map { Array($0.utf8) }
         var ranges: [(start: UInt, length: Int)] = []
         var candidate: (start: UInt, end: UInt, offset: UInt64, writable: Bool, executable: Bool)?
@@ -71,13 +76,10 @@ enum IdlePages {
                     ranges += MappedPages.unwrittenRuns(start, start + UInt(last - first))
                     continue
                 }
-                // "Anonymous: 0 kB": no page of this mapping was copied on write.
-                let kib = line.dropFirst("Anonymous:".count).filter { $0 >= 48 && $0 <= 57 }
-                if kib.elementsEqual([UInt8(ascii: "0")]) {
-                    ranges.append((mapping.start, Int(mapping.end - mapping.start)))
-                } else {
-                    ranges += MappedPages.unwrittenRuns(mapping.start, mapping.end)
-                }
+                // Page by page even when "Anonymous: 0 kB": a page copied on write and swapped out
+                // since counts under "Swap:", not there, and dropping the mapping whole would throw
+                // it away (relocated pointers read from the file again: a crash at the next call).
+                ranges += MappedPages.unwrittenRuns(mapping.start, mapping.end)
                 continue
             }
             // "start-end perms offset device inode path": a file mapping.

@@ -48,8 +48,11 @@ enum MappedPages {
     /// The file offsets `[sh_offset, sh_offset + sh_size)` of the ELF64 section `name` in `path`.
     static func sectionOffsets(_ name: String, in path: String) -> Range<UInt64>? {
         guard let fd = FileDescriptor(returnedBy: open(path, O_RDONLY | O_CLOEXEC)) else { return nil }
-        func bytes(at offset: UInt64, count: Int) -> [UInt8]? {
-            guard count > 0, count <= 1 << 22 else { return nil }
+        // Offsets and sizes are the file's own 64-bit numbers: one past what a file offset (`off_t`)
+        // or an `Int` holds is no section of a file, not a trap.
+        func bytes(at offset: UInt64, count wanted: UInt64) -> [UInt8]? {
+            guard wanted > 0, wanted <= 1 << 22, offset <= UInt64(Int64.max) - wanted else { return nil }
+            let count = Int(wanted)
             var buffer = [UInt8](repeating: 0, count: count)
             let got = buffer.withUnsafeMutableBytes { raw in
                 Posix.retrying { pread(fd.rawValue, raw.baseAddress, count, off_t(offset)) }
@@ -67,12 +70,13 @@ enum MappedPages {
         let entrySize = Int(integer(header, 0x3A, 2))
         let count = Int(integer(header, 0x3C, 2))
         let namesIndex = Int(integer(header, 0x3E, 2))
-        guard entrySize >= 64, namesIndex < count, let table = bytes(at: tableOffset, count: entrySize * count)
+        guard entrySize >= 64, namesIndex < count,
+            let table = bytes(at: tableOffset, count: UInt64(entrySize * count))
         else { return nil }
         // Elf64_Shdr: sh_name at 0, sh_offset at 0x18, sh_size at 0x20.
         let namesAt = namesIndex * entrySize
         guard
-            let names = bytes(at: integer(table, namesAt + 0x18, 8), count: Int(integer(table, namesAt + 0x20, 8)))
+            let names = bytes(at: integer(table, namesAt + 0x18, 8), count: integer(table, namesAt + 0x20, 8))
         else { return nil }
         let wanted = Array(name.utf8) + [0]
         for index in 0..<count {

@@ -118,9 +118,30 @@ public final class StateStore {
                 try wrap { () throws(SQLiteError) in try fresh.db.execute("PRAGMA journal_mode=WAL") }
             }  // closed here: its WAL checkpointed and removed before the file is linked
             guard fsync(fd.rawValue) == 0 else { throw ioError(SystemError("fsync \(temporary)")) }
-            guard link(temporary, path) == 0 || errno == EEXIST else {
-                throw ioError(SystemError("link \(temporary) to \(path)"))
-            }
+            try linkNew(temporary, at: path)
+        }
+    }
+
+    /// Links the new database `temporary` at `path`, unless another process linked one there first.
+    /// A WAL and shared memory left at `path` by a database removed without them (by hand, or a
+    /// recovery that could move only part of it aside) go first: SQLite applies a WAL it finds beside
+    /// a database that is not empty, whichever database wrote it, and the new one would open with
+    /// the old one's pages (its values, its stale flag) or damaged. Under a lock on the directory
+    /// that every process creating the database takes: none removes the WAL of the one linked first.
+    private static func linkNew(_ temporary: String, at path: String) throws(StoreError) {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        // A directory this user may not list, or a file system without flock(2) for directories,
+        // cannot be locked: then without the lock (it only orders creators racing at one instant).
+        let lock = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        defer { if lock >= 0 { Glibc.close(lock) } }  // the lock goes with the descriptor
+        if lock >= 0 { _ = Posix.retrying { flock(lock, LOCK_EX) } }
+        guard !(try exists(path: path)) else { return }
+        for suffix in ["-wal", "-shm"] where unlink(path + suffix) != 0 && errno != ENOENT {
+            throw ioError(SystemError("remove \(path + suffix), left by a database removed without it"))
+        }
+        guard Glibc.link(temporary, path) == 0 || errno == EEXIST else {
+            throw ioError(SystemError("link \(temporary) to \(path)"))
         }
     }
 

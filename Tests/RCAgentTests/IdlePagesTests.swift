@@ -57,6 +57,43 @@ import Testing
         }
     }
 
+    /// A read-only mapping that smaps says holds no anonymous page can still hold one: a page copied
+    /// on write and swapped out since counts under "Swap:". The release goes page by page (pagemap
+    /// says which are the process's own, swapped ones included) rather than drop such a mapping
+    /// whole: before, it dropped the swapped page, and the relocated data read the file again. The
+    /// kernel's report for that case is written out for a real mapping whose page 3 was written
+    /// (no swap is needed: pagemap sees page 3 as the process's own either way).
+    @Test func aMappingWithNoAnonymousPageInSmapsIsStillReleasedPageByPage() throws {
+        let pages = 8
+        let content = [UInt8](repeating: 0x11, count: pages * Self.page)
+        try TemporaryDirectory.with { directory in
+            let fd = open(try directory.write("pages", bytes: content), O_RDONLY | O_CLOEXEC)
+            try #require(fd >= 0)
+            defer { close(fd) }
+            let length = pages * Self.page
+            let mapped = try #require(mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0))
+            try #require(mapped != MAP_FAILED)
+            defer { munmap(mapped, length) }
+            let bytes = mapped.assumingMemoryBound(to: UInt8.self)
+            bytes[3 * Self.page] = 0xEE
+            try #require(mprotect(mapped, length, PROT_READ) == 0)
+            let start = UInt(bitPattern: mapped)
+            let end = start + UInt(length)
+            let smaps = """
+                \(String(start, radix: 16))-\(String(end, radix: 16)) r--p 00000000 fd:01 4242 /synthetic/relocated.so
+                Size:                 \(length / 1024) kB
+                Anonymous:             0 kB
+                Swap:                  \(Self.page / 1024) kB
+
+                """
+            let ranges = IdlePages.releasable(smaps: Array(smaps.utf8))
+            let written = start + 3 * UInt(Self.page)
+            #expect(!ranges.contains { $0.start <= written && written < $0.start + UInt($0.length) })
+            #expect(ranges.reduce(0) { $0 + $1.length } == length - Self.page, "every other page is released")
+            #expect(bytes[3 * Self.page] == 0xEE)
+        }
+    }
+
     @Test func theSectionLookupFindsTheExecutablesReadOnlyData() throws {
         let offsets = try #require(MappedPages.sectionOffsets(".rodata", in: "/proc/self/exe"))
         var status = stat()
@@ -84,6 +121,39 @@ import Testing
                 #expect(MappedPages.sectionOffsets(".rodata", in: path) == nil, "\(name)")
             }
             #expect(MappedPages.sectionOffsets(".rodata", in: directory.file("missing")) == nil)
+        }
+    }
+
+    /// Offsets and sizes past what a file offset holds (2^63 and up) are no sections either: before,
+    /// converting them to `off_t` or `Int` trapped, and the daemon would die at its first release.
+    @Test func offsetsPastWhatAFileOffsetHoldsAreNoSections() throws {
+        func little(_ value: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+        // One section (the names' own), its header right after the file header.
+        func elf(tableAt table: UInt64, namesAt offset: UInt64, namesSize size: UInt64) -> [UInt8] {
+            var header = [UInt8](repeating: 0, count: 64)
+            header.replaceSubrange(0..<6, with: [0x7F, 0x45, 0x4C, 0x46, 2, 1])
+            header.replaceSubrange(0x28..<0x30, with: little(table))
+            header.replaceSubrange(0x3A..<0x40, with: [64, 0, 1, 0, 0, 0])
+            var section = [UInt8](repeating: 0, count: 64)
+            section.replaceSubrange(0x18..<0x20, with: little(offset))
+            section.replaceSubrange(0x20..<0x28, with: little(size))
+            return header + section + Array(".rodata\u{0}".utf8)
+        }
+        let files: [(String, [UInt8])] = [
+            ("tableFar", elf(tableAt: 1 << 63, namesAt: 128, namesSize: 8)),
+            ("tableLast", elf(tableAt: UInt64.max - 63, namesAt: 128, namesSize: 8)),
+            ("namesFar", elf(tableAt: 64, namesAt: UInt64.max - 7, namesSize: 8)),
+            ("namesHuge", elf(tableAt: 64, namesAt: 128, namesSize: 1 << 63)),
+            ("namesEndPastOffsets", elf(tableAt: 64, namesAt: UInt64(Int64.max) - 3, namesSize: 8)),
+        ]
+        try TemporaryDirectory.with { directory in
+            for (name, bytes) in files {
+                let path = try directory.write(name, bytes: bytes)
+                #expect(MappedPages.sectionOffsets(".rodata", in: path) == nil, "\(name)")
+            }
+            // The same file with sane numbers does name a section: the cases above fail for their numbers.
+            let sane = try directory.write("sane", bytes: elf(tableAt: 64, namesAt: 128, namesSize: 8))
+            #expect(MappedPages.sectionOffsets(".rodata", in: sane) == 128..<136)
         }
     }
 }

@@ -7,8 +7,9 @@ import Testing
 /// A writer bounds SQLite's page caches (``Database/cacheMemoryLimit``, tighter while a big document
 /// is stored) so that a document near the size limit does not fill every connection's cache at once.
 /// A bound on memory only: documents far bigger than it are stored, activated and copied to the
-/// reader file whole.
-@Suite struct BigDocumentStoreTests {
+/// reader file whole. Serialized: the bound is SQLite's, process-wide, and the big document's test
+/// holds the tighter one while the other checks the usual one.
+@Suite(.serialized) struct BigDocumentStoreTests {
     private let t0 = Timestamp(milliseconds: 1_700_000_000_000)
 
     @Test func aWriterBoundsThePageCaches() throws {
