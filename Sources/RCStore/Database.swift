@@ -8,6 +8,9 @@ enum SQLValue {
     case null
     case integer(Int64)
     case text(String)
+
+    /// An integer, or NULL for `nil`.
+    static func of(_ integer: Int64?) -> SQLValue { integer.map(SQLValue.integer) ?? .null }
 }
 
 /// One SQLite connection. Owns the handle: opened in `init`, closed in `deinit`.
@@ -412,5 +415,24 @@ struct Row {
     func integer(_ column: Int32) -> Int64? {
         guard let handle, !isNull(column) else { return nil }
         return sqlite3_column_int64(handle, column)
+    }
+
+    /// Column `column`'s text as SQLite holds it, read in place (no copy); empty when it is NULL.
+    private func bytes(_ column: Int32) -> UnsafeRawBufferPointer {
+        guard let handle, let text = sqlite3_column_text(handle, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, column)))
+    }
+
+    /// How column `column`'s text orders against `other`'s column `otherColumn`, as SQLite's BINARY
+    /// collation orders them (the bytes, then the length): negative, zero or positive. Neither is copied.
+    func compareText(_ column: Int32, with other: Row, _ otherColumn: Int32) -> Int {
+        let a = bytes(column)
+        let b = other.bytes(otherColumn)
+        let common = min(a.count, b.count)
+        if common > 0, let x = a.baseAddress, let y = b.baseAddress {
+            let order = memcmp(x, y, common)
+            if order != 0 { return Int(order) }
+        }
+        return a.count - b.count
     }
 }

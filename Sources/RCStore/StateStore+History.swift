@@ -190,20 +190,43 @@ extension StateStore {
             ($0.text(0), $0.integer(1))
         }
         guard let (version, activatedAt) = active.first else { return }
-        // The one copy of values history makes: those active before it was kept have no set.
-        let set = try newValueSet()
-        try db.run("INSERT INTO set_values (set_id, key, value) SELECT ?, key, value FROM active_values", [set])
         try db.run(
             """
             INSERT INTO history (template_version, activated_at, source, changed_keys, outcome, set_id)
             VALUES (?, ?, 'baseline', 0, 'active', ?)
-            """, [version.map(SQLValue.text) ?? .null, .integer(activatedAt ?? now.milliseconds), set])
+            """, [version.map(SQLValue.text) ?? .null, .integer(activatedAt ?? now.milliseconds), try activeValueSet()])
     }
 
     /// A new, empty value set's id.
     func newValueSet() throws(SQLiteError) -> SQLValue {
         .integer(try db.query("INSERT INTO value_sets DEFAULT VALUES RETURNING id") { $0.integer(0) ?? 0 }.first ?? 0)
     }
+
+    /// Stores `values` as value set `set`: in key order, ``valueRowsPerStatement`` rows per statement
+    /// while that many are left. One row per statement cost 3 µs a row, most of it starting the
+    /// statement again (its cursors, its seek from the root); a hundred at a time, about 1 µs (BENCHMARKS.md).
+    func insertValues(_ values: [String: String], into set: SQLValue) throws(SQLiteError) {
+        let rows = values.sorted { $0.key.precedesByBytes($1.key) }
+        var start = 0
+        var bound: [SQLValue] = []
+        bound.reserveCapacity(1 + 2 * Self.valueRowsPerStatement)
+        while start < rows.count {
+            let count = Self.valueRowsPerStatement <= rows.count - start ? Self.valueRowsPerStatement : 1
+            bound.removeAll(keepingCapacity: true)
+            bound.append(set)
+            for (key, value) in rows[start..<start + count] {
+                bound.append(.text(key))
+                bound.append(.text(value))
+            }
+            try db.cachedStatement(count == 1 ? Self.insertValueSQL : Self.insertValuesSQL).runBorrowing(bound)
+            start += count
+        }
+    }
+
+    static let valueRowsPerStatement = 100
+    private static let insertValueSQL = "INSERT INTO set_values (set_id, key, value) VALUES (?1, ?, ?)"
+    private static let insertValuesSQL =
+        insertValueSQL + String(repeating: ", (?1, ?, ?)", count: valueRowsPerStatement - 1)
 
     /// Deletes the value sets that neither a snapshot nor a history entry names (few: one per kept
     /// entry and the fetched snapshot), with their values. `NOT EXISTS`, not `NOT IN`: both tables
@@ -220,8 +243,7 @@ extension StateStore {
         for set in unused { try db.run("DELETE FROM set_values WHERE set_id = ?", [.integer(set)]) }
     }
 
-    /// Adds the snapshot now in `active_values` (the fetched snapshot's value set, which it was
-    /// copied from) as the newest entry and drops the oldest beyond `keep`, with the value sets
+    /// Adds the snapshot now active (it names the fetched snapshot's value set) as the newest entry and drops the oldest beyond `keep`, with the value sets
     /// nothing names any more.
     private func appendHistory(
         version: String?, at now: Timestamp, source: String, changedKeys: Int, trial: Bool, keep: Int
@@ -249,41 +271,20 @@ extension StateStore {
         throws(SQLiteError) -> Activation
     {
         let targetID = SQLValue.integer(target ?? -1)
-        let changes = try db.query(
-            """
-            WITH target(key, value) AS (
-                SELECT key, value FROM set_values WHERE set_id = (SELECT set_id FROM history WHERE id = ?1))
-            SELECT u.key, coalesce(a.value, d.value), coalesce(t.value, d.value),
-                CASE WHEN t.value IS NOT NULL THEN 1 WHEN d.value IS NOT NULL THEN 0 END
-            FROM (SELECT key FROM target UNION SELECT key FROM active_values) u
-                LEFT JOIN active_values a ON a.key = u.key
-                LEFT JOIN target t ON t.key = u.key
-                LEFT JOIN defaults d ON d.key = u.key
-            WHERE coalesce(a.value, d.value) IS NOT coalesce(t.value, d.value)
-            ORDER BY 1
-            """, [targetID]
-        ) { row in
-            KeyChange(
-                key: row.text(0) ?? "", old: row.text(1), new: row.text(2),
-                source: row.integer(3).map { $0 == 1 ? .remote : .default })
-        }
-        try db.run("DELETE FROM active_values")
-        try db.run(
-            """
-            INSERT INTO active_values (key, value)
-            SELECT key, value FROM set_values WHERE set_id = (SELECT set_id FROM history WHERE id = ?)
-            """,
-            [targetID])
+        let targetSet = SQLValue.of(
+            try db.query("SELECT set_id FROM history WHERE id = ?", [targetID]) { $0.integer(0) }.first ?? nil)
+        let changes = try valueChanges(from: try activeValueSet(), to: targetSet, withValues: true)
         let version =
             try db.query("SELECT template_version FROM history WHERE id = ?", [targetID]) { $0.text(0) }.first ?? nil
         if target == nil {
             try db.run("DELETE FROM snapshots WHERE kind = 'active'")
         } else {
+            // The entry's value set becomes the active one: nothing is copied.
             try db.run(
                 """
-                INSERT OR REPLACE INTO snapshots (kind, template_version, etag, fetched_at, activated_at, pending)
-                VALUES ('active', ?, NULL, NULL, ?, 0)
-                """, [version.map(SQLValue.text) ?? .null, .integer(now.milliseconds)])
+                INSERT OR REPLACE INTO snapshots (kind, template_version, etag, fetched_at, activated_at, pending, set_id)
+                VALUES ('active', ?, NULL, NULL, ?, 0, ?)
+                """, [version.map(SQLValue.text) ?? .null, .integer(now.milliseconds), targetSet])
             try db.run("UPDATE history SET outcome = 'active' WHERE id = ?", [targetID])
         }
         var exitCode = SQLValue.null
@@ -304,6 +305,8 @@ extension StateStore {
             UPDATE snapshots SET pending = 0 WHERE kind = 'fetched' AND pending = 1
                 AND template_version IN (SELECT template_version FROM rejected_versions)
             """)
+        // The set active before goes, unless a history entry names it.
+        try dropUnusedValueSets()
         let changedKeys = changes.map(\.key)
         try appendEvent(
             .rolledBack, at: now,

@@ -261,10 +261,12 @@ extension StateStore {
             // Only what readers read: every reader parses the whole schema before its first
             // statement (`rcagent get` spent 15% of its instructions there). No value sets, no
             // removed-activity ids, no indexes beyond the keys'; the fetched values (never copied
-            // here) an empty table of that name.
+            // here) an empty table of that name, the active values (a view of their set in the state
+            // database) a table of their own.
             let schema = try image.query(
                 """
                 SELECT CASE name WHEN 'fetched_values' THEN 'CREATE TABLE fetched_values (key TEXT PRIMARY KEY, value TEXT)'
+                    WHEN 'active_values' THEN 'CREATE TABLE active_values (key TEXT PRIMARY KEY, value TEXT NOT NULL)'
                     ELSE sql END
                 FROM live.sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite%' AND type IN ('table', 'view')
                     AND name NOT IN ('set_values', 'value_sets', 'removed_activities')

@@ -292,7 +292,7 @@ import Testing
             #expect(try early.activity(id: "order-42", now: t0) == nil)
             #expect(try early.nextActivityDeadline() == nil)
             let store = try StateStore.openForWriting(path: path)
-            #expect(StateStore.schemaVersion == 6)
+            #expect(StateStore.schemaVersion == 7)
             // Migration 4: the value tables are rowid tables, their values kept (a seek in a
             // WITHOUT ROWID table read every overflowing record it met whole).
             let tables = try Database(path: path, mode: .readOnly).query(

@@ -55,4 +55,19 @@ import Testing
             #expect(activation?.changedKeys == ["Z", "a", "b", "c", "d", "e", "\u{e9}"])
         }
     }
+    /// Keys and values are compared by their bytes, as SQLite and `get` see them: a key spelled
+    /// with a combining accent is another key than the precomposed one (Swift's `==` says they are
+    /// equal), and a value that changes only its spelling is a change.
+    @Test func canonicallyEquivalentSpellingsAreDifferentKeysAndValues() throws {
+        try withStore { store throws in
+            try store.recordFetch(
+                .update(values: ["caf\u{e9}": "1", "name": "Jos\u{e9}"], templateVersion: "1", etag: nil), at: t0,
+                activate: true)
+            let activation = try store.recordFetch(
+                .update(values: ["cafe\u{301}": "1", "name": "Jose\u{301}"], templateVersion: "2", etag: nil),
+                at: t0 + .seconds(1), activate: true, withValues: true)
+            #expect(activation?.changedKeys.map { Array($0.utf8) } == [Array("cafe\u{301}".utf8), Array("caf\u{e9}".utf8), Array("name".utf8)])
+            #expect(activation?.changes?.last?.new.map { Array($0.utf8) } == Array("Jose\u{301}".utf8))
+        }
+    }
 }

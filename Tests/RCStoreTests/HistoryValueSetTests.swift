@@ -143,4 +143,65 @@ import Testing
                     path) == 0)
         }
     }
+    /// An activation and a rollback name a value set; neither copies one (before schema 7 each
+    /// copied every value into a table of the active values).
+    @Test func activatingAndRollingBackCopyNoValues() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let path = dir.file("state.db")
+            let store = try StateStore.openForWriting(path: path)
+            for version in 1...2 {
+                try store.recordFetch(
+                    .update(values: values(version), templateVersion: "\(version)", etag: nil), at: at(Int64(version)),
+                    activate: true, recording: ActivationRecording(keep: 5))
+            }
+            #expect(try count("SELECT count(*) FROM set_values", path) == 100)
+            #expect(try store.rollback(at: at(3)).get().changedKeys.count == 50)
+            #expect(try count("SELECT count(*) FROM set_values", path) == 100)
+            #expect(
+                try count(
+                    "SELECT set_id FROM snapshots WHERE kind = 'active'", path)
+                    == count("SELECT set_id FROM history WHERE template_version = '1'", path))
+            #expect(try store.value(forKey: "k9")?.text == "v9 of 1")
+            #expect(try store.status().active.keys == 50)
+        }
+    }
+
+    /// A database of schema 6 kept the active values in a table of their own: they become a value
+    /// set the active snapshot names, with nothing lost, and so do values left without a snapshot.
+    @Test(arguments: [true, false])
+    func aSchemaSixDatabaseMigratesItsActiveValuesToASet(withSnapshot: Bool) throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let path = dir.file("state.db")
+            do {
+                let old = try Database(path: path, mode: .readWrite)
+                try old.execute("PRAGMA journal_mode=WAL")
+                for migration in Schema.migrations.prefix(6) { try old.execute(migration) }
+                try old.execute("PRAGMA user_version = 6")
+                try old.execute(
+                    """
+                    INSERT INTO meta (key, value) VALUES ('device_id', 'dev-1');
+                    INSERT INTO active_values (key, value) VALUES ('url', 'b'), ('title', 'Shop');
+                    INSERT INTO value_sets (id) VALUES (2);
+                    INSERT INTO set_values (set_id, key, value) VALUES (2, 'url', 'a'), (2, 'title', 'Shop');
+                    INSERT INTO history (id, template_version, activated_at, source, changed_keys, outcome, set_id)
+                        VALUES (1, '1', 1000, 'fetch', 2, 'superseded', 2), (2, '2', 2000, 'fetch', 1, 'active', NULL);
+                    """)
+                if withSnapshot {
+                    try old.execute(
+                        "INSERT INTO snapshots (kind, template_version, activated_at) VALUES ('active', '2', 2000)")
+                }
+            }
+            let store = try StateStore.openForWriting(path: path)
+            #expect(try count("PRAGMA user_version", path) == Int64(Schema.currentVersion))
+            #expect(try count("SELECT count(*) FROM sqlite_master WHERE name = 'active_values' AND type = 'view'", path) == 1)
+            #expect(try store.value(forKey: "url")?.text == "b")
+            #expect(try store.value(forKey: "title")?.source == .remote)
+            #expect(try store.status().active.keys == 2)
+            #expect(try store.status().active.templateVersion == (withSnapshot ? "2" : nil))
+            // The migrated set is the active snapshot's, and a rollback to the entry before it works.
+            #expect(try store.rollback(to: "1", at: at(3)).get().changedKeys == ["url"])
+            #expect(try store.value(forKey: "url")?.text == "a")
+            #expect(try store.integrityProblems() == nil)
+        }
+    }
 }

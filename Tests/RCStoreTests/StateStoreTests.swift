@@ -86,8 +86,7 @@ import Testing
             }
             #expect(
                 tables == [
-                    "active_values", "activities", "defaults", "events", "fetch_state", "history", "meta",
-                    "rejected_versions", "removed_activities", "set_values", "snapshots", "stale", "trial",
+                    "activities", "defaults", "events", "fetch_state", "history", "meta", "rejected_versions", "removed_activities", "set_values", "snapshots", "stale", "trial",
                     "value_sets",
                 ])
             #expect(try store.integrityProblems() == nil)
@@ -713,7 +712,12 @@ import Testing
                 .update(values: ["k": "old"], templateVersion: "1", etag: "e1"), at: t0, activate: true)
             try store.markStale(reason: "push", at: t1)
             let eventsBefore = try store.events()
-            try sabotage("active_values", in: store)
+            // The activation's write: the active snapshot naming the new value set.
+            try rawConnection(store.path).execute(
+                """
+                CREATE TRIGGER sabotage BEFORE INSERT ON snapshots WHEN NEW.kind = 'active'
+                BEGIN SELECT RAISE(ABORT, 'sabotaged'); END
+                """)
 
             let error = #expect(throws: StoreError.self) {
                 try store.recordFetch(
