@@ -269,6 +269,9 @@ final class Database {
 
     var changes: Int { Int(sqlite3_changes(handle)) }
 
+    /// The rowid of the last row this connection inserted (of a statement's rows, its last one).
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
     /// Rows inserted, updated or deleted on this connection since it opened.
     var totalChanges: Int64 { sqlite3_total_changes64(handle) }
 

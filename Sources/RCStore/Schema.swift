@@ -155,8 +155,11 @@ enum Schema {
         // value: it names another set (3,000 rows deleted and 3,000 copied at each activation were
         // a third of a 3,000-parameter fetch, BENCHMARKS.md). `active_values` becomes a view of the
         // active snapshot's set. A set is made only for a database that has active values or an
-        // active snapshot.
+        // active snapshot. A set stored in key order (every set from now on) says which rows hold
+        // it (`first_row`..`last_row`, in key order): read in order by rowid, with no index seeks.
         """
+        ALTER TABLE value_sets ADD COLUMN first_row INTEGER;
+        ALTER TABLE value_sets ADD COLUMN last_row INTEGER;
         INSERT INTO value_sets (id) SELECT NULL
             WHERE EXISTS (SELECT 1 FROM snapshots WHERE kind = 'active') OR EXISTS (SELECT 1 FROM active_values);
         INSERT INTO set_values (set_id, key, value) SELECT (SELECT max(id) FROM value_sets), key, value FROM active_values;
@@ -251,7 +254,7 @@ enum Schema {
             started_at INTEGER NOT NULL,
             deadline INTEGER NOT NULL
         );
-        CREATE TABLE value_sets (id INTEGER PRIMARY KEY AUTOINCREMENT);
+        CREATE TABLE value_sets (id INTEGER PRIMARY KEY AUTOINCREMENT, first_row INTEGER, last_row INTEGER);
         CREATE TABLE set_values (
             set_id INTEGER NOT NULL,
             key TEXT NOT NULL,

@@ -172,20 +172,15 @@ extension StateStore {
     /// replaced by value set `new` (`.null`: no remote values), in key order as SQLite's BINARY
     /// collation sorts them; with `withValues`, each with its value before and after.
     ///
-    /// One merge of the two sets read in key order (their index), comparing keys and values in
-    /// place: a key in both sets costs no lookup and no copy unless its value changed; a key in one
+    /// One merge of the two sets read in key order (by rowid, ``setRows(_:_:)``), comparing keys
+    /// and values in place: a key in both sets costs no lookup and no copy unless its value changed; a key in one
     /// of them is compared with its default. The join that did this by three index seeks a key, and
     /// the copy of the set into a table of its own, were two thirds of a 3,000-key activation.
     func valueChanges(from old: SQLValue, to new: SQLValue, withValues: Bool) throws(SQLiteError) -> [KeyChange] {
-        // Two statements (their texts differ), stepped side by side.
-        let before = try db.cachedStatement("SELECT key, value FROM set_values WHERE set_id = ? ORDER BY key")
-        let after = try db.cachedStatement("SELECT key, value FROM set_values AS n WHERE set_id = ? ORDER BY key")
-        defer {
-            before.reset()
-            after.reset()
-        }
-        try before.bind([old])
-        try after.bind([new])
+        let before = try setRows(old, "old")
+        defer { before.reset() }
+        let after = try setRows(new, "new")
+        defer { after.reset() }
         var changes: [KeyChange] = []
         func defaultValue(_ key: String) throws(SQLiteError) -> String? {
             try db.query("SELECT value FROM defaults WHERE key = ?", [.text(key)]) { $0.text(0) }.first ?? nil

@@ -202,31 +202,97 @@ extension StateStore {
         .integer(try db.query("INSERT INTO value_sets DEFAULT VALUES RETURNING id") { $0.integer(0) ?? 0 }.first ?? 0)
     }
 
-    /// Stores `values` as value set `set`: in key order, ``valueRowsPerStatement`` rows per statement
-    /// while that many are left. One row per statement cost 3 µs a row, most of it starting the
-    /// statement again (its cursors, its seek from the root); a hundred at a time, about 1 µs (BENCHMARKS.md).
+    /// Stores `values` as value set `set`, in key order (SQLite's BINARY collation: the bytes),
+    /// ``valueRowsPerStatement`` rows per statement while that many are left. One row per statement
+    /// cost 3 µs a row, most of it starting the statement again (its cursors, its seek from the
+    /// root); a hundred at a time, about 1 µs (BENCHMARKS.md). The rows get consecutive rowids in
+    /// key order, and the set says which (``setRows(_:_:)`` reads them by rowid).
     func insertValues(_ values: [String: String], into set: SQLValue) throws(SQLiteError) {
-        let rows = values.sorted { $0.key.precedesByBytes($1.key) }
+        let rows = Array(values)
+        let order = Self.byteOrder(rows.map(\.key))
         var start = 0
         var bound: [SQLValue] = []
         bound.reserveCapacity(1 + 2 * Self.valueRowsPerStatement)
-        while start < rows.count {
-            let count = Self.valueRowsPerStatement <= rows.count - start ? Self.valueRowsPerStatement : 1
+        var first: Int64?
+        var last: Int64?
+        var consecutive = true
+        while start < order.count {
+            let count = Self.valueRowsPerStatement <= order.count - start ? Self.valueRowsPerStatement : 1
             bound.removeAll(keepingCapacity: true)
             bound.append(set)
-            for (key, value) in rows[start..<start + count] {
-                bound.append(.text(key))
-                bound.append(.text(value))
+            for index in order[start..<start + count] {
+                bound.append(.text(rows[index].key))
+                bound.append(.text(rows[index].value))
             }
             try db.cachedStatement(count == 1 ? Self.insertValueSQL : Self.insertValuesSQL).runBorrowing(bound)
+            // SQLite gives a new row the largest rowid plus one; should it ever not (past 2^63 - 1,
+            // it picks at random), the set is read through its index instead.
+            let inserted = db.lastInsertRowID
+            if let last, inserted != last + Int64(count) { consecutive = false }
+            if first == nil { first = inserted - Int64(count) + 1 }
+            last = inserted
             start += count
         }
+        guard consecutive, let first, let last else { return }
+        try db.run(
+            "UPDATE value_sets SET first_row = ?, last_row = ? WHERE id = ?", [.integer(first), .integer(last), set])
     }
 
     static let valueRowsPerStatement = 100
     private static let insertValueSQL = "INSERT INTO set_values (set_id, key, value) VALUES (?1, ?, ?)"
     private static let insertValuesSQL =
         insertValueSQL + String(repeating: ", (?1, ?, ?)", count: valueRowsPerStatement - 1)
+
+    /// The indices of `keys` in the order of their bytes. Each key's first 16 bytes, as two
+    /// integers, decide almost every comparison; only keys that share them are compared whole.
+    /// Sorting the keys themselves (a `String` comparison retains and releases both) cost more
+    /// than storing them.
+    static func byteOrder(_ keys: [String]) -> [Int] {
+        struct Entry {
+            var high: UInt64
+            var low: UInt64
+            var index: Int
+        }
+        var entries = keys.enumerated().map { index, key in
+            var high: UInt64 = 0
+            var low: UInt64 = 0
+            for (position, byte) in key.utf8.prefix(16).enumerated() {
+                // Big-endian: the first byte is the most significant. No key holds a NUL byte, so
+                // the zero padding sorts a key before every longer key it starts.
+                if position < 8 {
+                    high |= UInt64(byte) << (56 - 8 * position)
+                } else {
+                    low |= UInt64(byte) << (56 - 8 * (position - 8))
+                }
+            }
+            return Entry(high: high, low: low, index: index)
+        }
+        entries.sort { a, b in
+            if a.high != b.high { return a.high < b.high }
+            if a.low != b.low { return a.low < b.low }
+            return keys[a.index].precedesByBytes(keys[b.index])
+        }
+        return entries.map(\.index)
+    }
+
+    /// Value set `set`'s keys and values in key order (a `.null` set: none), from a statement of
+    /// its own for each `side` (two sides are read at once): by rowid when the set says which rows
+    /// hold it, through its index otherwise (a set stored before schema 7).
+    func setRows(_ set: SQLValue, _ side: String) throws(SQLiteError) -> Statement {
+        let range = try db.query("SELECT first_row, last_row FROM value_sets WHERE id = ?", [set]) {
+            ($0.integer(0), $0.integer(1))
+        }.first
+        let statement: Statement
+        if case let (first?, last?)? = range {
+            statement = try db.cachedStatement("SELECT key, value FROM set_values AS \(side) WHERE rowid BETWEEN ? AND ?")
+            try statement.bind([.integer(first), .integer(last)])
+        } else {
+            statement = try db.cachedStatement(
+                "SELECT key, value FROM set_values AS \(side) WHERE set_id = ? ORDER BY key")
+            try statement.bind([set])
+        }
+        return statement
+    }
 
     /// Deletes the value sets that neither a snapshot nor a history entry names (few: one per kept
     /// entry and the fetched snapshot), with their values. `NOT EXISTS`, not `NOT IN`: both tables

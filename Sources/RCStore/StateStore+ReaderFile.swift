@@ -206,7 +206,17 @@ extension StateStore {
         "DELETE FROM rejected_versions", "DELETE FROM trial", "DELETE FROM events",
         "INSERT INTO meta SELECT * FROM live.meta WHERE key IN ('device_id', 'activation.deferred')",
         "INSERT INTO defaults SELECT * FROM live.defaults",
-        "INSERT INTO active_values SELECT * FROM live.active_values",
+        // The active value set by rowid when it says which rows hold it, else through its index.
+        """
+        INSERT INTO active_values SELECT key, value FROM live.set_values WHERE rowid BETWEEN
+            (SELECT first_row FROM live.value_sets WHERE id = (SELECT set_id FROM live.snapshots WHERE kind = 'active'))
+            AND (SELECT last_row FROM live.value_sets WHERE id = (SELECT set_id FROM live.snapshots WHERE kind = 'active'))
+        """,
+        """
+        INSERT INTO active_values SELECT * FROM live.active_values WHERE
+            (SELECT last_row FROM live.value_sets WHERE id = (SELECT set_id FROM live.snapshots WHERE kind = 'active'))
+            IS NULL
+        """,
         "INSERT INTO snapshots SELECT * FROM live.snapshots",
         "INSERT INTO fetch_state SELECT * FROM live.fetch_state",
         "INSERT INTO stale SELECT * FROM live.stale",
