@@ -33,7 +33,15 @@ with open(f"{work}/defaults.json", "w") as f:
 env = dict(os.environ, RCAGENT_CONFIG=conf)
 subprocess.run([f"{old or new}/rcagent", "mark-stale", "--reason", "bench"], env=env, check=True,
                stdout=subprocess.DEVNULL)
-rows = "".join(f"INSERT INTO active_values VALUES ('key_{i}', 'value of key {i}');\n" for i in range(1, 3001))
+# Since schema 7 the active values are a view of the value set the active snapshot names.
+schema = subprocess.run(["sqlite3", f"{work}/state/state.db", "SELECT type FROM sqlite_master WHERE name = 'active_values'"],
+                        capture_output=True, text=True, check=True).stdout.strip()
+if schema == "view":
+    rows = "INSERT INTO value_sets (id) VALUES (1000);\n" \
+        "INSERT OR REPLACE INTO snapshots (kind, pending, set_id) VALUES ('active', 0, 1000);\n" + \
+        "".join(f"INSERT INTO set_values VALUES (1000, 'key_{i}', 'value of key {i}');\n" for i in range(1, 3001))
+else:
+    rows = "".join(f"INSERT INTO active_values VALUES ('key_{i}', 'value of key {i}');\n" for i in range(1, 3001))
 subprocess.run(["sqlite3", f"{work}/state/state.db"], input=f"BEGIN;\n{rows}COMMIT;\n", text=True, check=True)
 subprocess.run(["sqlite3", f"{work}/state/state.db", "PRAGMA wal_checkpoint(TRUNCATE)"], check=True,
                stdout=subprocess.DEVNULL)

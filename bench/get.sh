@@ -26,9 +26,16 @@ export RCAGENT_CONFIG="$work/agent.conf"
 
 # Create the schema with the real binary, then fill the active snapshot with 3,000 keys.
 "$bin/rcagent" mark-stale --reason bench >/dev/null
+# Since schema 7 the active values are a view of the value set the active snapshot names.
 {
   echo "BEGIN;"
-  for i in $(seq 1 3000); do echo "INSERT INTO active_values VALUES ('key_$i', 'value of key $i');"; done
+  if [ "$(sqlite3 "$work/state/state.db" "SELECT type FROM sqlite_master WHERE name = 'active_values'")" = view ]; then
+    echo "INSERT INTO value_sets (id) VALUES (1000);"
+    echo "INSERT OR REPLACE INTO snapshots (kind, pending, set_id) VALUES ('active', 0, 1000);"
+    for i in $(seq 1 3000); do echo "INSERT INTO set_values VALUES (1000, 'key_$i', 'value of key $i');"; done
+  else
+    for i in $(seq 1 3000); do echo "INSERT INTO active_values VALUES ('key_$i', 'value of key $i');"; done
+  fi
   echo "COMMIT;"
 } | sqlite3 "$work/state/state.db"
 # A running daemon checkpoints its WAL; start both readers from the same checkpointed file.
