@@ -1,7 +1,7 @@
 """What the bench scripts share: a work directory holding a defaults file and an agent.conf whose
 source is a JSON file, for one rcagentd and the rcagent calls around it; a process's CPU time; a free
 port and a bounded wait for a broker or a daemon to come up."""
-import json, os, socket, subprocess, sys, tempfile, time
+import json, os, signal, socket, subprocess, sys, tempfile, time
 
 
 class FileAgent:
@@ -23,7 +23,7 @@ class FileAgent:
 
 class HTTPAgent(FileAgent):
     """A FileAgent whose source is `http://127.0.0.1:PORT/doc.json`, served from WORK/www by python's
-    http.server (``serve()`` starts it; the caller stops it with ``stop()``)."""
+    http.server or by nginx (``serve()`` starts it; the caller stops it with ``stop()``)."""
 
     def __init__(self, prefix):
         super().__init__(prefix, source="www/doc.json")
@@ -31,28 +31,71 @@ class HTTPAgent(FileAgent):
         os.mkdir(self.www)
         self.port = free_port()
         self.server = None
+        self.modified = 0
         with open(self.conf) as f:
             conf = f.read().split("[Source]")[0]
         with open(self.conf, "w") as f:
             f.write(conf + f"[Source]\nType=http\nURL=http://127.0.0.1:{self.port}/doc.json\n")
 
     def publish(self, text):
-        """Replaces the served document whole (a rename); returns its size in bytes."""
+        """Replaces the served document whole (a rename); returns its size in bytes. Each version gets
+        an mtime at least 1 s after the last: nginx's ETag is the mtime in whole seconds and the size,
+        and a changed document of the same size within the same second would otherwise be a 304."""
         temporary = self.remote + ".new"
         with open(temporary, "w") as f:
             f.write(text)
+        self.modified = max(int(time.time()), self.modified + 1)
+        os.utime(temporary, (self.modified, self.modified))
         os.rename(temporary, self.remote)
         return len(text.encode())
 
-    def serve(self):
-        self.server = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(self.port),
-                                        "--directory", self.www], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(lambda: port_open(self.port), "the http server did not start")
+    def serve(self, server="python"):
+        """Starts the http server: "python" (http.server: HTTP/1.0, a thread per request, about 1 ms a
+        request) or "nginx" (a master and one worker, as a CDN edge serves a static file; config, pid
+        file, logs and temp paths in WORK/nginx, no access log)."""
+        if server == "nginx":
+            d = os.path.join(self.work, "nginx")
+            os.makedirs(os.path.join(d, "temp"))
+            with open(f"{d}/nginx.conf", "w") as f:
+                # `user root`: when the bench runs as root, workers would otherwise run as nobody,
+                # who cannot read the 0700 work directory (ignored, with a notice, when not root).
+                f.write(f"""master_process on;
+worker_processes 1;
+user root;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_body_temp_path {d}/temp/body;
+    proxy_temp_path {d}/temp/proxy;
+    fastcgi_temp_path {d}/temp/fastcgi;
+    uwsgi_temp_path {d}/temp/uwsgi;
+    scgi_temp_path {d}/temp/scgi;
+    types {{ application/json json; }}
+    server {{ listen 127.0.0.1:{self.port}; root {self.www}; }}
+}}
+""")
+            command = ["/usr/sbin/nginx", "-p", d, "-e", f"{d}/error.log", "-c", f"{d}/nginx.conf", "-g",
+                       "daemon off;"]
+        else:
+            command = [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(self.port), "--directory",
+                       self.www]
+        # nginx's master and worker in a process group of their own: stop() ends the master by its pid,
+        # and the group only if the master does not stop.
+        self.server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                       start_new_session=True)
+        wait_for(lambda: port_open(self.port), f"the http server ({server}) did not start")
 
     def stop(self):
         if self.server:
             self.server.terminate()
-            self.server.wait()
+            try:
+                self.server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.server.pid, signal.SIGKILL)
+                self.server.wait()
+            self.server = None
 
 
 def forced_fetch(sock):

@@ -1,36 +1,14 @@
 import Glibc
 
-/// Starts `body` on a new detached OS thread: for blocking work (sockets, curl transfers, the MQTT
-/// network loop) that must not sit on the cooperative pool. In RCSystem because the daemon and the
-/// network modules (RCHTTP, RCMQTT) all start such threads.
+/// Starts `body` on a detached OS thread of its own: for blocking work (sockets, curl transfers, the
+/// MQTT network loop) that must not sit on the cooperative pool. The thread is one that finished an
+/// earlier body and waits in ``ThreadPark/shared`` for the next, when one does, or a new one. In
+/// RCSystem because the daemon and the network modules (RCHTTP, RCMQTT) all start such threads.
 public enum DetachedThread {
-    private final class Box {
-        let body: () -> Void
-        init(_ body: @escaping () -> Void) { self.body = body }
-    }
-
     /// Whether the thread started (pthread_create can fail when threads or memory run out).
     @discardableResult
     public static func start(stackSize: Int = 512 * 1024, _ body: @escaping @Sendable () -> Void) -> Bool {
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        pthread_attr_setstacksize(&attributes, stackSize)
-        let context = Unmanaged.passRetained(Box(body)).toOpaque()
-        var thread = pthread_t()
-        let rc = pthread_create(
-            &thread, &attributes,
-            { context in
-                let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
-                box.body()
-                return nil
-            }, context)
-        if rc != 0 {
-            Unmanaged<Box>.fromOpaque(context).release()
-            return false
-        }
-        return true
+        ThreadPark.shared.start(stackSize: stackSize, body)
     }
 
     /// Runs the blocking `body` on a thread of its own and resumes the caller when it is done; on
