@@ -88,11 +88,15 @@ public enum RemoteDocument: Sendable, Equatable {
     }
 
     /// The same from a document already parsed (the reader of templates parses once for both).
-    public static func read(_ json: JSONValue, name: String) throws(DocumentError) -> RemoteDocument {
+    /// Without `templateValues`, a template is checked whole but its values are not kept (an update
+    /// with none): for a reader that evaluates it next, which makes them again.
+    public static func read(_ json: JSONValue, name: String, templateValues: Bool = true) throws(DocumentError)
+        -> RemoteDocument
+    {
         guard json.objectMembers != nil else {
             throw DocumentError(document: name, reason: "expected a JSON object, got \(json.typeName)")
         }
-        if json["parameters"] != nil { return try template(json, name: name) }
+        if json["parameters"] != nil { return try template(json, name: name, keepingValues: templateValues) }
         if json["entries"] != nil || json["state"] != nil { return try fetchResponse(json, name: name) }
         throw DocumentError(
             document: name,
@@ -139,12 +143,14 @@ public enum RemoteDocument: Sendable, Equatable {
         }
     }
 
-    private static func template(_ json: JSONValue, name: String) throws(DocumentError) -> RemoteDocument {
+    private static func template(_ json: JSONValue, name: String, keepingValues: Bool) throws(DocumentError)
+        -> RemoteDocument
+    {
         guard let parameters = json["parameters"]?.objectMembers else {
             throw DocumentError(document: name, reason: "\"parameters\" must be an object")
         }
         var values: [String: String] = [:]
-        values.reserveCapacity(parameters.count)
+        if keepingValues { values.reserveCapacity(parameters.count) }
         for (key, parameter) in parameters {
             // The parameter's name in an error, made only for one.
             func field() -> String { "parameters.\(RemoteEntry.quoted(key))" }
@@ -165,7 +171,7 @@ public enum RemoteDocument: Sendable, Equatable {
                     reason: "\(field()).defaultValue.value must be a string, got \(value.typeName)")
             }
             try RemoteEntry.check(key, text, field: field(), document: name)
-            values[key] = text
+            if keepingValues { values[key] = text }
         }
         let version = try templateVersion(json["version"]?["versionNumber"], field: "version.versionNumber", name: name)
         return .update(values: values, templateVersion: version)
