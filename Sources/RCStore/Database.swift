@@ -422,8 +422,20 @@ struct Row {
 
     /// Column `column`'s text as SQLite holds it, read in place (no copy); empty when it is NULL.
     private func bytes(_ column: Int32) -> UnsafeRawBufferPointer {
-        guard let handle, let text = sqlite3_column_text(handle, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        guard let handle, let text = sqlite3_column_text(handle, column) else {
+            return UnsafeRawBufferPointer(start: nil, count: 0)
+        }
         return UnsafeRawBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, column)))
+    }
+
+    /// Whether column `column` holds exactly the bytes of `text` (compared in place, not copied).
+    func hasText(_ column: Int32, _ text: String) -> Bool {
+        let held = bytes(column)
+        var text = text
+        return text.withUTF8 { other in
+            held.count == other.count
+                && (other.isEmpty || memcmp(held.baseAddress!, other.baseAddress!, other.count) == 0)
+        }
     }
 
     /// How column `column`'s text orders against `other`'s column `otherColumn`, as SQLite's BINARY

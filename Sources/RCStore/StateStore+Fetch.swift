@@ -61,7 +61,7 @@ extension StateStore {
             case let .update(values, templateVersion, etag):
                 // A new value set; the one fetched before goes unless a history entry names it.
                 let set = try newValueSet()
-                try insertValues(values, into: set)
+                try insertValues(values, into: set, inKeyOrder: !big)
                 try db.run(
                     """
                     INSERT OR REPLACE INTO snapshots (kind, template_version, etag, fetched_at, pending, set_id)
@@ -142,7 +142,8 @@ extension StateStore {
             "SELECT template_version, set_id FROM snapshots WHERE kind = 'fetched' AND pending = 1"
         ) { ($0.text(0), SQLValue.of($0.integer(1))) }
         guard let (templateVersion, fetchedSet) = pending.first else { return nil }
-        let changes = try valueChanges(from: try activeValueSet(), to: fetchedSet, withValues: withValues)
+        let (changedKeys, changes) = try valueChanges(
+            from: try activeValueSet(), to: fetchedSet, withValues: withValues)
         // The active snapshot names the fetched one's value set: nothing is copied.
         try db.run(
             """
@@ -152,15 +153,13 @@ extension StateStore {
         try db.run("UPDATE snapshots SET pending = 0 WHERE kind = 'fetched'")
         // The set active before goes, unless a history entry names it.
         try dropUnusedValueSets()
-        let changedKeys = changes.map(\.key)
         try appendEvent(
             .activated, at: now,
             detail: .object([
                 ("changedKeys", .array(changedKeys.map(JSONValue.string))),
                 ("templateVersion", templateVersion.map(JSONValue.string) ?? .null),
             ]))
-        return Activation(
-            changedKeys: changedKeys, templateVersion: templateVersion, changes: withValues ? changes : nil)
+        return Activation(changedKeys: changedKeys, templateVersion: templateVersion, changes: changes)
     }
 
     /// The active snapshot's value set (`.null`: no remote values are active).
@@ -176,12 +175,23 @@ extension StateStore {
     /// and values in place: a key in both sets costs no lookup and no copy unless its value changed; a key in one
     /// of them is compared with its default. The join that did this by three index seeks a key, and
     /// the copy of the set into a table of its own, were two thirds of a 3,000-key activation.
-    func valueChanges(from old: SQLValue, to new: SQLValue, withValues: Bool) throws(SQLiteError) -> [KeyChange] {
+    func valueChanges(from old: SQLValue, to new: SQLValue, withValues: Bool) throws(SQLiteError) -> (
+        keys: [String], changes: [KeyChange]?
+    ) {
         let before = try setRows(old, "old")
         defer { before.reset() }
         let after = try setRows(new, "new")
         defer { after.reset() }
+        var keys: [String] = []
         var changes: [KeyChange] = []
+        // Texts are copied out only for what is returned: without values, the changed keys alone
+        // (a 4 MB value is compared in place, never copied).
+        func change(
+            _ key: String, old: @autoclosure () -> String?, new: @autoclosure () -> String?, _ source: ValueSource?
+        ) {
+            keys.append(key)
+            if withValues { changes.append(KeyChange(key: key, old: old(), new: new(), source: source)) }
+        }
         func defaultValue(_ key: String) throws(SQLiteError) -> String? {
             try db.query("SELECT value FROM defaults WHERE key = ?", [.text(key)]) { $0.text(0) }.first ?? nil
         }
@@ -191,33 +201,28 @@ extension StateStore {
             let order = if let a, let b { a.compareText(0, with: b, 0) } else { a == nil ? 1 : -1 }
             if order == 0, let was = a, let now = b {
                 if was.compareText(1, with: now, 1) != 0 {
-                    changes.append(
-                        withValues
-                            ? KeyChange(key: was.text(0) ?? "", old: was.text(1), new: now.text(1), source: .remote)
-                            : KeyChange(key: was.text(0) ?? "", old: nil, new: nil, source: .remote))
+                    change(was.text(0) ?? "", old: was.text(1), new: now.text(1), .remote)
                 }
                 a = try before.step()
                 b = try after.step()
             } else if order < 0, let was = a {
                 // Gone from the remote values: `get` falls back to the default, if any.
                 let key = was.text(0) ?? ""
-                let value = was.text(1)
                 let fallback = try defaultValue(key)
-                if !(fallback.map { value?.sameBytes(as: $0) ?? false } ?? false) {
-                    changes.append(KeyChange(key: key, old: value, new: fallback, source: fallback == nil ? nil : .default))
+                if !(fallback.map { was.hasText(1, $0) } ?? false) {
+                    change(key, old: was.text(1), new: fallback, fallback == nil ? nil : .default)
                 }
                 a = try before.step()
             } else if let now = b {
                 // New among the remote values: it was its default, if any.
                 let key = now.text(0) ?? ""
-                let value = now.text(1)
                 let fallback = try defaultValue(key)
-                if !(fallback.map { value?.sameBytes(as: $0) ?? false } ?? false) {
-                    changes.append(KeyChange(key: key, old: fallback, new: value, source: .remote))
+                if !(fallback.map { now.hasText(1, $0) } ?? false) {
+                    change(key, old: fallback, new: now.text(1), .remote)
                 }
                 b = try after.step()
             }
         }
-        return changes
+        return (keys, withValues ? changes : nil)
     }
 }

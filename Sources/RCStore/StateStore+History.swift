@@ -202,40 +202,51 @@ extension StateStore {
         .integer(try db.query("INSERT INTO value_sets DEFAULT VALUES RETURNING id") { $0.integer(0) ?? 0 }.first ?? 0)
     }
 
-    /// Stores `values` as value set `set`, in key order (SQLite's BINARY collation: the bytes),
-    /// ``valueRowsPerStatement`` rows per statement while that many are left. One row per statement
-    /// cost 3 µs a row, most of it starting the statement again (its cursors, its seek from the
-    /// root); a hundred at a time, about 1 µs (BENCHMARKS.md). The rows get consecutive rowids in
-    /// key order, and the set says which (``setRows(_:_:)`` reads them by rowid).
-    func insertValues(_ values: [String: String], into set: SQLValue) throws(SQLiteError) {
-        let rows = Array(values)
-        let order = Self.byteOrder(rows.map(\.key))
-        var start = 0
-        var bound: [SQLValue] = []
-        bound.reserveCapacity(1 + 2 * Self.valueRowsPerStatement)
-        var first: Int64?
-        var last: Int64?
-        var consecutive = true
-        while start < order.count {
-            let count = Self.valueRowsPerStatement <= order.count - start ? Self.valueRowsPerStatement : 1
-            bound.removeAll(keepingCapacity: true)
-            bound.append(set)
-            for index in order[start..<start + count] {
-                bound.append(.text(rows[index].key))
-                bound.append(.text(rows[index].value))
-            }
-            try db.cachedStatement(count == 1 ? Self.insertValueSQL : Self.insertValuesSQL).runBorrowing(bound)
-            // SQLite gives a new row the largest rowid plus one; should it ever not (past 2^63 - 1,
-            // it picks at random), the set is read through its index instead.
-            let inserted = db.lastInsertRowID
-            if let last, inserted != last + Int64(count) { consecutive = false }
-            if first == nil { first = inserted - Int64(count) + 1 }
-            last = inserted
-            start += count
+    /// Stores `values` as value set `set`, ``valueRowsPerStatement`` rows per statement while that
+    /// many are left. One row per statement cost 3 µs a row, most of it starting the statement again
+    /// (its cursors, its seek from the root); a hundred at a time, about 1 µs (BENCHMARKS.md).
+    /// `inKeyOrder`: in key order (SQLite's BINARY collation: the bytes), on consecutive rowids, and
+    /// the set says which (``setRows(_:_:)`` reads them by rowid). Not for a big document, whose
+    /// sort would hold about 50 bytes a key more at its peak: its set is read through the index.
+    func insertValues(_ values: [String: String], into set: SQLValue, inKeyOrder: Bool) throws(SQLiteError) {
+        guard inKeyOrder else {
+            _ = try insertRows(values, count: values.count, into: set)
+            return
         }
-        guard consecutive, let first, let last else { return }
+        let rows = Array(values)
+        let ordered = Self.byteOrder(rows.map(\.key)).lazy.map { rows[$0] }
+        guard let (first, last) = try insertRows(ordered, count: rows.count, into: set) else { return }
         try db.run(
             "UPDATE value_sets SET first_row = ?, last_row = ? WHERE id = ?", [.integer(first), .integer(last), set])
+    }
+
+    /// Inserts the `count` `rows` into value set `set`; the first and last rowid when they were
+    /// consecutive (SQLite gives a new row the largest rowid plus one; should it ever not, past
+    /// 2^63 - 1, where it picks at random, the set is read through its index instead).
+    private func insertRows(_ rows: some Sequence<(key: String, value: String)>, count: Int, into set: SQLValue)
+        throws(SQLiteError) -> (Int64, Int64)?
+    {
+        var bound: [SQLValue] = [set]
+        bound.reserveCapacity(1 + 2 * Self.valueRowsPerStatement)
+        var remaining = count
+        var batch = 0
+        var range: (first: Int64, last: Int64)?
+        var consecutive = true
+        for (key, value) in rows {
+            if batch == 0 { batch = Self.valueRowsPerStatement <= remaining ? Self.valueRowsPerStatement : 1 }
+            bound.append(.text(key))
+            bound.append(.text(value))
+            guard bound.count == 1 + 2 * batch else { continue }
+            try db.cachedStatement(batch == 1 ? Self.insertValueSQL : Self.insertValuesSQL).runBorrowing(bound)
+            let inserted = db.lastInsertRowID
+            if let range, inserted != range.last + Int64(batch) { consecutive = false }
+            range = (range?.first ?? inserted - Int64(batch) + 1, inserted)
+            remaining -= batch
+            batch = 0
+            bound.removeSubrange(1...)
+        }
+        guard consecutive, remaining == 0, let range else { return nil }
+        return range
     }
 
     static let valueRowsPerStatement = 100
@@ -284,7 +295,8 @@ extension StateStore {
         }.first
         let statement: Statement
         if case let (first?, last?)? = range {
-            statement = try db.cachedStatement("SELECT key, value FROM set_values AS \(side) WHERE rowid BETWEEN ? AND ?")
+            statement = try db.cachedStatement(
+                "SELECT key, value FROM set_values AS \(side) WHERE rowid BETWEEN ? AND ?")
             try statement.bind([.integer(first), .integer(last)])
         } else {
             statement = try db.cachedStatement(
@@ -339,7 +351,7 @@ extension StateStore {
         let targetID = SQLValue.integer(target ?? -1)
         let targetSet = SQLValue.of(
             try db.query("SELECT set_id FROM history WHERE id = ?", [targetID]) { $0.integer(0) }.first ?? nil)
-        let changes = try valueChanges(from: try activeValueSet(), to: targetSet, withValues: true)
+        let (changedKeys, changes) = try valueChanges(from: try activeValueSet(), to: targetSet, withValues: true)
         let version =
             try db.query("SELECT template_version FROM history WHERE id = ?", [targetID]) { $0.text(0) }.first ?? nil
         if target == nil {
@@ -373,7 +385,6 @@ extension StateStore {
             """)
         // The set active before goes, unless a history entry names it.
         try dropUnusedValueSets()
-        let changedKeys = changes.map(\.key)
         try appendEvent(
             .rolledBack, at: now,
             detail: .object([
