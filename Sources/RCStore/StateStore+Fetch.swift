@@ -53,7 +53,13 @@ extension StateStore {
             for (key, value) in values { bytes += key.utf8.count + value.utf8.count }
             big = bytes > Database.bigDocumentBytes
         }
-        if big { Database.limitCacheMemory(Database.bigDocumentCacheMemoryLimit) }
+        if big {
+            Database.limitCacheMemory(Database.bigDocumentCacheMemoryLimit)
+            // Over the staging database's limit whatever else: the reader file is built in place at
+            // once. Trying the staging first read the big values through it only to fail at its limit,
+            // and the value set is read in full (each value made whole) either way.
+            readerTooBig = true
+        }
         defer { if big { Database.limitCacheMemory() } }
         return try write {
             let at = SQLValue.integer(now.milliseconds)
