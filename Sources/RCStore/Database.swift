@@ -422,7 +422,9 @@ struct Row {
 
     /// Column `column`'s text as SQLite holds it, read in place (no copy); empty when it is NULL.
     private func bytes(_ column: Int32) -> UnsafeRawBufferPointer {
-        guard let handle, let text = sqlite3_column_text(handle, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        guard let handle, let text = sqlite3_column_text(handle, column) else {
+            return UnsafeRawBufferPointer(start: nil, count: 0)
+        }
         return UnsafeRawBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, column)))
     }
 

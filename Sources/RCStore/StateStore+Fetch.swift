@@ -204,7 +204,8 @@ extension StateStore {
                 let value = was.text(1)
                 let fallback = try defaultValue(key)
                 if !(fallback.map { value?.sameBytes(as: $0) ?? false } ?? false) {
-                    changes.append(KeyChange(key: key, old: value, new: fallback, source: fallback == nil ? nil : .default))
+                    changes.append(
+                        KeyChange(key: key, old: value, new: fallback, source: fallback == nil ? nil : .default))
                 }
                 a = try before.step()
             } else if let now = b {

@@ -287,7 +287,8 @@ extension StateStore {
         let range = try db.query(Self.setRangeSQL, [set]) { ($0.integer(0), $0.integer(1)) }.first
         let statement: Statement
         if case let (first?, last?)? = range {
-            statement = try db.cachedStatement("SELECT key, value FROM set_values AS \(side) WHERE rowid BETWEEN ? AND ?")
+            statement = try db.cachedStatement(
+                "SELECT key, value FROM set_values AS \(side) WHERE rowid BETWEEN ? AND ?")
             try statement.bind([.integer(first), .integer(last)])
         } else {
             statement = try db.cachedStatement(

@@ -66,7 +66,10 @@ import Testing
             let activation = try store.recordFetch(
                 .update(values: ["cafe\u{301}": "1", "name": "Jose\u{301}"], templateVersion: "2", etag: nil),
                 at: t0 + .seconds(1), activate: true, withValues: true)
-            #expect(activation?.changedKeys.map { Array($0.utf8) } == [Array("cafe\u{301}".utf8), Array("caf\u{e9}".utf8), Array("name".utf8)])
+            #expect(
+                activation?.changedKeys.map { Array($0.utf8) } == [
+                    Array("cafe\u{301}".utf8), Array("caf\u{e9}".utf8), Array("name".utf8),
+                ])
             #expect(activation?.changes?.last?.new.map { Array($0.utf8) } == Array("Jose\u{301}".utf8))
         }
     }

@@ -193,7 +193,9 @@ import Testing
             }
             let store = try StateStore.openForWriting(path: path)
             #expect(try count("PRAGMA user_version", path) == Int64(Schema.currentVersion))
-            #expect(try count("SELECT count(*) FROM sqlite_master WHERE name = 'active_values' AND type = 'view'", path) == 1)
+            #expect(
+                try count("SELECT count(*) FROM sqlite_master WHERE name = 'active_values' AND type = 'view'", path)
+                    == 1)
             #expect(try store.value(forKey: "url")?.text == "b")
             #expect(try store.value(forKey: "title")?.source == .remote)
             #expect(try store.status().active.keys == 2)

@@ -86,7 +86,8 @@ import Testing
             }
             #expect(
                 tables == [
-                    "activities", "defaults", "events", "fetch_state", "history", "meta", "rejected_versions", "removed_activities", "set_values", "snapshots", "stale", "trial",
+                    "activities", "defaults", "events", "fetch_state", "history", "meta", "rejected_versions",
+                    "removed_activities", "set_values", "snapshots", "stale", "trial",
                     "value_sets",
                 ])
             #expect(try store.integrityProblems() == nil)

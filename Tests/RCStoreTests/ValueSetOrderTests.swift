@@ -13,14 +13,22 @@ import Testing
     private static let awkwardKeys: [String] = {
         var keys = ["", "a", "ab", "abc", "Z", "z", "\u{e9}", "e\u{301}", "\u{1F600}", "\u{7F}", "~"]
         let long = "0123456789abcdef"
-        keys += [long, long + "0", long + "00", long + "1", long + "\u{e9}", long + "e\u{301}", String(long.dropLast())]
+        keys += [
+            long, long + "0", long + "00", long + "1", long + "\u{e9}", long + "e\u{301}", String(long.dropLast()),
+        ]
         var random = SplitMix64(seed: 30)
         for _ in 0..<500 {
             let length = Int(random.next() % 24)
-            keys.append(String(String.UnicodeScalarView((0..<length).map { _ in
-                let pick = random.next() % 4
-                return Unicode.Scalar(UInt32(pick == 0 ? 0x30 + random.next() % 3 : pick == 1 ? 0x61 : pick == 2 ? 0xE9 : 0x1F600))!
-            })))
+            keys.append(
+                String(
+                    String.UnicodeScalarView(
+                        (0..<length).map { _ in
+                            let pick = random.next() % 4
+                            return Unicode.Scalar(
+                                UInt32(
+                                    pick == 0 ? 0x30 + random.next() % 3 : pick == 1 ? 0x61 : pick == 2 ? 0xE9 : 0x1F600
+                                ))!
+                        })))
         }
         return keys
     }()
@@ -40,16 +48,25 @@ import Testing
             for (index, key) in Self.awkwardKeys.enumerated() { values[key] = "v\(index)" }
             // More than a statement's rows, and a remainder.
             for index in 0..<(StateStore.valueRowsPerStatement * 3 + 7) { values["k\(index)"] = "n\(index)" }
-            try store.recordFetch(.update(values: values, templateVersion: "1", etag: nil), at: Timestamp(milliseconds: 1), activate: true)
+            try store.recordFetch(
+                .update(values: values, templateVersion: "1", etag: nil), at: Timestamp(milliseconds: 1), activate: true
+            )
             let db = try Database(path: path, mode: .readOnly)
             let range = try #require(
-                try db.query("SELECT first_row, last_row, id FROM value_sets WHERE id = (SELECT set_id FROM snapshots WHERE kind = 'active')") {
+                try db.query(
+                    "SELECT first_row, last_row, id FROM value_sets WHERE id = (SELECT set_id FROM snapshots WHERE kind = 'active')"
+                ) {
                     ($0.integer(0), $0.integer(1), $0.integer(2))
                 }.first)
             let (first, last) = (try #require(range.0), try #require(range.1))
             #expect(last - first + 1 == Int64(values.count))
-            let byRowid = try db.query("SELECT key FROM set_values WHERE rowid BETWEEN ? AND ? ORDER BY rowid", [.integer(first), .integer(last)]) { Array(($0.text(0) ?? "").utf8) }
-            let byIndex = try db.query("SELECT key FROM set_values WHERE set_id = ? ORDER BY key", [.integer(range.2 ?? -1)]) { Array(($0.text(0) ?? "").utf8) }
+            let byRowid = try db.query(
+                "SELECT key FROM set_values WHERE rowid BETWEEN ? AND ? ORDER BY rowid",
+                [.integer(first), .integer(last)]
+            ) { Array(($0.text(0) ?? "").utf8) }
+            let byIndex = try db.query(
+                "SELECT key FROM set_values WHERE set_id = ? ORDER BY key", [.integer(range.2 ?? -1)]
+            ) { Array(($0.text(0) ?? "").utf8) }
             #expect(byRowid.count == values.count)
             #expect(byRowid == byIndex)
             // Every value as stored, through the view readers use.
