@@ -289,10 +289,13 @@ extension StateStore {
     /// Value set `set`'s keys and values in key order (a `.null` set: none), from a statement of
     /// its own for each `side` (two sides are read at once): by rowid when the set says which rows
     /// hold it, through its index otherwise (a set stored before schema 7).
+    ///
+    /// A range is used only while its first and last rows are the set's: a copy of the database
+    /// that inserts the rows again (`sqlite3 .dump` and a restore) numbers them anew, in the same
+    /// order, and the range then names rows of another set or none. A set's rows stay consecutive
+    /// through such a copy, so its two ends being the set's means the whole range is.
     func setRows(_ set: SQLValue, _ side: String) throws(SQLiteError) -> Statement {
-        let range = try db.query("SELECT first_row, last_row FROM value_sets WHERE id = ?", [set]) {
-            ($0.integer(0), $0.integer(1))
-        }.first
+        let range = try db.query(Self.setRangeSQL, [set]) { ($0.integer(0), $0.integer(1)) }.first
         let statement: Statement
         if case let (first?, last?)? = range {
             statement = try db.cachedStatement(
@@ -305,6 +308,13 @@ extension StateStore {
         }
         return statement
     }
+
+    /// Value set `?1`'s range of rows, when its first and last rows are the set's (``setRows(_:_:)``).
+    private static let setRangeSQL = """
+        SELECT first_row, last_row FROM value_sets AS s WHERE id = ?1
+            AND (SELECT set_id FROM set_values WHERE rowid = s.first_row) = ?1
+            AND (SELECT set_id FROM set_values WHERE rowid = s.last_row) = ?1
+        """
 
     /// Deletes the value sets that neither a snapshot nor a history entry names (few: one per kept
     /// entry and the fetched snapshot), with their values. `NOT EXISTS`, not `NOT IN`: both tables

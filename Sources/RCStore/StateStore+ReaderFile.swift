@@ -206,16 +206,20 @@ extension StateStore {
         "DELETE FROM rejected_versions", "DELETE FROM trial", "DELETE FROM events",
         "INSERT INTO meta SELECT * FROM live.meta WHERE key IN ('device_id', 'activation.deferred')",
         "INSERT INTO defaults SELECT * FROM live.defaults",
-        // The active value set by rowid when it says which rows hold it, else through its index.
+        // The active value set by rowid when it says which rows hold it and its two ends are its
+        // own (as `setRows` reads a set), else through its index.
         """
-        INSERT INTO active_values SELECT key, value FROM live.set_values WHERE rowid BETWEEN
-            (SELECT first_row FROM live.value_sets WHERE id = (SELECT set_id FROM live.snapshots WHERE kind = 'active'))
-            AND (SELECT last_row FROM live.value_sets WHERE id = (SELECT set_id FROM live.snapshots WHERE kind = 'active'))
+        INSERT INTO active_values SELECT v.key, v.value FROM live.value_sets AS s, live.set_values AS v
+        WHERE s.id = (SELECT set_id FROM live.snapshots WHERE kind = 'active')
+            AND (SELECT set_id FROM live.set_values WHERE rowid = s.first_row) = s.id
+            AND (SELECT set_id FROM live.set_values WHERE rowid = s.last_row) = s.id
+            AND v.rowid BETWEEN s.first_row AND s.last_row
         """,
         """
-        INSERT INTO active_values SELECT * FROM live.active_values WHERE
-            (SELECT last_row FROM live.value_sets WHERE id = (SELECT set_id FROM live.snapshots WHERE kind = 'active'))
-            IS NULL
+        INSERT INTO active_values SELECT * FROM live.active_values WHERE NOT EXISTS (
+            SELECT 1 FROM live.value_sets AS s WHERE s.id = (SELECT set_id FROM live.snapshots WHERE kind = 'active')
+                AND (SELECT set_id FROM live.set_values WHERE rowid = s.first_row) = s.id
+                AND (SELECT set_id FROM live.set_values WHERE rowid = s.last_row) = s.id)
         """,
         "INSERT INTO snapshots SELECT * FROM live.snapshots",
         "INSERT INTO fetch_state SELECT * FROM live.fetch_state",

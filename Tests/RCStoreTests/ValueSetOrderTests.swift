@@ -73,4 +73,47 @@ import Testing
             for (key, value) in values { #expect(try store.value(forKey: key)?.text == value) }
         }
     }
+
+    /// `sqlite3 state.db .dump` and a restore (or any copy that inserts the rows again) renumber the
+    /// rows of a table without an INTEGER PRIMARY KEY, in rowid order: every set's recorded range
+    /// then points where its rows no longer are, and where the next stored set's rows will be. A
+    /// range whose first and last rows are not its set's is not used: the set is read through its
+    /// index, and neither the activation's changes nor the reader file take another set's rows.
+    @Test func aRangeThatNoLongerHoldsItsSetsRowsIsReadThroughTheIndex() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let path = dir.file("state.db")
+            let store = try StateStore.openForWriting(path: path)
+            store.maintainReaderFile(at: dir.file("reader.db")) { Issue.record("reader file not written: \($0)") }
+            func values(_ version: Int) -> [String: String] {
+                Dictionary(uniqueKeysWithValues: (0..<150).map { ("k\($0)", "v\($0) of \(version)") })
+            }
+            // The first set's rows are dropped when the second is activated: the second's rows sit
+            // after a gap of 150 rowids.
+            for version in 1...2 {
+                try store.recordFetch(
+                    .update(values: values(version), templateVersion: "\(version)", etag: nil),
+                    at: Timestamp(milliseconds: Int64(version)), activate: true)
+            }
+            // As a dump restored: the same rows in the same order, numbered from 1.
+            try Database(path: path, mode: .readWrite).execute(
+                """
+                BEGIN IMMEDIATE;
+                CREATE TEMP TABLE copy AS SELECT set_id, key, value FROM set_values ORDER BY rowid;
+                DELETE FROM set_values;
+                INSERT INTO set_values (set_id, key, value) SELECT set_id, key, value FROM copy ORDER BY rowid;
+                COMMIT;
+                """)
+            // The next set gets the rowids the active set's range still names.
+            try store.recordFetch(
+                .update(values: values(3), templateVersion: "3", etag: nil), at: Timestamp(milliseconds: 3),
+                activate: false)
+            let reader = try #require(try StateStore.openReaderFile(path: dir.file("reader.db")))
+            #expect(try reader.value(forKey: "k7")?.text == "v7 of 2")
+            #expect(try reader.allValues().count == 150)
+            let activation = try store.activate(at: Timestamp(milliseconds: 4), withValues: true)
+            #expect(activation?.changedKeys.count == 150)
+            #expect(activation?.changes?.first { $0.key == "k7" }?.old == "v7 of 2")
+            #expect(try store.value(forKey: "k7")?.text == "v7 of 3")
+        }
+    }
 }
