@@ -200,8 +200,13 @@ extension StateStore {
             keys.append(key)
             if withValues { changes.append(KeyChange(key: key, old: old(), new: new(), source: source)) }
         }
+        // Taken once for the whole merge: through the cache at each key, a full cache (which never
+        // evicts) would prepare it again for every key on one side only.
+        let defaults = try db.cachedStatement("SELECT value FROM defaults WHERE key = ?")
         func defaultValue(_ key: String) throws(SQLiteError) -> String? {
-            try db.query("SELECT value FROM defaults WHERE key = ?", [.text(key)]) { $0.text(0) }.first ?? nil
+            defer { defaults.reset() }
+            try defaults.bind([.text(key)])
+            return try defaults.step()?.text(0)
         }
         var a = try before.step()
         var b = try after.step()
