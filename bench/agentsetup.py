@@ -21,6 +21,32 @@ class FileAgent:
         self.env = dict(os.environ, RCAGENT_CONFIG=self.conf)
 
 
+def write_nginx_config(d, port, root, connections=256, access_log="access_log off;", main=""):
+    """nginx.conf in directory `d` for a master and one worker serving the files of `root` on
+    127.0.0.1:`port`, with its pid file, error log and temp paths in `d` (`d`/temp must exist).
+    `access_log` and `main` (lines for the main context) are the caller's."""
+    # `user root`: when the bench runs as root, workers would otherwise run as nobody, who cannot
+    # read the 0700 work directory (ignored, with a notice, when not root).
+    with open(f"{d}/nginx.conf", "w") as f:
+        f.write(f"""master_process on;
+worker_processes 1;
+user root;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+{main}events {{ worker_connections {connections}; }}
+http {{
+    {access_log}
+    client_body_temp_path {d}/temp/body;
+    proxy_temp_path {d}/temp/proxy;
+    fastcgi_temp_path {d}/temp/fastcgi;
+    uwsgi_temp_path {d}/temp/uwsgi;
+    scgi_temp_path {d}/temp/scgi;
+    types {{ application/json json; }}
+    server {{ listen 127.0.0.1:{port}; root {root}; }}
+}}
+""")
+
+
 class HTTPAgent(FileAgent):
     """A FileAgent whose source is `http://127.0.0.1:PORT/doc.json`, served from WORK/www by python's
     http.server or by nginx (``serve()`` starts it; the caller stops it with ``stop()``)."""
@@ -56,26 +82,7 @@ class HTTPAgent(FileAgent):
         if server == "nginx":
             d = os.path.join(self.work, "nginx")
             os.makedirs(os.path.join(d, "temp"))
-            with open(f"{d}/nginx.conf", "w") as f:
-                # `user root`: when the bench runs as root, workers would otherwise run as nobody,
-                # who cannot read the 0700 work directory (ignored, with a notice, when not root).
-                f.write(f"""master_process on;
-worker_processes 1;
-user root;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-events {{ worker_connections 256; }}
-http {{
-    access_log off;
-    client_body_temp_path {d}/temp/body;
-    proxy_temp_path {d}/temp/proxy;
-    fastcgi_temp_path {d}/temp/fastcgi;
-    uwsgi_temp_path {d}/temp/uwsgi;
-    scgi_temp_path {d}/temp/scgi;
-    types {{ application/json json; }}
-    server {{ listen 127.0.0.1:{self.port}; root {self.www}; }}
-}}
-""")
+            write_nginx_config(d, self.port, self.www)
             command = ["/usr/sbin/nginx", "-p", d, "-e", f"{d}/error.log", "-c", f"{d}/nginx.conf", "-g",
                        "daemon off;"]
         else:

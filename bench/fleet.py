@@ -37,7 +37,7 @@ Every process it starts is stopped by its pid (nginx by its process group) on an
 import datetime, json, os, re, resource, shutil, signal, sqlite3, subprocess, sys, tempfile, threading, time
 import urllib.request
 
-from agentsetup import cpu_ms, free_port, report
+from agentsetup import cpu_ms, free_port, report, write_nginx_config
 
 bin_dir = os.path.abspath(sys.argv[1])
 agents = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
@@ -151,28 +151,12 @@ class Nginx:
         self.port = free_port()
         self.log = os.path.join(self.dir, "access.log")
         self.modified = int(time.time())
-        d = self.dir
-        with open(f"{d}/nginx.conf", "w") as f:
-            f.write(f"""master_process on;
-worker_processes 1;
-user root;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-worker_rlimit_nofile {max(8192, agents * 4)};
-events {{ worker_connections {max(4096, agents * 2)}; }}
-http {{
-    log_format fleet '$msec $status $request_uri "$http_if_none_match"';
-    access_log {self.log} fleet;
-    client_body_temp_path {d}/temp/body;
-    proxy_temp_path {d}/temp/proxy;
-    fastcgi_temp_path {d}/temp/fastcgi;
-    uwsgi_temp_path {d}/temp/uwsgi;
-    scgi_temp_path {d}/temp/scgi;
-    types {{ application/json json; }}
-    server {{ listen 127.0.0.1:{self.port}; root {self.www}; }}
-}}
-""")
+        write_nginx_config(
+            self.dir, self.port, self.www, connections=max(4096, agents * 2),
+            access_log=f"log_format fleet '$msec $status $request_uri \"$http_if_none_match\"';\n    access_log {self.log} fleet;",
+            main=f"worker_rlimit_nofile {max(8192, agents * 4)};\n")
         open(self.log, "w").close()
+        d = self.dir
         self.process = spawn(["/usr/sbin/nginx", "-p", d, "-e", f"{d}/error.log", "-c", f"{d}/nginx.conf",
                               "-g", "daemon off;"], group=True)
         wait_port(self.port, "nginx")
