@@ -27,21 +27,31 @@ import Testing
         return nil
     }
 
-    @Test func aWrittenPageIsKeptAndTheOthersGivenBack() throws {
-        let pages = 8
-        // Page i of the file holds the byte i + 1 throughout.
-        let content = (0..<pages).flatMap { [UInt8](repeating: UInt8($0 + 1), count: Self.page) }
+    /// `content` (whole pages) mapped from a file, private, with page 3 written (copied on write: the
+    /// process's own page now) and the mapping then made read-only, as a relocated library's data is.
+    private func withPrivateMapping(
+        of content: [UInt8], _ body: (UnsafeMutableRawPointer, Int, UnsafeMutablePointer<UInt8>) throws -> Void
+    ) throws {
         try TemporaryDirectory.with { directory in
             let fd = open(try directory.write("pages", bytes: content), O_RDONLY | O_CLOEXEC)
             try #require(fd >= 0)
             defer { close(fd) }
-            let length = pages * Self.page
+            let length = content.count
             let mapped = try #require(mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0))
             try #require(mapped != MAP_FAILED)
             defer { munmap(mapped, length) }
             let bytes = mapped.assumingMemoryBound(to: UInt8.self)
-            bytes[3 * Self.page] = 0xEE  // copied on write: the process's own page now
+            bytes[3 * Self.page] = 0xEE
             try #require(mprotect(mapped, length, PROT_READ) == 0)
+            try body(mapped, length, bytes)
+        }
+    }
+
+    @Test func aWrittenPageIsKeptAndTheOthersGivenBack() throws {
+        let pages = 8
+        // Page i of the file holds the byte i + 1 throughout.
+        let content = (0..<pages).flatMap { [UInt8](repeating: UInt8($0 + 1), count: Self.page) }
+        try withPrivateMapping(of: content) { (mapped, length, bytes) throws in
             var sum = 0
             for index in 0..<pages { sum += Int(bytes[index * Self.page]) }  // every page resident
             #expect(sum == 1 + 2 + 3 + 0xEE + 5 + 6 + 7 + 8)
@@ -66,17 +76,7 @@ import Testing
     @Test func aMappingWithNoAnonymousPageInSmapsIsStillReleasedPageByPage() throws {
         let pages = 8
         let content = [UInt8](repeating: 0x11, count: pages * Self.page)
-        try TemporaryDirectory.with { directory in
-            let fd = open(try directory.write("pages", bytes: content), O_RDONLY | O_CLOEXEC)
-            try #require(fd >= 0)
-            defer { close(fd) }
-            let length = pages * Self.page
-            let mapped = try #require(mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0))
-            try #require(mapped != MAP_FAILED)
-            defer { munmap(mapped, length) }
-            let bytes = mapped.assumingMemoryBound(to: UInt8.self)
-            bytes[3 * Self.page] = 0xEE
-            try #require(mprotect(mapped, length, PROT_READ) == 0)
+        try withPrivateMapping(of: content) { (mapped, length, bytes) throws in
             let start = UInt(bitPattern: mapped)
             let end = start + UInt(length)
             let smaps = """
