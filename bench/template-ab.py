@@ -7,7 +7,11 @@ from other work on the machine lands on both alike. Also the CPU each daemon use
 (utime + stime over all counted rounds, clock ticks). The first WARMUP rounds are not counted.
 Target (issue 30): the new build's median <= 10 ms.
 
-Usage: bench/template-ab.py NEW_BIN_DIR OLD_BIN_DIR [ROUNDS]   (default 40 each)
+KIND says what changes from round to round: `all` (default) every value; `one` one value of the
+3,000 (and the version); `none` nothing: the document is not published again, and each forced fetch
+is a conditional request answered 304 (the http source is then nginx, which sends an ETag).
+
+Usage: bench/template-ab.py NEW_BIN_DIR OLD_BIN_DIR [ROUNDS [KIND]]   (default 40 each, all)
 """
 import json, os, random, re, statistics, subprocess, sys
 
@@ -16,18 +20,23 @@ from agentsetup import HTTPAgent, cpu_ms, forced_fetch, report, wait_for
 
 builds = {"new": os.path.abspath(sys.argv[1]), "old": os.path.abspath(sys.argv[2])}
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 40
+kind = sys.argv[4] if len(sys.argv) > 4 else "all"
+if kind not in ("all", "one", "none"):
+    raise SystemExit(f"KIND is all, one or none, not {kind!r}")
 warmup = 5
 
 
 def template(version):
-    params = {f"param_{k:04d}": {"defaultValue": {"value": f"value {k} of template {version}"}} for k in range(3000)}
+    def value(k):
+        return f"value {k} of template {version if kind == 'all' or k == 0 else 1}"
+    params = {f"param_{k:04d}": {"defaultValue": {"value": value(k)}} for k in range(3000)}
     return json.dumps({"version": {"versionNumber": str(version)}, "parameters": params, "conditions": []})
 
 
 class Side:
     def __init__(self, name):
         self.agent = HTTPAgent(f"rcbench-template-{name}-")
-        self.agent.serve()
+        self.agent.serve("nginx" if kind == "none" else "python")
         self.agent.publish(template(1))
         self.log_path = os.path.join(self.agent.work, "daemon.log")
         with open(self.log_path, "w") as log:
@@ -40,7 +49,8 @@ class Side:
         return forced_fetch(self.agent.sock)
 
     def round(self, document, counted):
-        self.agent.publish(document)
+        if kind != "none":
+            self.agent.publish(document)
         before = cpu_ms(self.daemon.pid)
         elapsed = self.fetch()
         if counted:
@@ -53,8 +63,8 @@ class Side:
         # The daemon's own split of each activation: "fetched in" (the http request, reading and
         # evaluating the document) and "stored in" (the one transaction and the reader file).
         text = open(self.log_path).read()
-        self.fetched = [float(x) for x in re.findall(r"fetched in ([0-9.]+) ms", text)][warmup + 1:]
-        self.stored = [float(x) for x in re.findall(r"stored in ([0-9.]+) ms", text)][warmup + 1:]
+        self.fetched = [float(x) for x in re.findall(r"fetched in ([0-9.]+) ms", text)][warmup + 1:] or [0]
+        self.stored = [float(x) for x in re.findall(r"stored in ([0-9.]+) ms", text)][warmup + 1:] or [0]
         self.agent.stop()
         subprocess.run(["rm", "-rf", self.agent.work])
 
@@ -76,16 +86,19 @@ for name, side in sides.items():
     times = sorted(side.times)
     figures[name] = (statistics.median(times), times[len(times) // 10], times[-1 - len(times) // 10],
                      side.cpu / len(times), statistics.median(side.fetched), statistics.median(side.stored))
-    print(f"{name} ({builds[name]}): 3,000-parameter template, forced fetch over http -> active, answered "
+    what = {"all": "every value changed", "one": "one value changed", "none": "unchanged, 304"}[kind]
+    print(f"{name} ({builds[name]}): 3,000-parameter template ({what}), forced fetch over http -> active, answered "
           f"({len(times)} rounds): median {figures[name][0]:.1f} ms (p10-p90 {figures[name][1]:.1f}-"
           f"{figures[name][2]:.1f}), daemon CPU {figures[name][3]:.1f} ms per fetch; daemon's log, medians: "
           f"fetched (http, read, evaluate) {figures[name][4]:.1f} ms, stored (transaction, reader file) "
           f"{figures[name][5]:.1f} ms"
-          + (" (target median <= 10)" if name == "new" else ""))
+          + (" (target median <= 10)" if name == "new" and kind == "all" else ""))
 new, old = figures["new"], figures["old"]
 print(f"new/old: median {new[0] / old[0]:.2f}x, daemon CPU {new[3] / old[3]:.2f}x")
-report("template-ab", [
-    {"id": "fetch.template3000.ab.median", "figure": "3,000-parameter template: forced fetch -> active, median (A/B)",
-     "value": round(new[0], 1), "unit": "ms", "target": {"op": "<=", "value": 10},
+report("template-ab" + ("" if kind == "all" else "-" + kind), [
+    {"id": "fetch.template3000.ab.median" if kind == "all" else f"fetch.template3000.{kind}.ab.median",
+     "figure": "3,000-parameter template: forced fetch -> active, median (A/B)" if kind == "all" else
+     f"3,000-parameter template, {'one value changed' if kind == 'one' else 'unchanged (304)'}: forced fetch, median (A/B)",
+     "value": round(new[0], 1), "unit": "ms", **({"target": {"op": "<=", "value": 10}} if kind == "all" else {}),
      "peers": {"old_ms": round(old[0], 1), "cpu_ms": round(new[3], 1), "old_cpu_ms": round(old[3], 1)}},
 ])

@@ -11,6 +11,11 @@ enum SQLValue {
 
     /// An integer, or NULL for `nil`.
     static func of(_ integer: Int64?) -> SQLValue { integer.map(SQLValue.integer) ?? .null }
+
+    /// The integer, or `nil` for any other value.
+    var integer: Int64? {
+        if case let .integer(value) = self { value } else { nil }
+    }
 }
 
 /// One SQLite connection. Owns the handle: opened in `init`, closed in `deinit`.

@@ -208,16 +208,22 @@ extension StateStore {
             try defaults.bind([.text(key)])
             return try defaults.step()?.text(0)
         }
+        // The remote rows that differ, whatever the defaults say: the reader file's `active_values`
+        // changes by these alone (``SetDelta``).
+        var delta = SetDelta(from: old.integer, to: new.integer)
         var a = try before.step()
         var b = try after.step()
         while a != nil || b != nil {
             let order = if let a, let b { a.compareText(0, with: b, 0) } else { a == nil ? 1 : -1 }
             if order == 0, let was = a, let now = b {
                 if was.compareText(1, with: now, 1) != 0 {
-                    change(was.text(0) ?? "", old: was.text(1), new: now.text(1), .remote)
+                    let key = was.text(0) ?? ""
+                    change(key, old: was.text(1), new: now.text(1), .remote)
+                    delta.add(key)
                 }
                 a = try before.step()
                 b = try after.step()
+                delta.rows += 1
             } else if order < 0, let was = a {
                 // Gone from the remote values: `get` falls back to the default, if any.
                 let key = was.text(0) ?? ""
@@ -225,6 +231,7 @@ extension StateStore {
                 if !(fallback.map { was.hasText(1, $0) } ?? false) {
                     change(key, old: was.text(1), new: fallback, fallback == nil ? nil : .default)
                 }
+                delta.add(key)
                 a = try before.step()
             } else if let now = b {
                 // New among the remote values: it was its default, if any.
@@ -233,9 +240,12 @@ extension StateStore {
                 if !(fallback.map { now.hasText(1, $0) } ?? false) {
                     change(key, old: fallback, new: now.text(1), .remote)
                 }
+                delta.add(key)
                 b = try after.step()
+                delta.rows += 1
             }
         }
+        lastSetDelta = delta
         return (keys, withValues ? changes : nil)
     }
 }

@@ -181,12 +181,45 @@ extension StateStore {
     }
 
     /// The staging database (``readerStaging(beside:)``) holding the readers' rows as committed now.
+    /// Every table is emptied and filled again in one transaction, except the value tables when
+    /// ``readerMirror`` says they hold what is committed: the active values are kept when the
+    /// active set is the one they hold, changed by ``lastSetDelta`` when that leads from it to the
+    /// active one, copied whole otherwise; the defaults are kept unless this store replaced them.
+    /// A 3,000-key state copied its values again at every write (a 304, a stale flag, a failed
+    /// fetch) and at every activation, however few keys it changed (BENCHMARKS.md, issue 30).
     private func fillReaderStaging(beside path: String) throws(StoreError) -> Database {
         let staging = try readerStaging(beside: path)
+        // Another connection that committed since this store's last transaction began may have
+        // changed anything: the mirror holds only while none did (`PRAGMA data_version`).
+        let others = lastWrite?.after.others
+        let mirror = readerMirror.flatMap { $0.others == others ? $0 : nil }
         do {
-            // One read transaction on the state database; every table emptied and filled again. Each
-            // statement prepared once per store (the staging connection's cache).
-            for statement in Self.readerCopy { try staging.run(statement) }
+            // One read transaction on the state database for every statement; each prepared once
+            // per store (the staging connection's cache).
+            try staging.run("BEGIN")
+            for statement in Self.stateCopy { try staging.run(statement) }
+            let active =
+                try staging.query("SELECT set_id FROM live.snapshots WHERE kind = 'active'") {
+                    $0.integer(0)
+                }.first ?? nil
+            if mirror == nil {
+                for statement in Self.defaultsCopy { try staging.run(statement) }
+            }
+            if let mirror, mirror.activeSet == active {
+                // The same set: its rows never change.
+            } else if let mirror, let delta = lastSetDelta, delta.pays(from: mirror.activeSet, to: active) {
+                for key in delta.keys {
+                    try staging.run("DELETE FROM active_values WHERE key = ?", [.text(key)])
+                    try staging.run(
+                        "INSERT INTO active_values SELECT key, value FROM live.set_values WHERE set_id = ? AND key = ?",
+                        [.of(active), .text(key)])
+                }
+            } else {
+                activeValueCopies += 1
+                for statement in Self.activeValuesCopy { try staging.run(statement) }
+            }
+            try staging.run("COMMIT")
+            readerMirror = ReaderMirror(activeSet: active, others: others)
         } catch {
             // Whatever it holds now is unknown (no journal): the next write starts from the image.
             readerStaging = nil
@@ -198,16 +231,32 @@ extension StateStore {
     /// The largest staging database, in bytes (a 3,000-key state's is about 270 KiB).
     static let stagingLimit = 1 << 20
 
-    /// The statements that fill the staging database from the state database, in one transaction.
-    static let readerCopy = [
-        "BEGIN",
-        "DELETE FROM meta", "DELETE FROM defaults", "DELETE FROM active_values", "DELETE FROM snapshots",
-        "DELETE FROM fetch_state", "DELETE FROM stale", "DELETE FROM activities", "DELETE FROM history",
-        "DELETE FROM rejected_versions", "DELETE FROM trial", "DELETE FROM events",
+    /// The statements that copy the readers' rows from the state database, except the value
+    /// tables': emptied, then filled.
+    static let stateCopy = [
+        "DELETE FROM meta", "DELETE FROM snapshots", "DELETE FROM fetch_state", "DELETE FROM stale",
+        "DELETE FROM activities", "DELETE FROM history", "DELETE FROM rejected_versions", "DELETE FROM trial",
+        "DELETE FROM events",
         "INSERT INTO meta SELECT * FROM live.meta WHERE key IN ('device_id', 'activation.deferred')",
-        "INSERT INTO defaults SELECT * FROM live.defaults",
-        // The active value set by rowid when it says which rows hold it and its two ends are its
-        // own (as `setRows` reads a set), else through its index.
+        "INSERT INTO snapshots SELECT * FROM live.snapshots",
+        "INSERT INTO fetch_state SELECT * FROM live.fetch_state",
+        "INSERT INTO stale SELECT * FROM live.stale",
+        "INSERT INTO activities SELECT * FROM live.activities",
+        "INSERT INTO history SELECT * FROM live.history",
+        "INSERT INTO rejected_versions SELECT * FROM live.rejected_versions",
+        "INSERT INTO trial SELECT * FROM live.trial",
+        """
+        INSERT INTO events SELECT * FROM live.events WHERE id =
+            (SELECT max(id) FROM live.events WHERE kind = 'database-recovered')
+        """,
+    ]
+
+    static let defaultsCopy = ["DELETE FROM defaults", "INSERT INTO defaults SELECT * FROM live.defaults"]
+
+    /// The active values, copied whole: the active value set by rowid when it says which rows hold
+    /// it and its two ends are its own (as `setRows` reads a set), else through its index.
+    static let activeValuesCopy = [
+        "DELETE FROM active_values",
         """
         INSERT INTO active_values SELECT v.key, v.value FROM live.value_sets AS s, live.set_values AS v
         WHERE s.id = (SELECT set_id FROM live.snapshots WHERE kind = 'active')
@@ -221,19 +270,10 @@ extension StateStore {
                 AND (SELECT set_id FROM live.set_values WHERE rowid = s.first_row) = s.id
                 AND (SELECT set_id FROM live.set_values WHERE rowid = s.last_row) = s.id)
         """,
-        "INSERT INTO snapshots SELECT * FROM live.snapshots",
-        "INSERT INTO fetch_state SELECT * FROM live.fetch_state",
-        "INSERT INTO stale SELECT * FROM live.stale",
-        "INSERT INTO activities SELECT * FROM live.activities",
-        "INSERT INTO history SELECT * FROM live.history",
-        "INSERT INTO rejected_versions SELECT * FROM live.rejected_versions",
-        "INSERT INTO trial SELECT * FROM live.trial",
-        """
-        INSERT INTO events SELECT * FROM live.events WHERE id =
-            (SELECT max(id) FROM live.events WHERE kind = 'database-recovered')
-        """,
-        "COMMIT",
     ]
+
+    /// Every statement that fills a new reader file from the state database, in one transaction.
+    static let readerCopy = ["BEGIN"] + stateCopy + defaultsCopy + activeValuesCopy + ["COMMIT"]
 
     /// The reader file as it will be written, kept in memory by a connection of its own that has the
     /// state database attached as `live`: opened once per store from the empty image, so neither
@@ -328,5 +368,42 @@ extension StateStore {
 
     static func ioError(_ error: SystemError) -> StoreError {
         .sqlite(SQLiteError(code: 10 /* SQLITE_IOERR */, message: error.description, sql: nil))
+    }
+}
+
+/// What the staging database's value tables hold: value set `activeSet`'s rows (`nil`: no remote
+/// values) as `active_values`, and the defaults as committed, while the writer's count of other
+/// connections' commits (``StateStore/Version/others``) was `others`. A value set's rows never
+/// change once committed, and ids are never used again (`AUTOINCREMENT`), so the id names them.
+struct ReaderMirror {
+    var activeSet: Int64?
+    var others: Int64?
+}
+
+/// The remote values that differ between value sets `from` and `to` (`nil`: no remote values):
+/// the keys added, removed or given another value, while there are at most ``keyLimit`` of them,
+/// and how many rows `to` has. Applied to `from`'s rows (delete each key, insert it from `to`),
+/// it gives `to`'s.
+struct SetDelta {
+    static let keyLimit = 1_024
+    let from: Int64?
+    let to: Int64?
+    private(set) var keys: [String] = []
+    private(set) var complete = true
+    var rows = 0
+
+    init(from: Int64?, to: Int64?) {
+        self.from = from
+        self.to = to
+    }
+
+    mutating func add(_ key: String) {
+        if keys.count < Self.keyLimit { keys.append(key) } else { complete = false }
+    }
+
+    /// Whether it leads from set `from` to set `to` and costs less than copying `to` whole: a
+    /// key costs two statements, each a seek, where a copied row costs about one insert.
+    func pays(from: Int64?, to: Int64?) -> Bool {
+        complete && self.from == from && self.to == to && keys.count * 4 <= max(rows, 64)
     }
 }

@@ -31,7 +31,16 @@ public final class StateStore {
     /// The reader file's empty image, built once (``readerImage(beside:)``).
     var readerImage: [UInt8]?
     /// The reader file's rows, in memory, with the state database attached (``readerStaging(beside:)``).
-    var readerStaging: Database?
+    /// A new one (or none) holds nothing known: its mirror goes with it.
+    var readerStaging: Database? { didSet { readerMirror = nil } }
+    /// What the staging database's value tables hold, when known (``ReaderMirror``): the next
+    /// reader file copies them again only if they changed.
+    var readerMirror: ReaderMirror?
+    /// The remote values that differ between the two value sets of the last activation or
+    /// rollback (``SetDelta``): the staging database applies those alone when it holds the first.
+    var lastSetDelta: SetDelta?
+    /// How many times the staging database copied the active values whole: for the tests.
+    var activeValueCopies = 0
     /// Whether the last reader file was over ``stagingLimit``: the next one is built in place.
     var readerTooBig = false
     var readerFailure: ((StoreError) -> Void)?
@@ -253,6 +262,7 @@ public final class StateStore {
 
     /// Replaces the defaults with `values` (setDefaults replaces the whole map).
     public func replaceDefaults(_ values: [String: String]) throws(StoreError) {
+        readerMirror = nil  // the reader file copies them again
         try write {
             try db.run("DELETE FROM defaults")
             let insert = try db.prepare("INSERT INTO defaults (key, value) VALUES (?, ?)")
