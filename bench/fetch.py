@@ -3,7 +3,9 @@
 a changed document, sends `{"op":"fetch","force":true,"wait":true}` to the daemon's socket and times
 until the answer line (the daemon answers after the fetch, the store and the activation have
 committed). No CLI process in the figure. Two documents: a small one (ROUNDS rounds, default 100)
-and a 3,000-parameter template (ROUNDS / 10, at least 10).
+and a 3,000-parameter template (ROUNDS / 10, at least 10), the template three ways: every value
+changed at each round (the figure with the target), one value changed, and not changed at all (not
+published again: each forced fetch is a conditional request, answered 304).
 
 The document is served by nginx, as a CDN edge serves a static file: the figure is the agent's, not
 the server's. Beside it, in the same run, the small document from python's http.server (HTTP/1.0, a
@@ -29,8 +31,11 @@ def small(version):
                        "entries": {"bench": f"v{version}", "other": "same"}})
 
 
-def template(version):
-    params = {f"param_{k:04d}": {"defaultValue": {"value": f"value {k} of template {version}"}} for k in range(3000)}
+def template(version, changed=3000):
+    """Template `version`: its first `changed` values name the version, the others are always the same."""
+    def value(k):
+        return f"value {k} of template {version if k < changed else 0}"
+    params = {f"param_{k:04d}": {"defaultValue": {"value": value(k)}} for k in range(3000)}
     return json.dumps({"version": {"versionNumber": str(version)}, "parameters": params, "conditions": []})
 
 
@@ -87,9 +92,20 @@ try:
         nginx.round(template(version))
     big = []
     cpu_before = cpu_ms(nginx.daemon.pid)
-    for version in range(rounds + 13, rounds + 13 + max(10, rounds // 10)):
+    template_rounds = max(10, rounds // 10)
+    for version in range(rounds + 13, rounds + 13 + template_rounds):
         big.append(nginx.round(template(version)))
     big_cpu = (cpu_ms(nginx.daemon.pid) - cpu_before) / len(big)
+    # The same template, one value changed at each round; then not changed (a 304 at each round).
+    one, unchanged = [], []
+    cpu_before = cpu_ms(nginx.daemon.pid)
+    for version in range(rounds + 13 + template_rounds, rounds + 13 + 2 * template_rounds):
+        one.append(nginx.round(template(version, changed=1)))
+    one_cpu = (cpu_ms(nginx.daemon.pid) - cpu_before) / len(one)
+    cpu_before = cpu_ms(nginx.daemon.pid)
+    for _ in range(template_rounds):
+        unchanged.append(nginx.fetch())
+    unchanged_cpu = (cpu_ms(nginx.daemon.pid) - cpu_before) / len(unchanged)
 finally:
     for side in sides.values():
         side.stop()
@@ -102,6 +118,8 @@ print(f"  the same from python's http.server, interleaved: p50 {p50['python']:.2
       f"the daemon's CPU {small_cpu['python']:.2f} ms a fetch")
 print(f"3,000-parameter template (nginx, {len(big)} rounds): median {statistics.median(big):.1f} ms, "
       f"max {max(big):.1f} ms (target <= 10); the daemon's CPU {big_cpu:.1f} ms a fetch")
+print(f"  one value of the 3,000 changed: median {statistics.median(one):.1f} ms; the daemon's CPU {one_cpu:.1f} ms; "
+      f"not changed (304): median {statistics.median(unchanged):.1f} ms; the daemon's CPU {unchanged_cpu:.1f} ms")
 report("fetch", [
     {"id": "fetch.small.p50",
      "figure": "small changed document: forced fetch over http (nginx) -> active, answered, p50",
@@ -115,4 +133,12 @@ report("fetch", [
      "figure": "3,000-parameter template: forced fetch over http (nginx) -> active, median",
      "value": round(statistics.median(big), 1), "unit": "ms", "target": {"op": "<=", "value": 10},
      "peers": {"max_ms": round(max(big), 1), "daemon_cpu_ms_per_fetch": round(big_cpu, 1)}},
+    {"id": "fetch.template3000.one.median",
+     "figure": "  the same, one value of the 3,000 changed, median",
+     "value": round(statistics.median(one), 1), "unit": "ms",
+     "peers": {"daemon_cpu_ms_per_fetch": round(one_cpu, 1)}},
+    {"id": "fetch.template3000.unchanged.median",
+     "figure": "  the same, not changed (a 304), median",
+     "value": round(statistics.median(unchanged), 1), "unit": "ms",
+     "peers": {"daemon_cpu_ms_per_fetch": round(unchanged_cpu, 1)}},
 ])

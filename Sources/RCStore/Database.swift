@@ -272,6 +272,17 @@ final class Database {
         }
     }
 
+    /// Runs `body`'s reads in one read transaction: one snapshot for all of them (no commit of
+    /// another connection lands between two), and the WAL's read lock taken once instead of once a
+    /// statement. Inside a transaction already open, in that one.
+    func reading<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+        guard sqlite3_get_autocommit(handle) != 0 else { return try body() }
+        try execute("BEGIN")
+        // A read transaction commits nothing: its end cannot fail but by misuse.
+        defer { _ = sqlite3_exec(handle, "COMMIT", nil, nil, nil) }
+        return try body()
+    }
+
     var changes: Int { Int(sqlite3_changes(handle)) }
 
     /// The rowid of the last row this connection inserted (of a statement's rows, its last one).

@@ -21,37 +21,40 @@ extension StateStore {
         try db.query("PRAGMA data_version") { $0.integer(0) ?? 0 }.first ?? 0
     }
 
+    /// Seven statements in one read transaction: a status of one commit, never parts of two.
     public func status() throws(StoreError) -> StoreStatus {
         statusReads += 1
-        return try Self.wrap { () throws(SQLiteError) in
-            let deviceId = try db.query("SELECT value FROM meta WHERE key = 'device_id'") { $0.text(0) }.first ?? nil
-            let stale = try staleFlag()
-            func snapshot(_ kind: String, table: String) throws(SQLiteError) -> (SnapshotInfo, Bool) {
-                let keys = try db.query("SELECT count(*) FROM \(table)") { $0.integer(0) ?? 0 }.first ?? 0
-                let row = try db.query(
-                    "SELECT template_version, etag, \(kind == "active" ? "activated_at" : "fetched_at"), pending FROM snapshots WHERE kind = ?",
-                    [.text(kind)]
-                ) { row in
-                    (
-                        SnapshotInfo(
-                            templateVersion: row.text(0), etag: row.text(1), at: row.integer(2).map(Timestamp.init),
-                            keys: Int(keys)), row.integer(3) == 1
-                    )
-                }.first
-                return row ?? (SnapshotInfo(templateVersion: nil, etag: nil, at: nil, keys: Int(keys)), false)
-            }
-            let (active, _) = try snapshot("active", table: "active_values")
-            let (fetched, pending) = try snapshot("fetched", table: "fetched_values")
-            return try db.query(
-                "SELECT last_attempt_at, last_success_at, status, error, throttle_until, backoff_step, next_fetch_at FROM fetch_state"
+        return try Self.wrap { () throws(SQLiteError) in try db.reading(readStatus) }
+    }
+
+    private func readStatus() throws(SQLiteError) -> StoreStatus {
+        let deviceId = try db.query("SELECT value FROM meta WHERE key = 'device_id'") { $0.text(0) }.first ?? nil
+        let stale = try staleFlag()
+        func snapshot(_ kind: String, table: String) throws(SQLiteError) -> (SnapshotInfo, Bool) {
+            let keys = try db.query("SELECT count(*) FROM \(table)") { $0.integer(0) ?? 0 }.first ?? 0
+            let row = try db.query(
+                "SELECT template_version, etag, \(kind == "active" ? "activated_at" : "fetched_at"), pending FROM snapshots WHERE kind = ?",
+                [.text(kind)]
             ) { row in
-                StoreStatus(
-                    deviceId: deviceId, stale: stale, active: active, fetched: fetched, pending: pending,
-                    lastAttempt: row.integer(0).map(Timestamp.init), lastSuccess: row.integer(1).map(Timestamp.init),
-                    lastStatus: row.text(2).flatMap(FetchStatus.init(rawValue:)), lastError: row.text(3),
-                    throttledUntil: row.integer(4).map(Timestamp.init), backoffStep: Int(row.integer(5) ?? 0),
-                    nextFetchAt: row.integer(6).map(Timestamp.init))
-            }.first!
+                (
+                    SnapshotInfo(
+                        templateVersion: row.text(0), etag: row.text(1), at: row.integer(2).map(Timestamp.init),
+                        keys: Int(keys)), row.integer(3) == 1
+                )
+            }.first
+            return row ?? (SnapshotInfo(templateVersion: nil, etag: nil, at: nil, keys: Int(keys)), false)
         }
+        let (active, _) = try snapshot("active", table: "active_values")
+        let (fetched, pending) = try snapshot("fetched", table: "fetched_values")
+        return try db.query(
+            "SELECT last_attempt_at, last_success_at, status, error, throttle_until, backoff_step, next_fetch_at FROM fetch_state"
+        ) { row in
+            StoreStatus(
+                deviceId: deviceId, stale: stale, active: active, fetched: fetched, pending: pending,
+                lastAttempt: row.integer(0).map(Timestamp.init), lastSuccess: row.integer(1).map(Timestamp.init),
+                lastStatus: row.text(2).flatMap(FetchStatus.init(rawValue:)), lastError: row.text(3),
+                throttledUntil: row.integer(4).map(Timestamp.init), backoffStep: Int(row.integer(5) ?? 0),
+                nextFetchAt: row.integer(6).map(Timestamp.init))
+        }.first!
     }
 }

@@ -94,6 +94,24 @@ import Testing
         }
     }
 
+    /// `status()` reads in one read transaction: a commit by another connection between two of its
+    /// statements does not show in the second one.
+    @Test func readsInOneReadTransactionSeeOneCommit() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let store = try StateStore.openForWriting(path: dir.file("state.db"))
+            let other = try StateStore.openForWriting(path: dir.file("state.db"))
+            var committed = false
+            let (before, after) = try store.db.reading { () throws(SQLiteError) in
+                let before = try store.staleFlag()
+                committed = (try? other.markStale(reason: "meanwhile", at: t0)) == true
+                return (before, try store.staleFlag())
+            }
+            #expect(committed, "the other connection commits while the read transaction is open (WAL)")
+            #expect(!before.isSet && after == before)
+            #expect(try store.status().stale.reason == "meanwhile")
+        }
+    }
+
     @Test func freshStoreStatus() throws {
         try withStore { (store, _) throws in
             let status = try store.status()
