@@ -189,15 +189,20 @@ extension StateStore {
     /// fetch) and at every activation, however few keys it changed (BENCHMARKS.md, issue 30).
     private func fillReaderStaging(beside path: String) throws(StoreError) -> Database {
         let staging = try readerStaging(beside: path)
-        // Another connection that committed since this store's last transaction began may have
-        // changed anything: the mirror holds only while none did (`PRAGMA data_version`).
-        let others = lastWrite?.after.others
-        let mirror = readerMirror.flatMap { $0.others == others ? $0 : nil }
         do {
+            // Another connection's commit may have changed anything: the mirror holds only while
+            // none came since it was made, counted by the writer's connection (`PRAGMA data_version`)
+            // now, not at this store's last write: one may land between that write and this copy
+            // (and `writeReaderFile` may come with no write at all). Counted before the copy's
+            // snapshot for the next copy (every commit it counts, the snapshot holds), and after it
+            // for this one (every commit the snapshot holds, it counts).
+            let others = try dataVersion()
             // One read transaction on the state database for every statement; each prepared once
             // per store (the staging connection's cache).
             try staging.run("BEGIN")
             for statement in Self.stateCopy { try staging.run(statement) }
+            let unchanged = try dataVersion()
+            let mirror = readerMirror.flatMap { $0.others == unchanged ? $0 : nil }
             let active =
                 try staging.query("SELECT set_id FROM live.snapshots WHERE kind = 'active'") {
                     $0.integer(0)
@@ -372,12 +377,14 @@ extension StateStore {
 }
 
 /// What the staging database's value tables hold: value set `activeSet`'s rows (`nil`: no remote
-/// values) as `active_values`, and the defaults as committed, while the writer's count of other
-/// connections' commits (``StateStore/Version/others``) was `others`. A value set's rows never
-/// change once committed, and ids are never used again (`AUTOINCREMENT`), so the id names them.
+/// values) as `active_values`, and the defaults as committed, with every commit of another
+/// connection the writer's connection had counted when it was `others` (`PRAGMA data_version`).
+/// A value set's rows never change once committed, and a committed id is never used again
+/// (`AUTOINCREMENT`), so the id names them. (An id taken by a transaction that rolled back is
+/// free again: only a committed one names rows.)
 struct ReaderMirror {
     var activeSet: Int64?
-    var others: Int64?
+    var others: Int64
 }
 
 /// The remote values that differ between value sets `from` and `to` (`nil`: no remote values):
