@@ -98,4 +98,141 @@ import Testing
             try expectSame(store, path, "after the other writer's activation")
         }
     }
+
+    /// One store alone: an activation that fails after finding its changed keys, a fetch that
+    /// takes the id it freed, a deferred activation, a trial rolled back, a rollback, keys that
+    /// differ only in Unicode normalization, and new defaults under active values.
+    @Test func everyActivationRollbackAndFailureOfOneStoreLeavesTheReaderFileExact() throws {
+        try withStore { store, dir in
+            let path = dir.file("reader.db")
+            let raw = try Database(path: dir.file("state.db"), mode: .readWrite)
+            try raw.execute(
+                """
+                CREATE TRIGGER refuse_bad AFTER INSERT ON events
+                WHEN NEW.kind IN ('activated', 'rolled-back') AND NEW.detail LIKE '%"bad"%'
+                BEGIN SELECT RAISE(ABORT, 'refused'); END
+                """)
+            try store.replaceDefaults(["key5": "default 5", "caf\u{E9}": "default NFC"])
+            try fetch(store, values("one"), 1, activate: true)
+            _ = try store.activateRecorded(at: t0, keep: 5)
+            try expectSame(store, path, "first")
+            var bad = values("one")
+            bad["key1"] = "bad"
+            bad["cafe\u{301}"] = "NFD"
+            #expect(throws: StoreError.self) {
+                try store.recordFetch(
+                    .update(values: bad, templateVersion: "bad", etag: nil), at: t0 + .seconds(2), activate: true)
+            }
+            let freed = try #require(store.lastSetDelta?.to)
+            // The same id, other values, not activated: the reader file is as it was.
+            var pending = values("one")
+            pending["key2"] = "pending"
+            pending["cafe\u{301}"] = "NFD"
+            pending["nul\u{0}key"] = "documents refuse it; the store keeps it whole"
+            try fetch(store, pending, 3, activate: false)
+            #expect(
+                try store.wrap { () throws(SQLiteError) in
+                    try store.db.query("SELECT set_id FROM snapshots WHERE kind = 'fetched'") { $0.integer(0) }.first
+                } == freed, "the fetch took the id the failed activation freed (else this proves nothing)")
+            try expectSame(store, path, "a fetch not activated on a freed id")
+            _ = try store.activateRecorded(at: t0 + .seconds(3), keep: 5)
+            try expectSame(store, path, "the deferred activation")
+            // NFC instead of NFD, as a trial that is rolled back; then a rollback that fails.
+            var nfc = pending
+            nfc["cafe\u{301}"] = nil
+            nfc["caf\u{E9}"] = "NFC"
+            try fetch(store, nfc, 4, activate: false)
+            _ = try store.activateRecorded(at: t0 + .seconds(4), keep: 5, trialDeadline: t0 + .seconds(60))
+            try expectSame(store, path, "the trial")
+            _ = try store.rollBackTrial(.timedOut, at: t0 + .seconds(5))
+            try expectSame(store, path, "the trial rolled back")
+            try raw.execute("UPDATE history SET template_version = 'bad' WHERE template_version = '1'")
+            #expect(throws: StoreError.self) { _ = try store.rollback(to: "bad", at: t0 + .seconds(6)) }
+            try raw.execute("UPDATE history SET template_version = '1' WHERE template_version = 'bad'")
+            try store.markStale(reason: "after the failed rollback", at: t0 + .seconds(6))
+            try expectSame(store, path, "a rollback that failed")
+            #expect(try store.rollback(at: t0 + .seconds(7)) != nil)
+            try expectSame(store, path, "a rollback to the first")
+            try store.replaceDefaults(["key2": "default 2"])
+            try expectSame(store, path, "new defaults under active values")
+            // `status` inside a write: in its transaction, not a second one.
+            let inside = try store.write { try store.status() }
+            #expect(inside.active == (try store.status()).active)
+        }
+    }
+
+    /// Around ``SetDelta/keyLimit`` changed keys, and a reader file that could not be written for
+    /// a while (its directory gone) across activations.
+    @Test func manyChangedKeysAndAMissedReaderFileLeaveTheReaderFileExact() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let store = try StateStore.openForWriting(path: dir.file("state.db"))
+            try FileBytes.makeDirectories(dir.file("readers"))
+            let path = dir.file("readers/reader.db")
+            var failures = 0
+            store.maintainReaderFile(at: path) { _ in failures += 1 }
+            let keys = 0..<(SetDelta.keyLimit * 4 + 200)
+            try fetch(store, values("one", keys), 1, activate: true)
+            try expectSame(store, path, "first")
+            for (version, changed) in [(2, SetDelta.keyLimit), (3, SetDelta.keyLimit + 1)] {
+                var next = values("one", keys)
+                for key in 0..<changed { next["key\(key)"] = "v\(version)" }
+                let copies = store.activeValueCopies
+                try fetch(store, next, version, activate: true)
+                try expectSame(store, path, "\(changed) keys changed")
+                #expect(store.activeValueCopies == copies + (changed > SetDelta.keyLimit ? 1 : 0))
+            }
+            // Gone, then two activations and a rollback, then back.
+            unlink(path)
+            #expect(rmdir(dir.file("readers")) == 0)
+            var next = values("one", keys)
+            next["key1"] = "while gone"
+            try fetch(store, next, 4, activate: true)
+            next["key2"] = "while gone"
+            try fetch(store, next, 5, activate: true)
+            #expect(try store.rollback(at: t0 + .seconds(6)) != nil)
+            #expect(failures == 1)
+            try FileBytes.makeDirectories(dir.file("readers"))
+            try store.markStale(reason: "back", at: t0 + .seconds(7))
+            try expectSame(store, path, "after the directory came back")
+        }
+    }
+
+    /// The staging database over its limit by an activation's few changed keys (the file is
+    /// built in place), and back under it by a rollback.
+    @Test func aDeltaThatOutgrowsTheStagingDatabaseAndARollbackBackLeaveTheReaderFileExact() throws {
+        try withStore { store, dir in
+            let path = dir.file("reader.db")
+            let filler = String(repeating: "x", count: 3_000)
+            let small = Dictionary(uniqueKeysWithValues: (0..<200).map { ("key\($0)", "\($0) " + filler) })
+            try fetch(store, small, 1, activate: true)
+            _ = try store.activateRecorded(at: t0, keep: 5)
+            try expectSame(store, path, "first")
+            var big = small
+            for key in 0..<30 { big["big\(key)"] = String(repeating: "\(key % 10)", count: 30_000) }
+            try fetch(store, big, 2, activate: false)
+            _ = try store.activateRecorded(at: t0 + .seconds(2), keep: 5)
+            try expectSame(store, path, "over the limit")
+            #expect(store.readerTooBig, "built in place (else this proves nothing)")
+            #expect(try store.rollback(at: t0 + .seconds(3)) != nil)
+            try expectSame(store, path, "rolled back under it")
+            try store.markStale(reason: "again", at: t0 + .seconds(4))
+            #expect(!store.readerTooBig)
+            try expectSame(store, path, "staged again")
+            // A value over the limit: built in place at once, the staging database left as it was;
+            // a rollback to the set it holds copies nothing.
+            let copies = store.activeValueCopies
+            try store.recordFetch(
+                .update(
+                    values: ["huge": String(repeating: "h", count: StateStore.stagingLimit + 1)], templateVersion: "5",
+                    etag: nil),
+                at: t0 + .seconds(5), activate: true,
+                recording: ActivationRecording(keep: 5))
+            try expectSame(store, path, "a value over the limit")
+            #expect(try store.rollback(at: t0 + .seconds(6)) != nil)
+            try expectSame(store, path, "rolled back from it")
+            try store.markStale(reason: "once more", at: t0 + .seconds(7))
+            try expectSame(store, path, "staged once more")
+            #expect(store.activeValueCopies == copies)
+        }
+    }
 }
