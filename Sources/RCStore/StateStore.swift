@@ -278,6 +278,9 @@ public final class StateStore {
     /// `readerVisible`: whether the change can touch what the reader file holds; after such a
     /// commit the reader file is rewritten before this returns (so a `get` after it sees the change).
     func write<T>(readerVisible: Bool = true, _ body: () throws -> T) throws(StoreError) -> T {
+        // A delta serves the reader file of the transaction that found it, and no later one: one
+        // found by a transaction that rolled back names sets that were never committed.
+        lastSetDelta = nil
         uncommitted = []
         // Events of a transaction that rolled back never happened.
         defer { uncommitted = [] }
