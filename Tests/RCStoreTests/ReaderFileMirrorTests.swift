@@ -46,6 +46,62 @@ import Testing
         try store.wrap { () throws(SQLiteError) in try store.activeValueSet().integer }
     }
 
+    /// The staging database keeps the value tables it holds when a write leaves them as they are,
+    /// and changes only the keys an activation or a rollback changed: after each kind of change the
+    /// file still reads exactly as the state database, and the active values are copied whole only
+    /// when most of them changed or another connection wrote.
+    @Test func theValueTablesAreCopiedOnlyWhenTheyChangedAndStayExact() throws {
+        try withStore { store, dir in
+            let path = dir.file("reader.db")
+            func record(_ values: [String: String], _ version: Int, activate: Bool = true) throws {
+                try fetch(store, values, version, activate: false)
+                if activate { try store.activateRecorded(at: t0 + .seconds(Int64(version)), keep: 5) }
+            }
+            try store.replaceDefaults(["key3": "default 3", "extra": "default extra"])
+            try record(values("one"), 1)
+            try expectSame(store, path, "first activation")
+            let copies = store.activeValueCopies
+            // Writes that leave the active set as it is copy nothing.
+            try store.markStale(reason: "pushed", at: t0)
+            try store.recordFetch(.noChange, at: t0 + .seconds(1), activate: false)
+            try record(values("pending"), 2, activate: false)
+            try expectSame(store, path, "a fetch not activated")
+            #expect(store.activeValueCopies == copies)
+            // A few keys changed, removed (one with a default) and added: only those.
+            var few = values("one")
+            few["key0"] = "changed"
+            few["key3"] = nil
+            few["key4"] = nil
+            few["new"] = "added"
+            try record(few, 3)
+            try expectSame(store, path, "a few keys changed")
+            #expect(store.activeValueCopies == copies)
+            // Every key changed: copied whole.
+            try record(values("two"), 4)
+            try expectSame(store, path, "every key changed")
+            #expect(store.activeValueCopies == copies + 1)
+            // A rollback to the set with a few keys changed: whole again (most differ).
+            _ = try store.rollback(to: "3", at: t0 + .seconds(5))
+            try expectSame(store, path, "rolled back")
+            // New defaults are copied; the active values stay.
+            try store.replaceDefaults(["key4": "default 4"])
+            try expectSame(store, path, "new defaults")
+            let afterDefaults = store.activeValueCopies
+            #expect(afterDefaults == copies + 3)
+            // Another connection's commit: nothing is known of what it changed, so all is copied.
+            let other = try StateStore.openForWriting(path: dir.file("state.db"))
+            try other.markStale(reason: "another writer", at: t0 + .seconds(6))
+            try store.setNote(.reportTopic, "x")
+            try store.recordFetch(.noChange, at: t0 + .seconds(7), activate: false)
+            try expectSame(store, path, "after another connection's commit")
+            #expect(store.activeValueCopies == afterDefaults + 1)
+            // And removing every remote value (an empty set) by a few changes.
+            try record(values("small", 0..<3), 8)
+            try record([:], 9)
+            try expectSame(store, path, "no remote values")
+        }
+    }
+
     /// `writeReaderFile` builds the file "from the committed state": that includes another
     /// connection's commits since this store's last write (its `data_version` then is not the one
     /// the copy was made at).
