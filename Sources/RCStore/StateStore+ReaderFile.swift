@@ -184,7 +184,8 @@ extension StateStore {
     /// Every table is emptied and filled again in one transaction, except the value tables when
     /// ``readerMirror`` says they hold what is committed: the active values are kept when the
     /// active set is the one they hold, changed by ``lastSetDelta`` when that leads from it to the
-    /// active one, copied whole otherwise; the defaults are kept unless this store replaced them.
+    /// active one, copied whole otherwise; the defaults are kept unless they were replaced. Any
+    /// commit of another connection since the last copy copies both again.
     /// A 3,000-key state copied its values again at every write (a 304, a stale flag, a failed
     /// fetch) and at every activation, however few keys it changed (BENCHMARKS.md, issue 30).
     private func fillReaderStaging(beside path: String) throws(StoreError) -> Database {

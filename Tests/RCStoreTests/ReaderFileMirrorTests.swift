@@ -12,13 +12,20 @@ import Testing
 @Suite struct ReaderFileMirrorTests {
     private let t0 = Timestamp(milliseconds: 1_700_000_000_000)
 
-    /// A writable store keeping `reader.db` beside it; a failure to write it is an issue.
     private func withStore<T>(_ body: (StateStore, TemporaryDirectory) throws -> T) throws -> T {
-        try TemporaryDirectory.with { (dir) throws in
-            let store = try StateStore.openForWriting(path: dir.file("state.db"))
-            store.maintainReaderFile(at: dir.file("reader.db")) { Issue.record("reader file not written: \($0)") }
-            return try body(store, dir)
-        }
+        try withReaderFileStore(body)
+    }
+
+    /// A connection of its own on `dir`'s state database with a trigger that makes every event of
+    /// `kinds` whose detail names "bad" fail its transaction (after the changed keys were found).
+    private func refusingBad(_ kinds: String, in dir: TemporaryDirectory) throws -> Database {
+        let raw = try Database(path: dir.file("state.db"), mode: .readWrite)
+        try raw.execute(
+            """
+            CREATE TRIGGER refuse_bad AFTER INSERT ON events
+            WHEN NEW.kind IN (\(kinds)) AND NEW.detail LIKE '%"bad"%' BEGIN SELECT RAISE(ABORT, 'refused'); END
+            """)
+        return raw
     }
 
     /// The reader file at `path` answers `get`, `list` and `status` as the state database does.
@@ -128,12 +135,7 @@ import Testing
         try withStore { store, dir in
             let path = dir.file("reader.db")
             // An activation of version "bad" fails after its changed keys were found.
-            let raw = try Database(path: dir.file("state.db"), mode: .readWrite)
-            try raw.execute(
-                """
-                CREATE TRIGGER refuse_bad AFTER INSERT ON events
-                WHEN NEW.kind = 'activated' AND NEW.detail LIKE '%"bad"%' BEGIN SELECT RAISE(ABORT, 'refused'); END
-                """)
+            _ = try refusingBad("'activated'", in: dir)
             try fetch(store, values("one"), 1, activate: true)
             try expectSame(store, path, "first")
             let first = try activeSet(store)
@@ -161,13 +163,7 @@ import Testing
     @Test func everyActivationRollbackAndFailureOfOneStoreLeavesTheReaderFileExact() throws {
         try withStore { store, dir in
             let path = dir.file("reader.db")
-            let raw = try Database(path: dir.file("state.db"), mode: .readWrite)
-            try raw.execute(
-                """
-                CREATE TRIGGER refuse_bad AFTER INSERT ON events
-                WHEN NEW.kind IN ('activated', 'rolled-back') AND NEW.detail LIKE '%"bad"%'
-                BEGIN SELECT RAISE(ABORT, 'refused'); END
-                """)
+            let raw = try refusingBad("'activated', 'rolled-back'", in: dir)
             try store.replaceDefaults(["key5": "default 5", "caf\u{E9}": "default NFC"])
             try fetch(store, values("one"), 1, activate: true)
             _ = try store.activateRecorded(at: t0, keep: 5)

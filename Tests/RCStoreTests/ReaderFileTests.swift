@@ -11,13 +11,8 @@ import Testing
 @Suite struct ReaderFileTests {
     private let t0 = Timestamp(milliseconds: 1_700_000_000_000)
 
-    /// A writable store keeping `reader.db` beside it; `failures` collects what it could not write.
     private func withStore<T>(_ body: (StateStore, TemporaryDirectory) throws -> T) throws -> T {
-        try TemporaryDirectory.with { (dir) throws in
-            let store = try StateStore.openForWriting(path: dir.file("state.db"))
-            store.maintainReaderFile(at: dir.file("reader.db")) { Issue.record("reader file not written: \($0)") }
-            return try body(store, dir)
-        }
+        try withReaderFileStore(body)
     }
 
     private func inode(_ path: String) -> ino_t? {
@@ -244,5 +239,15 @@ import Testing
             }
             #expect(!store.readerTooBig && store.readerStaging != nil)
         }
+    }
+}
+
+/// A writable store in a new directory keeping `reader.db` beside it; a failure to write it is an
+/// issue. (The reader file's suites.)
+func withReaderFileStore<T>(_ body: (StateStore, TemporaryDirectory) throws -> T) throws -> T {
+    try TemporaryDirectory.with { (dir) throws in
+        let store = try StateStore.openForWriting(path: dir.file("state.db"))
+        store.maintainReaderFile(at: dir.file("reader.db")) { Issue.record("reader file not written: \($0)") }
+        return try body(store, dir)
     }
 }
