@@ -20,6 +20,12 @@ static inline int rcagent_accept_cloexec(int fd) {
     return (int)syscall(SYS_accept4, fd, (void *)0, (void *)0, RCAGENT_CLOEXEC);
 }
 
+// renameat2(2) with RENAME_EXCHANGE (Linux 3.15; glibc's wrapper is _GNU_SOURCE only): the two
+// names swapped in one step, both files kept. -100 is AT_FDCWD, 2 RENAME_EXCHANGE (linux/fs.h).
+static inline int rcagent_exchange(const char *a, const char *b) {
+    return (int)syscall(SYS_renameat2, -100, a, -100, b, 2);
+}
+
 // setfsgid(2) (also _GNU_SOURCE only): the group new files get, for the calling thread alone.
 static inline int rcagent_setfsgid(unsigned int gid) { return (int)syscall(SYS_setfsgid, gid); }
 

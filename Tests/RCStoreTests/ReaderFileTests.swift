@@ -6,8 +6,8 @@ import Testing
 
 @testable import RCStore
 
-/// The reader file (`StateStore+ReaderFile`): rewritten after each change readers see, replaced by
-/// `rename(2)` so a reader on the old file keeps its view, and read without locks.
+/// The reader file (`StateStore+ReaderFile`): rewritten after each change readers see, swapped into
+/// place so a reader on the old file keeps its view, and read without locks.
 @Suite struct ReaderFileTests {
     private let t0 = Timestamp(milliseconds: 1_700_000_000_000)
 
@@ -64,7 +64,7 @@ import Testing
                     store, Dictionary(uniqueKeysWithValues: (0..<500).map { ("key\($0)", "v\(round) \($0)") }),
                     version: "\(round)", at: t0 + .seconds(Int64(round)))
             }
-            #expect(inode(path) != before, "the file is replaced by rename, never rewritten in place")
+            #expect(inode(path) != before, "the file is replaced by another, never rewritten in place")
             // The old view, whole and unchanged: every key, every value of round 1.
             let oldValues = try old.allValues()
             #expect(oldValues.count == 500 && oldValues.allSatisfy { $0.text.hasPrefix("one ") })
@@ -83,6 +83,28 @@ import Testing
             #expect(mode(dir.file("state.db-wal")) == 0o640, "SQLite gives its WAL the database's mode")
             let names = FileBytes.directoryEntries(dir.path).filter { !$0.hasPrefix(".") }.sorted()
             #expect(names == ["reader.db", "state.db", "state.db-shm", "state.db-wal"])
+        }
+    }
+
+    @Test func installPutsTheNewFileInPlaceAndLeavesNoOtherName() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let path = dir.file("reader.db")
+            // No file in place yet: the first install is a plain rename.
+            let first = try dir.write("reader.db.tmp-first1", "first")
+            try StateStore.install(first, at: path)
+            #expect(try FileBytes.read(path) == Array("first".utf8))
+            // Over a file a reader holds: the reader keeps the old file, which no name reaches any more.
+            let held = open(path, O_RDONLY)
+            #expect(held >= 0)
+            defer { close(held) }
+            let second = try dir.write("reader.db.tmp-second", "second")
+            try StateStore.install(second, at: path)
+            #expect(try FileBytes.read(path) == Array("second".utf8))
+            var info = stat()
+            #expect(fstat(held, &info) == 0 && info.st_nlink == 0, "the old file's name is gone")
+            var buffer = [UInt8](repeating: 0, count: 16)
+            #expect(pread(held, &buffer, 16, 0) == 5 && Array(buffer.prefix(5)) == Array("first".utf8))
+            #expect(FileBytes.directoryEntries(dir.path).sorted() == ["reader.db"])
         }
     }
 
