@@ -316,19 +316,48 @@ extension StateStore {
             AND (SELECT set_id FROM set_values WHERE rowid = s.last_row) = ?1
         """
 
-    /// Deletes the value sets that neither a snapshot nor a history entry names (few: one per kept
-    /// entry and the fetched snapshot), with their values. `NOT EXISTS`, not `NOT IN`: both tables
-    /// are a few rows, and `NOT IN` built two temporary b-trees at every fetch (10% of the daemon's
-    /// CPU for a small one, BENCHMARKS.md).
+    /// Drops the value sets that neither a snapshot nor a history entry names (few: one per kept
+    /// entry and the fetched snapshot). `NOT EXISTS`, not `NOT IN`: both tables are a few rows, and
+    /// `NOT IN` built two temporary b-trees at every fetch (10% of the daemon's CPU for a small one,
+    /// BENCHMARKS.md).
+    ///
+    /// Their rows stay until ``collectDroppedSets()``: deleting the 3,000 rows of the set an
+    /// activation pushed out of the history was an eighth of the activation's time (BENCHMARKS.md),
+    /// and nothing reads them any more. Every query names its set, and a set's id is never given
+    /// again (`AUTOINCREMENT`), so rows of a dropped set are never read as another's.
     func dropUnusedValueSets() throws(SQLiteError) {
-        let unused = try db.query(
+        let dropped = try db.query(
             """
             DELETE FROM value_sets WHERE NOT EXISTS (SELECT 1 FROM history WHERE set_id = value_sets.id)
                 AND NOT EXISTS (SELECT 1 FROM snapshots WHERE set_id = value_sets.id)
             RETURNING id
             """
         ) { $0.integer(0) ?? 0 }
-        for set in unused { try db.run("DELETE FROM set_values WHERE set_id = ?", [.integer(set)]) }
+        if !dropped.isEmpty { hasDroppedSetRows = true }
+    }
+
+    /// Deletes the rows of the value sets dropped since the last call (``dropUnusedValueSets()``), in
+    /// a transaction of its own that readers do not see: the daemon runs it after it has answered
+    /// for the write that dropped them. Found by the sets' ids stored (a seek per set: a few dozen),
+    /// so rows left by a writer that stopped first are found too.
+    public func collectDroppedSets() throws(StoreError) {
+        guard hasDroppedSetRows else { return }
+        try write(readerVisible: false) {
+            var after = Int64.min
+            while let set = try nextStoredSet(after: after) {
+                let kept = try db.query("SELECT 1 FROM value_sets WHERE id = ?", [.integer(set)]) { _ in true }
+                if kept.isEmpty { try db.run("DELETE FROM set_values WHERE set_id = ?", [.integer(set)]) }
+                after = set
+            }
+        }
+        hasDroppedSetRows = false
+    }
+
+    /// The smallest value set id above `after` that has rows stored: one seek in their index.
+    private func nextStoredSet(after: Int64) throws(SQLiteError) -> Int64? {
+        try db.query("SELECT set_id FROM set_values WHERE set_id > ? ORDER BY set_id LIMIT 1", [.integer(after)]) {
+            $0.integer(0)
+        }.first ?? nil
     }
 
     /// Adds the snapshot now active (it names the fetched snapshot's value set) as the newest entry and drops the oldest beyond `keep`, with the value sets

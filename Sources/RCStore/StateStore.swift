@@ -41,6 +41,9 @@ public final class StateStore {
     var lastSetDelta: SetDelta?
     /// How many times the staging database copied the active values whole: for the tests.
     var activeValueCopies = 0
+    /// Whether the rows of a dropped value set may still be stored (``collectDroppedSets()``): at
+    /// open nobody knows (a writer may have stopped before collecting), then after a drop.
+    public internal(set) var hasDroppedSetRows = true
     /// Whether the last reader file was over ``stagingLimit``: the next one is built in place.
     var readerTooBig = false
     var readerFailure: ((StoreError) -> Void)?

@@ -29,16 +29,20 @@ import Testing
                 try store.recordFetch(
                     .update(values: values(version), templateVersion: "\(version)", etag: nil), at: at(Int64(version)),
                     activate: true, recording: ActivationRecording(keep: 3))
-                // Each kept entry names the set its fetch stored: 50 values per entry, no copy.
+                // Each kept entry names the set its fetch stored: 50 values per entry, no copy. The
+                // set pushed out of the history is dropped at once, its rows when collected.
                 let entries = Int64(min(version, 3))
-                #expect(try count("SELECT count(*) FROM set_values", path) == 50 * entries)
                 #expect(try count("SELECT count(*) FROM value_sets", path) == entries)
+                #expect(try count("SELECT count(*) FROM set_values", path) == 50 * (entries + (version > 3 ? 1 : 0)))
+                try store.collectDroppedSets()
+                #expect(try count("SELECT count(*) FROM set_values", path) == 50 * entries)
             }
             // A fetch not activated replaces the fetched set; the history's sets stay.
             try store.recordFetch(
                 .update(values: values(7), templateVersion: "7", etag: nil), at: at(7), activate: false)
             try store.recordFetch(
                 .update(values: values(8), templateVersion: "8", etag: nil), at: at(8), activate: false)
+            try store.collectDroppedSets()
             #expect(try count("SELECT count(*) FROM value_sets", path) == 4)
             #expect(try count("SELECT count(*) FROM set_values", path) == 200)
             // Every kept entry still rolls back to its own values.
@@ -48,6 +52,46 @@ import Testing
             #expect(try store.activateRecorded(at: at(10), keep: 3)?.templateVersion == "8")
             #expect(try store.value(forKey: "k0")?.text == "v0 of 8")
             #expect(try store.integrityProblems() == nil)
+        }
+    }
+
+    /// The rows of a dropped set stay until collected, and nothing reads them meanwhile; a writer
+    /// that stopped before collecting leaves them to the next, which finds them by the ids stored.
+    @Test func theRowsOfDroppedSetsAreCollectedLaterEvenByTheNextWriter() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let path = dir.file("state.db")
+            do {
+                let store = try StateStore.openForWriting(path: path)
+                try store.collectDroppedSets()
+                #expect(!store.hasDroppedSetRows)
+                for version in 1...4 {
+                    try store.recordFetch(
+                        .update(values: values(version), templateVersion: "\(version)", etag: nil),
+                        at: at(Int64(version)), activate: true, recording: ActivationRecording(keep: 1))
+                }
+                #expect(store.hasDroppedSetRows)
+                #expect(try count("SELECT count(*) FROM value_sets", path) == 1)
+                #expect(try count("SELECT count(*) FROM set_values", path) == 200)
+                #expect(try store.allValues().map(\.text).sorted() == values(4).values.sorted())
+                #expect(try store.status().active.keys == 50)
+            }
+            let next = try StateStore.openForWriting(path: path)
+            #expect(next.hasDroppedSetRows, "a new writer cannot know")
+            try next.collectDroppedSets()
+            #expect(!next.hasDroppedSetRows)
+            #expect(try count("SELECT count(*) FROM set_values", path) == 50)
+            #expect(try next.allValues().map(\.text).sorted() == values(4).values.sorted())
+            // Ids are never given again: the next set comes after every set ever stored.
+            let fourth = try count("SELECT set_id FROM snapshots WHERE kind = 'active'", path)
+            try next.recordFetch(
+                .update(values: values(5), templateVersion: "5", etag: nil), at: at(5), activate: true,
+                recording: ActivationRecording(keep: 1))
+            #expect(try count("SELECT set_id FROM snapshots WHERE kind = 'active'", path) == fourth + 1)
+            #expect(try count("SELECT min(set_id) FROM set_values", path) == fourth)
+            try next.collectDroppedSets()
+            #expect(try count("SELECT count(*) FROM set_values", path) == 50)
+            #expect(try next.value(forKey: "k7")?.text == "v7 of 5")
+            #expect(try next.integrityProblems() == nil)
         }
     }
 

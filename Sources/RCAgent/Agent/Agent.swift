@@ -142,7 +142,9 @@ actor Agent {
     }
 
     /// Asks for a fetch and, with `wait`, returns the outcome of the round that handles it.
-    func fetch(_ trigger: FetchTrigger, wait: Bool) async -> FetchOutcome? {
+    /// Not isolated: the answer goes out as soon as the round hands it over, not once the agent
+    /// has finished what follows the round (its status line, the idle work).
+    nonisolated func fetch(_ trigger: FetchTrigger, wait: Bool) async -> FetchOutcome? {
         guard wait else {
             request(trigger)
             return nil
