@@ -171,7 +171,7 @@ extension AgentTests {
             // Woken by the reload, the loop fetches a second after it; left asleep, not for an hour
             // (the settle delay) or nine (the old timer). The minute is a bound for a loaded
             // machine, not a measurement.
-            let started = await source.started.next(until: .now + .seconds(60))
+            let started: Void? = await source.started.next(until: .now + .seconds(60))
             #expect(started != nil, "the loop slept through the reload that brought the timer near")
             source.release.send(())
             loop.cancel()
