@@ -105,6 +105,13 @@ class HTTPAgent(FileAgent):
             self.server = None
 
 
+def small_document(version):
+    """The small document of the fetch figures (bench/fetch.py, bench/template-ab.py small): two
+    values, `bench` naming `version`."""
+    return json.dumps({"state": "UPDATE", "templateVersion": str(version),
+                       "entries": {"bench": f"v{version}", "other": "same"}})
+
+
 def forced_fetch(sock):
     """`{"op":"fetch","force":true,"wait":true}` on the daemon's socket `sock`: the ms from the request to
     the answer line (after the fetch, the store and the activation committed). Exits on a failed fetch."""

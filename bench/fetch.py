@@ -20,15 +20,10 @@ Usage: bench/fetch.py BIN_DIR [ROUNDS]
 import json, os, statistics, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentsetup import HTTPAgent, cpu_ms, forced_fetch, report, wait_for
+from agentsetup import HTTPAgent, cpu_ms, forced_fetch, report, small_document as small, wait_for
 
 bin_dir = os.path.abspath(sys.argv[1])
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 100
-
-
-def small(version):
-    return json.dumps({"state": "UPDATE", "templateVersion": str(version),
-                       "entries": {"bench": f"v{version}", "other": "same"}})
 
 
 def template(version, changed=3000):

@@ -19,7 +19,7 @@ Usage: bench/template-ab.py NEW_BIN_DIR OLD_BIN_DIR [ROUNDS [KIND]]   (default 4
 import json, os, random, re, statistics, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentsetup import HTTPAgent, cpu_ms, forced_fetch, report, wait_for
+from agentsetup import HTTPAgent, cpu_ms, forced_fetch, report, small_document, wait_for
 
 builds = {"new": os.path.abspath(sys.argv[1]), "old": os.path.abspath(sys.argv[2])}
 kind = sys.argv[4] if len(sys.argv) > 4 else "all"
@@ -31,8 +31,7 @@ warmup = 5
 
 def template(version):
     if kind == "small":
-        return json.dumps({"state": "UPDATE", "templateVersion": str(version),
-                           "entries": {"bench": f"v{version}", "other": "same"}})
+        return small_document(version)
 
     def value(k):
         return f"value {k} of template {version if kind == 'all' or k == 0 else 1}"
