@@ -39,8 +39,14 @@ public enum CommandLineTool {
         return text
     }
 
+    /// The environment variables the commands read (rcagent(1), ENVIRONMENT): only these are taken
+    /// from the environment (a hold's command inherits the whole of it from `environ`).
+    public static let environmentVariables = ["RCAGENT_CONFIG", "RCAGENT_DPKG_STATUS"]
+
     /// Runs one command line and returns the process exit code.
-    public static func main(arguments: [String], environment: [String: String] = Environment.current()) -> Int32 {
+    public static func main(
+        arguments: [String], environment: [String: String] = Environment.current(environmentVariables)
+    ) -> Int32 {
         var arguments = arguments
         // Global options may also come before the command: `rcagent --config FILE get KEY`.
         var leading: [String] = []
@@ -102,7 +108,7 @@ final class Invocation {
     var json: Bool { arguments.has("json") }
 
     /// The commands that only read: they never fail because of a config line they do not need.
-    static let readCommands: Set<String> = ["get", "list", "status", "check-update", "activity", "history"]
+    static let readCommands = ["get", "list", "status", "check-update", "activity", "history"]
 
     /// The config. A read command warns once about each bad line and goes on without it (a kiosk
     /// script keeps its values when someone leaves a typo in an unrelated drop-in); every other

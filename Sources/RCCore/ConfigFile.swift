@@ -67,36 +67,53 @@ public enum ConfigFile {
     private static func scan(_ text: String, file: String, stoppingAtFirstProblem: Bool) -> (
         entries: [ConfigEntry], problems: [ConfigError]
     ) {
+        var text = text
+        return text.withUTF8 { scan(bytes: $0, file: file, stoppingAtFirstProblem: stoppingAtFirstProblem) }
+    }
+
+    /// The scan, by bytes: every byte it looks for is ASCII, and UTF-8 never uses an ASCII byte
+    /// inside a multi-byte character, so each cut falls between characters. (A scan by `Character`
+    /// cost more than the rest of `rcagent get` together.) A line ends at LF; a CR before it, like
+    /// any space, tab or CR at either end of a line, is trimmed.
+    private static func scan(bytes text: UnsafeBufferPointer<UInt8>, file: String, stoppingAtFirstProblem: Bool)
+        -> (entries: [ConfigEntry], problems: [ConfigError])
+    {
         var entries: [ConfigEntry] = []
         var problems: [ConfigError] = []
         var section: String?
         var sectionIsReadable = true
         var lineNumber = 0
-        // "\r\n" is one Character in Swift: split on it too, or a CRLF file reads as one line.
-        for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
+        var lineStart = 0
+        while lineStart <= text.count {
             if stoppingAtFirstProblem && !problems.isEmpty { break }
+            var lineEnd = lineStart
+            while lineEnd < text.count && text[lineEnd] != Byte.newline { lineEnd += 1 }
+            let line = trimmed(UnsafeBufferPointer(rebasing: text[lineStart..<lineEnd]))
+            lineStart = lineEnd + 1
             lineNumber += 1
+            guard let first = line.first, first != Byte.hash, first != Byte.semicolon else { continue }
             let location = SourceLocation(file: file, line: lineNumber)
-            let line = rawLine.trimmingSpaces()
-            if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
-            if line.hasPrefix("[") {
-                let name = line.hasSuffix("]") ? String(line.dropFirst().dropLast().trimmingSpaces()) : ""
+            if first == Byte.openBracket {
+                let name =
+                    line.count > 1 && line[line.count - 1] == Byte.closeBracket
+                    ? string(trimmed(UnsafeBufferPointer(rebasing: line[1..<(line.count - 1)]))) : ""
                 sectionIsReadable = !name.isEmpty
                 guard !name.isEmpty else {
-                    problems.append(ConfigError(location, "malformed section header '\(line)', expected [Name]"))
+                    problems.append(
+                        ConfigError(location, "malformed section header '\(string(line))', expected [Name]"))
                     continue
                 }
                 section = name
                 continue
             }
             guard sectionIsReadable else { continue }
-            guard let equals = line.firstIndex(of: "=") else {
-                problems.append(ConfigError(location, "expected Key=Value, got '\(line)'"))
+            guard let equals = line.firstIndex(of: Byte.equals) else {
+                problems.append(ConfigError(location, "expected Key=Value, got '\(string(line))'"))
                 continue
             }
-            let key = String(line[..<equals].trimmingSpaces())
-            guard !key.isEmpty, key.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) })
-            else {
+            let keyBytes = trimmed(UnsafeBufferPointer(rebasing: line[..<equals]))
+            let key = string(keyBytes)
+            guard !keyBytes.isEmpty, keyBytes.allSatisfy(isKeyByte) else {
                 problems.append(ConfigError(location, "invalid key '\(key)'"))
                 continue
             }
@@ -104,21 +121,58 @@ public enum ConfigFile {
                 problems.append(ConfigError(location, "'\(key)=' appears before any [Section] header"))
                 continue
             }
-            let value = stripComment(line[line.index(after: equals)...])
-            entries.append(ConfigEntry(section: section, key: key, value: value, location: location))
+            let value = withoutComment(UnsafeBufferPointer(rebasing: line[(equals + 1)...]))
+            entries.append(ConfigEntry(section: section, key: key, value: string(value), location: location))
         }
         return (entries, problems)
     }
 
-    private static func stripComment(_ value: Substring) -> String {
+    private enum Byte {
+        static let newline = UInt8(ascii: "\n")
+        static let hash = UInt8(ascii: "#")
+        static let semicolon = UInt8(ascii: ";")
+        static let openBracket = UInt8(ascii: "[")
+        static let closeBracket = UInt8(ascii: "]")
+        static let equals = UInt8(ascii: "=")
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r")
+    }
+
+    /// ASCII letters and digits, `-`, `_` and `.`.
+    private static func isKeyByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
+            true
+        default: false
+        }
+    }
+
+    private static func trimmed(_ bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
+        var start = 0
+        var end = bytes.count
+        while start < end && isSpace(bytes[start]) { start += 1 }
+        while end > start && isSpace(bytes[end - 1]) { end -= 1 }
+        return UnsafeBufferPointer(rebasing: bytes[start..<end])
+    }
+
+    /// The value before a comment: a `#` or `;` at its start or after a space or tab.
+    private static func withoutComment(_ value: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
         var previousWasSpace = true
         for index in value.indices {
-            let c = value[index]
-            if (c == "#" || c == ";") && previousWasSpace {
-                return String(value[..<index].trimmingSpaces())
+            let byte = value[index]
+            if (byte == Byte.hash || byte == Byte.semicolon) && previousWasSpace {
+                return trimmed(UnsafeBufferPointer(rebasing: value[..<index]))
             }
-            previousWasSpace = c == " " || c == "\t"
+            previousWasSpace = byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t")
         }
-        return String(value.trimmingSpaces())
+        return trimmed(value)
+    }
+
+    /// Cut only next to ASCII bytes, from a valid string: valid UTF-8.
+    private static func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        String(decoding: bytes, as: UTF8.self)
     }
 }

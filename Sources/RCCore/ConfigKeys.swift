@@ -32,14 +32,15 @@ extension AgentConfig {
 enum ConfigKeys {
     /// Keys a second section also takes, with the same meaning: the signature keys belong to the
     /// source (they judge its documents) and are documented next to the push keys too.
-    static let aliases: [String: String] = [
-        "Push.TrustedKeys": "Source.TrustedKeys", "Push.SignatureThreshold": "Source.SignatureThreshold",
+    static let aliases: [(section: String, key: String, to: String)] = [
+        ("Push", "TrustedKeys", "Source"), ("Push", "SignatureThreshold", "Source"),
     ]
 
     /// The setting `[section] key=` assigns, through ``aliases``; `nil` for an unknown key.
+    /// (Compared part by part: this runs for every line of every config file a command reads.)
     static func setting(_ section: String, _ key: String) -> ConfigKey? {
-        let name = aliases["\(section).\(key)"] ?? "\(section).\(key)"
-        return all.first { "\($0.section).\($0.key)" == name }
+        let section = aliases.first { $0.section == section && $0.key == key }?.to ?? section
+        return all.first { $0.section == section && $0.key == key }
     }
 
     static let all: [ConfigKey] =

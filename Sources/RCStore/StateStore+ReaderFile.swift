@@ -23,7 +23,8 @@ extension StateStore {
     /// The reader file beside the state database `databasePath`.
     public static func readerPath(forDatabase databasePath: String) -> String {
         guard let slash = databasePath.lastIndex(of: "/") else { return "reader.db" }
-        return databasePath[...slash] + "reader.db"
+        // As a String: `Substring + String` is the generic append, which looks up its witnesses at run time.
+        return String(databasePath[...slash]) + "reader.db"
     }
 
     /// Whether the reader file at `readerPath` holds the state database's last change: it is written

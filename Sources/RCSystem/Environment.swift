@@ -18,4 +18,14 @@ public enum Environment {
         }
         return result
     }
+
+    /// Only the variables `names`: for a program that reads a known few (the CLI), without building
+    /// a dictionary of the whole environment at every start.
+    public static func current(_ names: [String]) -> [String: String] {
+        var result: [String: String] = [:]
+        for name in names {
+            if let value = getenv(name) { result[name] = String(cString: value) }
+        }
+        return result
+    }
 }

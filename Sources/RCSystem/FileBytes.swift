@@ -29,14 +29,16 @@ public enum FileBytes {
     ) throws(SystemError) -> [UInt8]? {
         guard let fd = try openRegularFile(path, flags: O_RDONLY, symlinks: symlinks) else { return nil }
         var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
+        // Not zero-filled first: that cost more than reading a small file.
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 1)
+        defer { chunk.deallocate() }
         while true {
             // Read at most one byte past the limit: a huge file costs `limit`, not its size.
             let want = min(chunk.count, limit + 1 - bytes.count)
-            let n = Posix.retrying { chunk.withUnsafeMutableBytes { Glibc.read(fd.rawValue, $0.baseAddress, want) } }
+            let n = Posix.retrying { Glibc.read(fd.rawValue, chunk.baseAddress, want) }
             if n < 0 { throw SystemError("read \(path)") }
             if n == 0 { return bytes }
-            bytes.append(contentsOf: chunk[0..<n])
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<n]))
             if bytes.count > limit {
                 throw SystemError("read \(path)", reason: "larger than \(limit) bytes", errno: EFBIG)
             }

@@ -48,6 +48,14 @@ import Testing
         #expect(render(entries) == ["f:2 [Agent] Socket=/run/a.sock", "f:5 [Push] Jitter=1s"])
     }
 
+    /// The scan goes by bytes: text outside ASCII passes through whole, a CR inside a value stays,
+    /// and CRs at the ends of a line are trimmed like spaces.
+    @Test func textOutsideASCIIAndStrayCarriageReturns() throws {
+        let entries = try ConfigFile.parse(
+            "[Ünïcode €]\r\r\nVersion= é€ # ☃\nURL=a\rb\r\n\r\n[Agent]\nSocket=/run/✓;x ;c\n", file: "f")
+        #expect(render(entries) == ["f:2 [Ünïcode €] Version=é€", "f:3 [Ünïcode €] URL=a\rb", "f:6 [Agent] Socket=/run/✓;x"])
+    }
+
     @Test func emptyFileHasNoEntries() throws {
         #expect(try ConfigFile.parse("", file: "f").isEmpty)
         #expect(try ConfigFile.parse("\n\n# only comments\n; here\n", file: "f").isEmpty)

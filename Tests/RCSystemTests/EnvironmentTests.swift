@@ -1,0 +1,17 @@
+import RCSystem
+import Testing
+
+/// The environment as the programs read it: the whole of it (the daemon, which passes it on to
+/// hooks), or only the variables a program names (the CLI). Read only: a `setenv` here could race
+/// with the other tests of this process, which read the environment from threads of their own.
+@Suite struct EnvironmentTests {
+    @Test func namedVariablesAreReadAndOthersLeftOut() throws {
+        let whole = Environment.current()
+        let (name, value) = try #require(whole.min { $0.key < $1.key }, "the test runs with an environment")
+        let unset = "RCAGENT_TEST_UNSET_" + String(whole.count)
+        #expect(whole[unset] == nil)
+
+        #expect(Environment.current([name, unset]) == [name: value])
+        #expect(Environment.current([]) == [:])
+    }
+}
