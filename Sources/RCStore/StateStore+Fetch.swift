@@ -75,7 +75,7 @@ extension StateStore {
                     INSERT OR REPLACE INTO snapshots (kind, template_version, etag, fetched_at, pending, set_id)
                     VALUES ('fetched', ?, ?, ?, 1, ?)
                     """, [templateVersion.map(SQLValue.text) ?? .null, etag.map(SQLValue.text) ?? .null, at, set])
-                try dropUnusedValueSets()
+                setsMayBeUnused = true
                 try succeed(status: .success, at: now)
                 try appendEvent(
                     .fetched, at: now,
@@ -160,7 +160,7 @@ extension StateStore {
             """, [.integer(now.milliseconds)])
         try db.run("UPDATE snapshots SET pending = 0 WHERE kind = 'fetched'")
         // The set active before goes, unless a history entry names it.
-        try dropUnusedValueSets()
+        setsMayBeUnused = true
         try appendEvent(
             .activated, at: now,
             detail: .object([

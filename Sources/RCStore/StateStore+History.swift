@@ -319,38 +319,65 @@ extension StateStore {
     /// Drops the value sets that neither a snapshot nor a history entry names (few: one per kept
     /// entry and the fetched snapshot). `NOT EXISTS`, not `NOT IN`: both tables are a few rows, and
     /// `NOT IN` built two temporary b-trees at every fetch (10% of the daemon's CPU for a small one,
-    /// BENCHMARKS.md).
+    /// BENCHMARKS.md). Run by ``write(readerVisible:_:)`` before it commits, once, when the body set
+    /// ``setsMayBeUnused``.
     ///
     /// Their rows stay until ``collectDroppedSets()``: deleting the 3,000 rows of the set an
     /// activation pushed out of the history was an eighth of the activation's time (BENCHMARKS.md),
     /// and nothing reads them any more. Every query names its set, and a set's id is never given
     /// again (`AUTOINCREMENT`), so rows of a dropped set are never read as another's.
     func dropUnusedValueSets() throws(SQLiteError) {
-        let dropped = try db.query(
+        uncommittedDrops += try db.query(
             """
             DELETE FROM value_sets WHERE NOT EXISTS (SELECT 1 FROM history WHERE set_id = value_sets.id)
                 AND NOT EXISTS (SELECT 1 FROM snapshots WHERE set_id = value_sets.id)
             RETURNING id
             """
         ) { $0.integer(0) ?? 0 }
-        if !dropped.isEmpty { hasDroppedSetRows = true }
     }
 
-    /// Deletes the rows of the value sets dropped since the last call (``dropUnusedValueSets()``), in
-    /// a transaction of its own that readers do not see: the daemon runs it after it has answered
-    /// for the write that dropped them. Found by the sets' ids stored (a seek per set: a few dozen),
-    /// so rows left by a writer that stopped first are found too.
+    /// Deletes the rows of the value sets dropped since the last call, in a transaction of its own
+    /// that readers do not see: the daemon runs it after it has answered for the write that dropped
+    /// them. The first call after open looks at every set stored (a seek per set: a few dozen), so
+    /// rows left by a writer that stopped first are found too; later ones at the sets dropped since.
+    ///
+    /// Committed without waiting for the disk (`synchronous=NORMAL`): losing this deletion to a
+    /// power cut loses nothing anyone reads, and the next start's sweep finds the rows again. The
+    /// next commit made with `FULL` writes it out with its own, in order (the log is appended).
     public func collectDroppedSets() throws(StoreError) {
         guard hasDroppedSetRows else { return }
+        let sweep = sweepForDroppedSets
+        let candidates = droppedSets
+        try wrap { () throws(SQLiteError) in try db.execute("PRAGMA synchronous=NORMAL") }
+        defer { restoreFullSync() }
         try write(readerVisible: false) {
-            var after = Int64.min
-            while let set = try nextStoredSet(after: after) {
-                let kept = try db.query("SELECT 1 FROM value_sets WHERE id = ?", [.integer(set)]) { _ in true }
-                if kept.isEmpty { try db.run("DELETE FROM set_values WHERE set_id = ?", [.integer(set)]) }
-                after = set
+            if sweep {
+                var after = Int64.min
+                while let set = try nextStoredSet(after: after) {
+                    try deleteRowsIfDropped(set)
+                    after = set
+                }
+            } else {
+                for set in candidates { try deleteRowsIfDropped(set) }
             }
         }
-        hasDroppedSetRows = false
+        sweepForDroppedSets = false
+        droppedSets.removeFirst(candidates.count)
+    }
+
+    /// Deletes set `set`'s rows unless the set is still stored: the ids come from committed drops
+    /// or from the rows themselves, and a set's row is the only proof it is gone.
+    private func deleteRowsIfDropped(_ set: Int64) throws(SQLiteError) {
+        let kept = try db.query("SELECT 1 FROM value_sets WHERE id = ?", [.integer(set)]) { _ in true }
+        if kept.isEmpty { try db.run("DELETE FROM set_values WHERE set_id = ?", [.integer(set)]) }
+    }
+
+    /// Back to `synchronous=FULL` after a write that did not wait for the disk. It cannot fail outside
+    /// a transaction; if it did, every later commit would not wait either, so the store stops.
+    private func restoreFullSync() {
+        do { try db.execute("PRAGMA synchronous=FULL") } catch {
+            preconditionFailure("cannot set synchronous=FULL again on the state database: \(error)")
+        }
     }
 
     /// The smallest value set id above `after` that has rows stored: one seek in their index.
@@ -379,7 +406,7 @@ extension StateStore {
         let kept = Int64(max(keep, trial ? 2 : 1))
         try db.run(
             "DELETE FROM history WHERE id NOT IN (SELECT id FROM history ORDER BY id DESC LIMIT ?)", [.integer(kept)])
-        try dropUnusedValueSets()
+        setsMayBeUnused = true
     }
 
     /// Makes history entry `target`'s values active (none: no remote values), marks it active and the
@@ -423,7 +450,7 @@ extension StateStore {
                 AND template_version IN (SELECT template_version FROM rejected_versions)
             """)
         // The set active before goes, unless a history entry names it.
-        try dropUnusedValueSets()
+        setsMayBeUnused = true
         try appendEvent(
             .rolledBack, at: now,
             detail: .object([

@@ -41,9 +41,18 @@ public final class StateStore {
     var lastSetDelta: SetDelta?
     /// How many times the staging database copied the active values whole: for the tests.
     var activeValueCopies = 0
-    /// Whether the rows of a dropped value set may still be stored (``collectDroppedSets()``): at
-    /// open nobody knows (a writer may have stopped before collecting), then after a drop.
-    public internal(set) var hasDroppedSetRows = true
+    /// Value sets the transaction under way dropped (``dropUnusedValueSets()``), and those of
+    /// committed transactions whose rows are still stored (``collectDroppedSets()``).
+    var uncommittedDrops: [Int64] = []
+    var droppedSets: [Int64] = []
+    /// Whether rows of sets dropped before this store opened may be stored: a writer may have
+    /// stopped before collecting. The first collection looks at every set stored.
+    var sweepForDroppedSets = true
+    /// Whether a write dropped the value sets a snapshot or history entry named: the write then
+    /// drops those nothing names any more, once, before it commits.
+    var setsMayBeUnused = false
+    /// Whether the rows of a dropped value set may still be stored (``collectDroppedSets()``).
+    public var hasDroppedSetRows: Bool { sweepForDroppedSets || !droppedSets.isEmpty }
     /// Whether the last reader file was over ``stagingLimit``: the next one is built in place.
     var readerTooBig = false
     var readerFailure: ((StoreError) -> Void)?
@@ -285,18 +294,26 @@ public final class StateStore {
         // found by a transaction that rolled back names sets that were never committed.
         lastSetDelta = nil
         uncommitted = []
-        // Events of a transaction that rolled back never happened.
-        defer { uncommitted = [] }
+        uncommittedDrops = []
+        setsMayBeUnused = false
+        // Events and drops of a transaction that rolled back never happened.
+        defer {
+            uncommitted = []
+            uncommittedDrops = []
+        }
         do {
             let rowsBefore = db.totalChanges
             var others: Int64 = 0
             let result = try db.transaction {
                 // Read under the write lock: no other process can commit until this one has.
                 others = try dataVersion()
-                return try body()
+                let result = try body()
+                if setsMayBeUnused { try dropUnusedValueSets() }
+                return result
             }
             lastWrite = (Version(own: rowsBefore, others: others), Version(own: db.totalChanges, others: others))
             committed += uncommitted
+            droppedSets += uncommittedDrops
             // A transaction that changed no row (nothing to remove, a flag already set) changed nothing.
             if readerVisible && db.totalChanges != rowsBefore { readerStale = true } else { touchReaderFile() }
             refreshReaderFile()

@@ -95,6 +95,45 @@ import Testing
         }
     }
 
+    /// A set dropped by a transaction that rolled back is still stored: collecting leaves its rows.
+    /// The collection commits without waiting for the disk, and the writes after it wait again.
+    @Test func aDropThatRolledBackIsNotCollectedAndLaterWritesWaitForTheDisk() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let path = dir.file("state.db")
+            let store = try StateStore.openForWriting(path: path)
+            try store.recordFetch(
+                .update(values: values(1), templateVersion: "1", etag: nil), at: at(1), activate: true,
+                recording: ActivationRecording(keep: 1))
+            try store.collectDroppedSets()
+            #expect(!store.hasDroppedSetRows)
+
+            // Nothing names the set inside this transaction, so it is dropped; then it rolls back.
+            #expect(throws: StoreError.self) {
+                try store.write {
+                    try store.db.run("DELETE FROM history")
+                    try store.db.run("DELETE FROM snapshots")
+                    store.setsMayBeUnused = true
+                    throw StoreError.integrityCheckFailed("abandoned on purpose")
+                }
+            }
+            #expect(!store.hasDroppedSetRows, "a drop that rolled back is not remembered")
+            try store.collectDroppedSets()
+            #expect(try count("SELECT count(*) FROM set_values", path) == 50)
+            #expect(try store.value(forKey: "k7")?.text == "v7 of 1")
+
+            // A committed drop is collected, by its id, and the connection waits for the disk again.
+            try store.recordFetch(
+                .update(values: values(2), templateVersion: "2", etag: nil), at: at(2), activate: true,
+                recording: ActivationRecording(keep: 1))
+            #expect(store.hasDroppedSetRows)
+            try store.collectDroppedSets()
+            #expect(!store.hasDroppedSetRows)
+            #expect(try count("SELECT count(*) FROM set_values", path) == 50)
+            #expect(try store.db.query("PRAGMA synchronous") { $0.integer(0) }.first == 2, "FULL")
+            #expect(try store.integrityProblems() == nil)
+        }
+    }
+
     /// A fetch that changes a few of many keys writes only those (a changed value, a removed key, a
     /// new one, a key moving from its default to the same remote value); every value is right after it.
     @Test func aFewChangedKeysAmongManyActivateRight() throws {
