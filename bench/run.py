@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`make bench`: runs every bench/ script against one release build, collects what each reports,
-prints one table and writes bench/results.json.
+prints one table and writes bench/results.json (a run of some scripts: bench/results-SCRIPT-....json).
 
 Each script prints its own human-readable lines as it goes and, when RCBENCH_OUT is set, writes
 RCBENCH_OUT/<script>.json: a list of figures, each
@@ -10,7 +10,8 @@ This driver adds the verdict (met/missed; "-" where no target is set) and the ma
 Usage: bench/run.py BIN_DIR [SCRIPT...]     (scripts: get ping fetch activate bigdoc rollback signed hostile fanout idle idle-full sizes relay activity fleet exporter soak nats-sessions; default all
 but nats-sessions)
 Environment: RCBENCH_IDLE_SECONDS (60), RCBENCH_AGENTS (50), RCBENCH_ROUNDS (200), RCBENCH_RELAY_ROUNDS
-(20), RCBENCH_ACTIVITY_ROUNDS (100), RCBENCH_RESULTS (where the results go: bench/results.json), RCBENCH_FLEET_AGENTS (1000), RCBENCH_EXPORTER_REPORTS (1000), RCBENCH_SOAK_REQUESTS (5000), RCBENCH_DEB (a .deb to read instead of building one from BIN_DIR).
+(20), RCBENCH_ACTIVITY_ROUNDS (100), RCBENCH_RESULTS (where the results go: bench/results.json, or
+bench/results-SCRIPT-....json for some scripts), RCBENCH_FLEET_AGENTS (1000), RCBENCH_EXPORTER_REPORTS (1000), RCBENCH_SOAK_REQUESTS (5000), RCBENCH_DEB (a .deb to read instead of building one from BIN_DIR).
 """
 import datetime, json, os, platform, shutil, subprocess, sys, tempfile
 
@@ -22,7 +23,9 @@ root = os.path.dirname(here)
 bin_dir = os.path.abspath(sys.argv[1])
 chosen = sys.argv[2:] or ["get", "ping", "fetch", "activate", "bigdoc", "rollback", "signed", "hostile", "fanout", "idle", "idle-full", "sizes", "relay", "activity", "fleet",
                            "exporter", "soak"]
-results_path = os.environ.get("RCBENCH_RESULTS") or os.path.join(here, "results.json")
+# A run of some scripts writes a file of its own: bench/results.json is the whole run BENCHMARKS.md shows.
+results_path = os.environ.get("RCBENCH_RESULTS") or os.path.join(
+    here, f"results-{'-'.join(sys.argv[2:])}.json" if sys.argv[2:] else "results.json")
 commands = {
     "get": [f"{here}/get.sh", bin_dir],
     "ping": [f"{here}/ping.py", bin_dir, os.environ.get("RCBENCH_ROUNDS", "200")],
