@@ -72,9 +72,10 @@ public enum ConfigFile {
     }
 
     /// The scan, by bytes: every byte it looks for is ASCII, and UTF-8 never uses an ASCII byte
-    /// inside a multi-byte character, so each cut falls between characters. (A scan by `Character`
-    /// cost more than the rest of `rcagent get` together.) A line ends at LF; a CR before it, like
-    /// any space, tab or CR at either end of a line, is trimmed.
+    /// inside a multi-byte scalar. (A scan by `Character` cost more than the rest of `rcagent get`
+    /// together.) A sign counts only where it is a character of its own (``standsAlone(_:_:)``), as
+    /// it did when the scan went by `Character`. A line ends at LF; a CR before it, like any space,
+    /// tab or CR at either end of a line, is trimmed.
     private static func scan(bytes text: UnsafeBufferPointer<UInt8>, file: String, stoppingAtFirstProblem: Bool)
         -> (entries: [ConfigEntry], problems: [ConfigError])
     {
@@ -91,9 +92,11 @@ public enum ConfigFile {
             let line = trimmed(UnsafeBufferPointer(rebasing: text[lineStart..<lineEnd]))
             lineStart = lineEnd + 1
             lineNumber += 1
-            guard let first = line.first, first != Byte.hash, first != Byte.semicolon else { continue }
+            guard let first = line.first else { continue }
+            let firstStandsAlone = standsAlone(line, 0)
+            if firstStandsAlone && (first == Byte.hash || first == Byte.semicolon) { continue }
             let location = SourceLocation(file: file, line: lineNumber)
-            if first == Byte.openBracket {
+            if firstStandsAlone && first == Byte.openBracket {
                 let name =
                     line.count > 1 && line[line.count - 1] == Byte.closeBracket
                     ? string(trimmed(UnsafeBufferPointer(rebasing: line[1..<(line.count - 1)]))) : ""
@@ -107,7 +110,7 @@ public enum ConfigFile {
                 continue
             }
             guard sectionIsReadable else { continue }
-            guard let equals = line.firstIndex(of: Byte.equals) else {
+            guard let equals = line.indices.first(where: { line[$0] == Byte.equals && standsAlone(line, $0) }) else {
                 problems.append(ConfigError(location, "expected Key=Value, got '\(string(line))'"))
                 continue
             }
@@ -136,6 +139,22 @@ public enum ConfigFile {
         static let equals = UInt8(ascii: "=")
     }
 
+    /// Whether the ASCII byte at `index` is a character of its own: what follows does not extend it.
+    /// A keycap `#️⃣` is `#` followed by U+FE0F U+20E3, one character, and no comment; `=` followed
+    /// by U+0338 is `≠`. Only a scalar outside ASCII can extend one, so the common case is one
+    /// comparison.
+    private static func standsAlone(_ bytes: UnsafeBufferPointer<UInt8>, _ index: Int) -> Bool {
+        let next = index + 1
+        guard next < bytes.count, bytes[next] >= 0x80 else { return true }
+        var rest = bytes[next...].makeIterator()
+        var decoder = UTF8()
+        guard case let .scalarValue(scalar) = decoder.decode(&rest) else { return true }
+        var pair = String.UnicodeScalarView()
+        pair.append(Unicode.Scalar(bytes[index]))
+        pair.append(scalar)
+        return String(pair).count == 2
+    }
+
     private static func isSpace(_ byte: UInt8) -> Bool {
         byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r")
     }
@@ -153,7 +172,7 @@ public enum ConfigFile {
     private static func trimmed(_ bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
         var start = 0
         var end = bytes.count
-        while start < end && isSpace(bytes[start]) { start += 1 }
+        while start < end && isSpace(bytes[start]) && standsAlone(bytes, start) { start += 1 }
         while end > start && isSpace(bytes[end - 1]) { end -= 1 }
         return UnsafeBufferPointer(rebasing: bytes[start..<end])
     }
@@ -163,7 +182,7 @@ public enum ConfigFile {
         var previousWasSpace = true
         for index in value.indices {
             let byte = value[index]
-            if (byte == Byte.hash || byte == Byte.semicolon) && previousWasSpace {
+            if (byte == Byte.hash || byte == Byte.semicolon) && previousWasSpace && standsAlone(value, index) {
                 return trimmed(UnsafeBufferPointer(rebasing: value[..<index]))
             }
             previousWasSpace = byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t")

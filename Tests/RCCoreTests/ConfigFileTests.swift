@@ -53,7 +53,28 @@ import Testing
     @Test func textOutsideASCIIAndStrayCarriageReturns() throws {
         let entries = try ConfigFile.parse(
             "[Ünïcode €]\r\r\nVersion= é€ # ☃\nURL=a\rb\r\n\r\n[Agent]\nSocket=/run/✓;x ;c\n", file: "f")
-        #expect(render(entries) == ["f:2 [Ünïcode €] Version=é€", "f:3 [Ünïcode €] URL=a\rb", "f:6 [Agent] Socket=/run/✓;x"])
+        #expect(
+            render(entries) == [
+                "f:2 [Ünïcode €] Version=é€", "f:3 [Ünïcode €] URL=a\rb", "f:6 [Agent] Socket=/run/✓;x",
+            ])
+    }
+
+    /// A sign counts only where it is a character of its own, as when the scan went by `Character`:
+    /// a keycap `#️⃣` starts no comment, `=` with U+0338 is `≠` and splits nothing, and a space that a
+    /// combining mark follows is not trimmed.
+    @Test func signsThatAreOnlyPartOfACharacterAreText() throws {
+        let entries = try ConfigFile.parse(
+            "[Signals]\nGreeting=Press #\u{FE0F}\u{20E3} now ; a comment\nMood= \u{301}x\n", file: "f")
+        #expect(
+            render(entries) == ["f:2 [Signals] Greeting=Press #\u{FE0F}\u{20E3} now", "f:3 [Signals] Mood= \u{301}x"])
+        #expect(throws: ConfigError(SourceLocation(file: "f", line: 2), "invalid key 'A=\u{338}B'")) {
+            try ConfigFile.parse("[Signals]\nA=\u{338}B=c\n", file: "f")
+        }
+        #expect(
+            throws: ConfigError(SourceLocation(file: "f", line: 2), "expected Key=Value, got '#\u{FE0F}\u{20E3} 1'")
+        ) {
+            try ConfigFile.parse("[Signals]\n#\u{FE0F}\u{20E3} 1\n", file: "f")
+        }
     }
 
     @Test func emptyFileHasNoEntries() throws {

@@ -66,7 +66,9 @@ import Testing
 
     @Test func aMissingFileTheUserNamedIsStillAnError() throws {
         try TemporaryDirectory.with { directory in
-            #expect(throws: ConfigError.self) { try AgentConfig.loadForReading(explicitPath: directory.file("none")) }
+            _ = #expect(throws: ConfigError.self) {
+                try AgentConfig.loadForReading(explicitPath: directory.file("none"))
+            }
         }
     }
 
