@@ -48,8 +48,8 @@ public final class StateStore {
     /// Whether rows of sets dropped before this store opened may be stored: a writer may have
     /// stopped before collecting. The first collection looks at every set stored.
     var sweepForDroppedSets = true
-    /// Whether a write dropped the value sets a snapshot or history entry named: the write then
-    /// drops those nothing names any more, once, before it commits.
+    /// Whether the write under way stopped naming a value set (a snapshot replaced, history
+    /// trimmed): it then drops the sets nothing names any more, once, before it commits.
     var setsMayBeUnused = false
     /// Whether the rows of a dropped value set may still be stored (``collectDroppedSets()``).
     public var hasDroppedSetRows: Bool { sweepForDroppedSets || !droppedSets.isEmpty }
