@@ -89,7 +89,7 @@ final class DaemonProcess {
         notify = try NotifySocket(
             path: sandbox.root.appendingPathComponent("notify-\(UUID().uuidString.prefix(6))").path)
         logPath = sandbox.root.appendingPathComponent("daemon-\(UUID().uuidString.prefix(6)).log").path
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        try #require(FileManager.default.createFile(atPath: logPath, contents: nil), "cannot create \(logPath)")
         let command = [Binaries.url(executable).path] + (arguments ?? ["--config", sandbox.configPath])
         let wrapped = inNetworkNamespace(networkNamespace, command)
         process.executableURL = URL(fileURLWithPath: wrapped[0])

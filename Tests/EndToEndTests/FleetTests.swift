@@ -197,7 +197,7 @@ final class Fleet {
             environment.removeValue(forKey: "RCAGENT_CONFIG")
             environment.removeValue(forKey: "NOTIFY_SOCKET")
             process.environment = environment
-            FileManager.default.createFile(atPath: path + "/daemon.log", contents: nil)
+            try #require(FileManager.default.createFile(atPath: path + "/daemon.log", contents: nil))
             let log = FileHandle(forWritingAtPath: path + "/daemon.log")
             process.standardOutput = log
             process.standardError = log

@@ -33,7 +33,7 @@ import Testing
         // Run one at a time, the hook for template 3 waits for the one for template 2: give it
         // the time it would need to run alongside, then let template 2's hook finish.
         _ = eventually(3) { HookTests().lines(record).contains("end 3") }
-        FileManager.default.createFile(atPath: go, contents: nil)
+        try #require(FileManager.default.createFile(atPath: go, contents: nil))
         #expect(eventually { Set(HookTests().lines(record)).isSuperset(of: ["end 2", "end 3"]) }, "\(daemon.log)")
         #expect(HookTests().lines(record) == ["start 1", "end 1", "start 2", "end 2", "start 3", "end 3"])
         #expect(daemon.stop() == 0)

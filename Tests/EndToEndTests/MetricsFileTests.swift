@@ -192,7 +192,7 @@ import Testing
                     && now.contains("rcagent_activations_total 1")
             }, "\(samples())\n\(daemon.log)")
 
-        FileManager.default.createFile(atPath: failing, contents: nil)
+        try #require(FileManager.default.createFile(atPath: failing, contents: nil))
         try sandbox.publish(Sandbox.document(version: 2))
         #expect(try sandbox.cli("fetch", "--wait").status == 0)
         #expect(

@@ -34,7 +34,9 @@ public final class Prometheus {
         ]
         process.standardOutput = FileHandle.nullDevice
         let log = directory.appendingPathComponent("prometheus.log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        // An empty log to write to (FileHandle(forWritingTo:) opens, never creates); if it cannot be
+        // made, the open below fails and says so.
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: log)
         try process.run()
         guard eventually(60, { LoopbackHTTP.get(port: port, "/-/ready").contains(" 200 ") }) else {
