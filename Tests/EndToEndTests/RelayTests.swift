@@ -14,7 +14,7 @@ import Testing
 
         init(_ broker: MosquittoBroker, in sandbox: Sandbox, topic: String = "PUSH_RC") throws {
             output = sandbox.root.appendingPathComponent("pings").path
-            FileManager.default.createFile(atPath: output, contents: nil)
+            try #require(FileManager.default.createFile(atPath: output, contents: nil))
             let session = [
                 "-h", "127.0.0.1", "-p", String(broker.port), "-t", topic, "-q", "1", "-c", "-i", "relay-test",
             ]

@@ -93,7 +93,7 @@ import Testing
             "-c", prologue + "\nexec " + line.split(separator: "#")[0].trimmingCharacters(in: .whitespaces),
         ]
         watch.currentDirectoryURL = URL(fileURLWithPath: root)
-        FileManager.default.createFile(atPath: output, contents: nil)
+        try #require(FileManager.default.createFile(atPath: output, contents: nil))
         watch.standardOutput = FileHandle(forWritingAtPath: output)
         try watch.run()
         defer {

@@ -59,7 +59,7 @@ extension Reliability {
             #expect(try sandbox.cli("fetch", "--force", "--ignore-throttle", "--wait").status == 0)
             #expect(try sandbox.cli("get", "key_0").stdout == "v4\n")
             #expect(
-                try eventually { daemon.openDescriptors <= descriptors }, "\(daemon.openDescriptors) > \(descriptors)")
+                eventually { daemon.openDescriptors <= descriptors }, "\(daemon.openDescriptors) > \(descriptors)")
             #expect(daemon.stop() == 0)
         }
 
@@ -158,9 +158,9 @@ extension Reliability {
             #expect(answered.value == 1_000)
 
             #expect(
-                try eventually { daemon.openDescriptors <= descriptors }, "\(daemon.openDescriptors) > \(descriptors)")
+                eventually { daemon.openDescriptors <= descriptors }, "\(daemon.openDescriptors) > \(descriptors)")
             #expect(
-                try eventually { daemon.threadCount <= threads + 2 }, "\(daemon.threadCount) threads, \(threads) before"
+                eventually { daemon.threadCount <= threads + 2 }, "\(daemon.threadCount) threads, \(threads) before"
             )
             #expect(try sandbox.cli("get", "key_0").stdout == "v1\n")
             #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0)
