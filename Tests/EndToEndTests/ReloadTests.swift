@@ -45,7 +45,7 @@ import Testing
         // SIGHUP (systemctl reload) with the same bad file: logged, nothing else happens.
         kill(daemon.process.processIdentifier, SIGHUP)
         // (The CLI reads the same files first, to find the socket, and reports them without asking.)
-        #expect(try eventually { daemon.log.contains("Failed to reload the config") }, "\(daemon.log)")
+        #expect(eventually { daemon.log.contains("Failed to reload the config") }, "\(daemon.log)")
 
         // The file source and its watch still run: a new document is fetched without asking.
         let watcher = try SocketClient(path: sandbox.socketPath)
