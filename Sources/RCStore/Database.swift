@@ -466,4 +466,19 @@ struct Row {
         }
         return a.count - b.count
     }
+
+    /// How column `column`'s text orders against `text`, as ``compareText(_:with:_:)`` orders two
+    /// columns. Neither is copied.
+    func compareText(_ column: Int32, with text: String) -> Int {
+        let a = bytes(column)
+        var text = text
+        return text.withUTF8 { b in
+            let common = min(a.count, b.count)
+            if common > 0, let x = a.baseAddress, let y = b.baseAddress {
+                let order = memcmp(x, y, common)
+                if order != 0 { return Int(order) }
+            }
+            return a.count - b.count
+        }
+    }
 }

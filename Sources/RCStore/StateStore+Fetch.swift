@@ -69,7 +69,7 @@ extension StateStore {
             case let .update(values, templateVersion, etag):
                 // A new value set; the one fetched before goes unless a history entry names it.
                 let set = try newValueSet()
-                try insertValues(values, into: set, inKeyOrder: !big)
+                let held = try insertValues(values, into: set, inKeyOrder: !big)
                 try db.run(
                     """
                     INSERT OR REPLACE INTO snapshots (kind, template_version, etag, fetched_at, pending, set_id)
@@ -87,9 +87,10 @@ extension StateStore {
                     if !activate {
                         nil
                     } else if let recording {
-                        try activateRecordedPending(at: now, recording: recording, withValues: withValues)
+                        try activateRecordedPending(
+                            at: now, recording: recording, withValues: withValues, held: held)
                     } else {
-                        try activatePending(at: now, withValues: withValues)
+                        try activatePending(at: now, withValues: withValues, held: held)
                     }
                 try clearStale(at: now)
                 return activation
@@ -145,13 +146,17 @@ extension StateStore {
         try write { try activatePending(at: now, withValues: withValues) }
     }
 
-    func activatePending(at now: Timestamp, withValues: Bool) throws(SQLiteError) -> Activation? {
+    /// `held`: the rows of the value set this transaction stored, if it holds them (the merge then
+    /// reads them from there when it is the set activated).
+    func activatePending(at now: Timestamp, withValues: Bool, held: HeldSet? = nil) throws(SQLiteError)
+        -> Activation?
+    {
         let pending = try db.query(
             "SELECT template_version, set_id FROM snapshots WHERE kind = 'fetched' AND pending = 1"
         ) { ($0.text(0), SQLValue.of($0.integer(1))) }
         guard let (templateVersion, fetchedSet) = pending.first else { return nil }
         let (changedKeys, changes) = try valueChanges(
-            from: try activeValueSet(), to: fetchedSet, withValues: withValues)
+            from: try activeValueSet(), to: fetchedSet, withValues: withValues, held: held)
         // The active snapshot names the fetched one's value set: nothing is copied.
         try db.run(
             """
@@ -177,19 +182,30 @@ extension StateStore {
 
     /// The keys whose value `get` returns (remote, else default) differs when value set `old` is
     /// replaced by value set `new` (`.null`: no remote values), in key order as SQLite's BINARY
-    /// collation sorts them; with `withValues`, each with its value before and after.
+    /// collation sorts them; with `withValues`, each with its value before and after. `held`: set
+    /// `new`'s rows, when this transaction just stored them and still holds them.
     ///
-    /// One merge of the two sets read in key order (by rowid, ``setRows(_:_:)``), comparing keys
-    /// and values in place: a key in both sets costs no lookup and no copy unless its value changed; a key in one
-    /// of them is compared with its default. The join that did this by three index seeks a key, and
-    /// the copy of the set into a table of its own, were two thirds of a 3,000-key activation.
-    func valueChanges(from old: SQLValue, to new: SQLValue, withValues: Bool) throws(SQLiteError) -> (
-        keys: [String], changes: [KeyChange]?
-    ) {
+    /// One merge of the two sets read in key order (by rowid, ``setRows(_:_:)``, or `new` from
+    /// `held`), comparing keys and values in place: a key in both sets costs no lookup and no copy
+    /// unless its value changed; a key in one of them is compared with its default. The join that
+    /// did this by three index seeks a key, and the copy of the set into a table of its own, were two
+    /// thirds of a 3,000-key activation; reading back the rows just stored, a fifth of the merge
+    /// (BENCHMARKS.md).
+    func valueChanges(from old: SQLValue, to new: SQLValue, withValues: Bool, held: HeldSet? = nil)
+        throws(SQLiteError) -> (keys: [String], changes: [KeyChange]?)
+    {
+        let held = held.flatMap { $0.id == new.integer ? $0 : nil }
         let before = try setRows(old, "old")
         defer { before.reset() }
-        let after = try setRows(new, "new")
-        defer { after.reset() }
+        let after = held == nil ? try setRows(new, "new") : nil
+        defer { after?.reset() }
+        var heldPosition = 0
+        func nextNew() throws(SQLiteError) -> NewRow? {
+            guard let held else { return try after?.step().map(NewRow.stored) }
+            guard heldPosition < held.count else { return nil }
+            defer { heldPosition += 1 }
+            return .held(held[heldPosition])
+        }
         var keys: [String] = []
         var changes: [KeyChange] = []
         // Texts are copied out only for what is returned: without values, the changed keys alone
@@ -212,17 +228,17 @@ extension StateStore {
         // changes by these alone (``SetDelta``).
         var delta = SetDelta(from: old.integer, to: new.integer)
         var a = try before.step()
-        var b = try after.step()
+        var b = try nextNew()
         while a != nil || b != nil {
-            let order = if let a, let b { a.compareText(0, with: b, 0) } else { a == nil ? 1 : -1 }
+            let order = if let a, let b { -b.compareKey(with: a) } else { a == nil ? 1 : -1 }
             if order == 0, let was = a, let now = b {
-                if was.compareText(1, with: now, 1) != 0 {
-                    let key = was.text(0) ?? ""
-                    change(key, old: was.text(1), new: now.text(1), .remote)
+                if !now.hasValue(of: was) {
+                    let key = now.key
+                    change(key, old: was.text(1), new: now.value, .remote)
                     delta.add(key)
                 }
                 a = try before.step()
-                b = try after.step()
+                b = try nextNew()
                 delta.rows += 1
             } else if order < 0, let was = a {
                 // Gone from the remote values: `get` falls back to the default, if any.
@@ -235,17 +251,61 @@ extension StateStore {
                 a = try before.step()
             } else if let now = b {
                 // New among the remote values: it was its default, if any.
-                let key = now.text(0) ?? ""
+                let key = now.key
                 let fallback = try defaultValue(key)
-                if !(fallback.map { now.hasText(1, $0) } ?? false) {
-                    change(key, old: fallback, new: now.text(1), .remote)
+                if !(fallback.map { now.hasValue($0) } ?? false) {
+                    change(key, old: fallback, new: now.value, .remote)
                 }
                 delta.add(key)
-                b = try after.step()
+                b = try nextNew()
                 delta.rows += 1
             }
         }
         lastSetDelta = delta
         return (keys, withValues ? changes : nil)
+    }
+}
+
+/// The merge's current row of the set activated: read from the database, or held in memory.
+private enum NewRow {
+    case stored(Row)
+    case held((key: String, value: String))
+
+    var key: String {
+        switch self {
+        case let .stored(row): row.text(0) ?? ""
+        case let .held(entry): entry.key
+        }
+    }
+
+    var value: String? {
+        switch self {
+        case let .stored(row): row.text(1)
+        case let .held(entry): entry.value
+        }
+    }
+
+    /// How this row's key orders against `row`'s (column 0), as SQLite's BINARY collation does.
+    func compareKey(with row: Row) -> Int {
+        switch self {
+        case let .stored(own): own.compareText(0, with: row, 0)
+        case let .held(entry): -row.compareText(0, with: entry.key)
+        }
+    }
+
+    /// Whether this row's value is `row`'s (column 1), byte for byte.
+    func hasValue(of row: Row) -> Bool {
+        switch self {
+        case let .stored(own): own.compareText(1, with: row, 1) == 0
+        case let .held(entry): row.hasText(1, entry.value)
+        }
+    }
+
+    /// Whether this row's value is `text`, byte for byte.
+    func hasValue(_ text: String) -> Bool {
+        switch self {
+        case let .stored(own): own.hasText(1, text)
+        case let .held(entry): entry.value.sameBytes(as: text)
+        }
     }
 }

@@ -24,9 +24,9 @@ extension StateStore {
 
     /// ``activateRecorded(at:source:keep:trialDeadline:withValues:)`` inside a transaction already
     /// open (a fetch recorded with its activation, as one).
-    func activateRecordedPending(at now: Timestamp, recording: ActivationRecording, withValues: Bool)
-        throws(SQLiteError) -> Activation?
-    {
+    func activateRecordedPending(
+        at now: Timestamp, recording: ActivationRecording, withValues: Bool, held: HeldSet? = nil
+    ) throws(SQLiteError) -> Activation? {
         guard try trialRow() == nil else { return nil }
         let pending = try db.query("SELECT template_version FROM snapshots WHERE kind = 'fetched' AND pending = 1") {
             $0.text(0)
@@ -37,7 +37,7 @@ extension StateStore {
             return nil
         }
         try recordBaseline(at: now)
-        guard let activation = try activatePending(at: now, withValues: withValues) else { return nil }
+        guard let activation = try activatePending(at: now, withValues: withValues, held: held) else { return nil }
         try appendHistory(
             version: activation.templateVersion, at: now, source: recording.source,
             changedKeys: activation.changedKeys.count, trial: recording.trialDeadline != nil, keep: recording.keep)
@@ -206,18 +206,25 @@ extension StateStore {
     /// many are left. One row per statement cost 3 µs a row, most of it starting the statement again
     /// (its cursors, its seek from the root); a hundred at a time, about 1 µs (BENCHMARKS.md).
     /// `inKeyOrder`: in key order (SQLite's BINARY collation: the bytes), on consecutive rowids, and
-    /// the set says which (``setRows(_:_:)`` reads them by rowid). Not for a big document, whose
-    /// sort would hold about 50 bytes a key more at its peak: its set is read through the index.
-    func insertValues(_ values: [String: String], into set: SQLValue, inKeyOrder: Bool) throws(SQLiteError) {
+    /// the set says which (``setRows(_:_:)`` reads them by rowid); the rows are returned in that
+    /// order, for an activation in the same transaction to merge from memory. Not for a big
+    /// document, whose sort would hold about 50 bytes a key more at its peak: its set is read
+    /// through the index.
+    @discardableResult
+    func insertValues(_ values: [String: String], into set: SQLValue, inKeyOrder: Bool) throws(SQLiteError)
+        -> HeldSet?
+    {
         guard inKeyOrder else {
             _ = try insertRows(values, count: values.count, into: set)
-            return
+            return nil
         }
-        let rows = Array(values)
-        let ordered = Self.byteOrder(rows.map(\.key)).lazy.map { rows[$0] }
-        guard let (first, last) = try insertRows(ordered, count: rows.count, into: set) else { return }
-        try db.run(
-            "UPDATE value_sets SET first_row = ?, last_row = ? WHERE id = ?", [.integer(first), .integer(last), set])
+        let held = HeldSet(id: set.integer, values)
+        if let (first, last) = try insertRows(held.rows, count: held.count, into: set) {
+            try db.run(
+                "UPDATE value_sets SET first_row = ?, last_row = ? WHERE id = ?",
+                [.integer(first), .integer(last), set])
+        }
+        return held
     }
 
     /// Inserts the `count` `rows` into value set `set`; the first and last rowid when they were
@@ -460,4 +467,28 @@ extension StateStore {
             ]))
         return Activation(changedKeys: changedKeys, templateVersion: version, changes: changes)
     }
+}
+
+/// A value set's rows as they were just stored, held in memory in key order (SQLite's BINARY
+/// collation: the bytes), so that an activation in the same transaction merges them without
+/// reading them back (``StateStore/valueChanges(from:to:withValues:held:)``). The texts are the
+/// document's own, not copies.
+struct HeldSet {
+    let id: Int64?
+    private let entries: [(key: String, value: String)]
+    private let order: [Int]
+
+    init(id: Int64?, _ values: [String: String]) {
+        self.id = id
+        entries = Array(values)
+        order = StateStore.byteOrder(entries.map(\.key))
+    }
+
+    var count: Int { entries.count }
+
+    /// The rows in key order.
+    var rows: some Sequence<(key: String, value: String)> { order.lazy.map { [entries] in entries[$0] } }
+
+    /// The row at `position` in key order.
+    subscript(position: Int) -> (key: String, value: String) { entries[order[position]] }
 }
