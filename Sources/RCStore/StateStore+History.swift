@@ -271,19 +271,18 @@ extension StateStore {
             var low: UInt64
             var index: Int
         }
-        var entries = keys.enumerated().map { index, key in
-            var high: UInt64 = 0
-            var low: UInt64 = 0
-            for (position, byte) in key.utf8.prefix(16).enumerated() {
-                // Big-endian: the first byte is the most significant. No key holds a NUL byte, so
-                // the zero padding sorts a key before every longer key it starts.
-                if position < 8 {
-                    high |= UInt64(byte) << (56 - 8 * position)
-                } else {
-                    low |= UInt64(byte) << (56 - 8 * (position - 8))
+        var entries = keys.enumerated().map { (index, key) -> Entry in
+            // Big-endian: the first byte is the most significant. No key holds a NUL byte, so the
+            // zero padding sorts a key before every longer key it starts. Over the bytes in place:
+            // through the generic `utf8.prefix(16)`, this took longer than the sort.
+            var prefix = (UInt64(0), UInt64(0))
+            var key = key
+            key.withUTF8 { bytes in
+                withUnsafeMutableBytes(of: &prefix) {
+                    $0.copyMemory(from: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes.prefix(16))))
                 }
             }
-            return Entry(high: high, low: low, index: index)
+            return Entry(high: prefix.0.bigEndian, low: prefix.1.bigEndian, index: index)
         }
         entries.sort { a, b in
             if a.high != b.high { return a.high < b.high }
