@@ -13,7 +13,7 @@ Usage: bench/activate-ab.py NEW_BIN_DIR OLD_BIN_DIR [ACTIVATIONS [CHANGED]]   (d
 import json, os, random, re, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentsetup import FileAgent, cpu_ms
+from agentsetup import FileAgent, cpu_ms, listening
 
 builds = {"new": os.path.abspath(sys.argv[1]), "old": os.path.abspath(sys.argv[2])}
 count = int(sys.argv[3]) if len(sys.argv) > 3 else 40
@@ -35,7 +35,7 @@ class Side:
         with open(self.log_path, "w") as log:
             self.daemon = subprocess.Popen([f"{self.bin}/rcagentd"], env=self.agent.env, stdout=log, stderr=log)
         deadline = time.time() + 10
-        while not os.path.exists(self.agent.sock) and time.time() < deadline:
+        while not listening(self.agent.sock) and time.time() < deadline:
             time.sleep(0.01)
         self.fetch()
         self.cpu = 0

@@ -10,7 +10,7 @@ Usage: bench/activate.py BIN_DIR [ACTIVATIONS]
 import json, os, re, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentsetup import FileAgent, cpu_ms, report
+from agentsetup import FileAgent, cpu_ms, listening, report
 
 bin_dir = os.path.abspath(sys.argv[1])
 count = int(sys.argv[2]) if len(sys.argv) > 2 else 30
@@ -39,7 +39,7 @@ with open(log_path, "w") as log:
     daemon = subprocess.Popen([f"{bin_dir}/rcagentd"], env=agent.env, stdout=log, stderr=log)
 try:
     deadline = time.time() + 10
-    while not os.path.exists(agent.sock) and time.time() < deadline:
+    while not listening(agent.sock) and time.time() < deadline:
         time.sleep(0.01)
     fetch()
     cpu_before = cpu_ms(daemon.pid)

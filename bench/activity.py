@@ -12,7 +12,7 @@ Usage: bench/activity.py BIN_DIR [ROUNDS]   (100 rounds by default)
 """
 import json, os, queue, shutil, statistics, subprocess, sys, threading, time
 
-from agentsetup import FileAgent, free_port, report, wait_for
+from agentsetup import FileAgent, free_port, listening, report, wait_for
 
 bin_dir = sys.argv[1]
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 100
@@ -49,7 +49,7 @@ try:
                                     capture_output=True).returncode == 0, "mosquitto did not start")
     log = open(os.environ.get("RCBENCH_LOG", os.devnull), "w")
     start([f"{bin_dir}/rcagentd"], env=agent.env, stderr=log)
-    wait_for(lambda: os.path.exists(agent.sock), "rcagentd did not start")
+    wait_for(lambda: listening(agent.sock), "rcagentd did not start")
 
     # The watch's lines, each stamped when it was read, handed over by a reader thread.
     lines = queue.Queue()

@@ -157,6 +157,18 @@ def free_port():
         return s.getsockname()[1]
 
 
+def listening(path):
+    """Whether a daemon accepts connections on the Unix socket at `path`. The file appears at the
+    daemon's bind(), before its listen(): a connect in between is refused, so the file alone does not
+    say the daemon is ready (the soak's next daemon was once refused that way)."""
+    with socket.socket(socket.AF_UNIX) as s:
+        try:
+            s.connect(path)
+            return True
+        except (FileNotFoundError, ConnectionRefusedError):
+            return False
+
+
 def wait_for(condition, what, bound=20):
     """Polls `condition` until it holds; `what` ends the run when it still does not after `bound` s
     (a bound for a failing run only: a working one never waits for it)."""

@@ -16,7 +16,7 @@ in each; with BASE_BIN_DIR the two builds take turns in a random order and both 
 import os, random, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentsetup import HTTPAgent, report, wait_for
+from agentsetup import HTTPAgent, listening, report, wait_for
 
 builds = {"new": os.path.abspath(sys.argv[1])}
 if len(sys.argv) > 2:
@@ -72,7 +72,7 @@ def measure(bin_dir, version, make):
     write(envelope(1, '"small":"1"'))
     daemon = subprocess.Popen([f"{bin_dir}/rcagentd"], env=agent.env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
-    wait_for(lambda: os.path.exists(agent.sock), "the daemon did not start")
+    wait_for(lambda: listening(agent.sock), "the daemon did not start")
     fetch(bin_dir)
     write(envelope(100 + version, '"small":"2"'))
     fetch(bin_dir)

@@ -20,7 +20,7 @@ Usage: bench/fetch.py BIN_DIR [ROUNDS]
 import json, os, statistics, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentsetup import HTTPAgent, cpu_ms, forced_fetch, report, small_document as small, wait_for
+from agentsetup import HTTPAgent, cpu_ms, forced_fetch, listening, report, small_document as small, wait_for
 
 bin_dir = os.path.abspath(sys.argv[1])
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 100
@@ -44,7 +44,7 @@ class Side:
         self.agent.publish(small(0))
         self.daemon = subprocess.Popen([f"{bin_dir}/rcagentd"], env=self.agent.env, stdout=subprocess.DEVNULL,
                                        stderr=subprocess.DEVNULL)
-        wait_for(lambda: os.path.exists(self.agent.sock), "the daemon did not start")
+        wait_for(lambda: listening(self.agent.sock), "the daemon did not start")
         self.fetch()
 
     def fetch(self):

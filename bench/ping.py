@@ -11,7 +11,7 @@ Usage: bench/ping.py BIN_DIR [ROUNDS]
 """
 import json, os, socket, statistics, subprocess, sys, time
 
-from agentsetup import FileAgent
+from agentsetup import FileAgent, listening
 
 bin_dir = sys.argv[1]
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 200
@@ -62,7 +62,7 @@ publish({"state": "UPDATE", "templateVersion": "0", "entries": {"bench": "v0"}})
 daemon = subprocess.Popen([f"{bin_dir}/rcagentd", "--config", conf], env=env, stderr=open(os.environ.get("RCBENCH_LOG", os.devnull), "w"))
 try:
     deadline = time.time() + 10
-    while not os.path.exists(sock):
+    while not listening(sock):
         if time.time() > deadline:
             raise SystemExit("daemon did not start")
         time.sleep(0.01)

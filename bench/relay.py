@@ -17,6 +17,8 @@ import json, os, shutil, socket, statistics, subprocess, sys, tempfile, time
 
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
+sys.path.insert(0, here)
+from agentsetup import listening
 bin_dir = os.path.abspath(sys.argv[1])
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 20
 work = tempfile.mkdtemp(prefix="rcbench-relay-")
@@ -92,7 +94,7 @@ MQTT=mqtt://127.0.0.1:{mqtt_port}
                RCADMIN_ENDPOINT=endpoint)
     log = open(os.environ.get("RCBENCH_LOG", os.devnull), "w")
     start([f"{bin_dir}/rcagentd"], env=env, stderr=log)
-    wait_for(lambda: os.path.exists(f"{work}/agent.sock"), "rcagentd did not start")
+    wait_for(lambda: listening(f"{work}/agent.sock"), "rcagentd did not start")
     relay_log = f"{work}/relay.log"
     start([f"{bin_dir}/rcadmin", "relay", "--config", f"{work}/relay.conf"], env=env, stderr=open(relay_log, "w"))
     wait_for(lambda: "Relayed template version 1" in open(relay_log).read(), "the relay did not start")

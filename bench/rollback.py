@@ -10,7 +10,7 @@ Usage: bench/rollback.py BIN_DIR [ROUNDS]
 import json, os, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentsetup import FileAgent, report
+from agentsetup import FileAgent, listening, report
 
 bin_dir = os.path.abspath(sys.argv[1])
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 20
@@ -55,7 +55,7 @@ with open(log_path, "w") as log:
 latencies = []
 try:
     deadline = time.time() + 10
-    while not os.path.exists(agent.sock) and time.time() < deadline:
+    while not listening(agent.sock) and time.time() < deadline:
         time.sleep(0.01)
     for index in range(rounds):
         good, bad = 2 * index + 1, 2 * index + 2

@@ -11,7 +11,7 @@ Usage: bench/signed.py BIN_DIR [ROUNDS]
 import json, os, re, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentsetup import FileAgent, cpu_ms, report, wait_for
+from agentsetup import FileAgent, cpu_ms, listening, report, wait_for
 
 bin_dir = os.path.abspath(sys.argv[1])
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 30
@@ -58,7 +58,7 @@ for name, agent, first in (("unsigned", plain, document(1)), ("signed", signed, 
     publish(agent, first)
     log = open(os.path.join(agent.work, "daemon.log"), "w")
     daemons[name] = subprocess.Popen([f"{bin_dir}/rcagentd"], env=agent.env, stdout=log, stderr=log)
-    wait_for(lambda: os.path.exists(agent.sock), f"the {name} daemon did not start")
+    wait_for(lambda: listening(agent.sock), f"the {name} daemon did not start")
     fetch(agent)
 
 walls = {"unsigned": [], "signed": []}

@@ -17,7 +17,7 @@ Environment: RCBENCH_SOAK_WARMUP (3,000 requests of each kind before measuring).
 """
 import json, os, shutil, socket, subprocess, sys, time
 
-from agentsetup import FileAgent, report, wait_for
+from agentsetup import FileAgent, listening, report, wait_for
 
 KINDS = ["ping", "status", "fetch", "activation", "stale", "stale-ignored", "mark-stale", "activity", "reload"]
 bin_dir = sys.argv[1]
@@ -101,7 +101,7 @@ def measure(kind):
     log = open(os.environ.get("RCBENCH_LOG", os.devnull), "a")
     daemon = subprocess.Popen([f"{bin_dir}/rcagentd"], env=agent.env, stderr=log)
     try:
-        wait_for(lambda: os.path.exists(agent.sock), "rcagentd did not start")
+        wait_for(lambda: listening(agent.sock), "rcagentd did not start")
         connection = Connection(agent.sock)
         connection.ask({"op": "fetch", "force": True, "wait": True})
         connection.ask(activity("start"))

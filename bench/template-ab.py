@@ -19,7 +19,7 @@ Usage: bench/template-ab.py NEW_BIN_DIR OLD_BIN_DIR [ROUNDS [KIND]]   (default 4
 import json, os, random, re, statistics, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentsetup import HTTPAgent, cpu_ms, forced_fetch, report, small_document, wait_for
+from agentsetup import HTTPAgent, cpu_ms, forced_fetch, listening, report, small_document, wait_for
 
 builds = {"new": os.path.abspath(sys.argv[1]), "old": os.path.abspath(sys.argv[2])}
 kind = sys.argv[4] if len(sys.argv) > 4 else "all"
@@ -47,7 +47,7 @@ class Side:
         self.log_path = os.path.join(self.agent.work, "daemon.log")
         with open(self.log_path, "w") as log:
             self.daemon = subprocess.Popen([f"{builds[name]}/rcagentd"], env=self.agent.env, stdout=log, stderr=log)
-        wait_for(lambda: os.path.exists(self.agent.sock), "the daemon did not start")
+        wait_for(lambda: listening(self.agent.sock), "the daemon did not start")
         self.fetch()
         self.times, self.cpu = [], 0
 

@@ -230,7 +230,7 @@ extension StateStore {
         var a = try before.step()
         var b = try nextNew()
         while a != nil || b != nil {
-            let order = if let a, let b { -b.compareKey(with: a) } else { a == nil ? 1 : -1 }
+            let order = if let a, let b { b.keyOrder(of: a) } else { a == nil ? 1 : -1 }
             if order == 0, let was = a, let now = b {
                 if !now.hasValue(of: was) {
                     let key = now.key
@@ -285,11 +285,12 @@ private enum NewRow {
         }
     }
 
-    /// How this row's key orders against `row`'s (column 0), as SQLite's BINARY collation does.
-    func compareKey(with row: Row) -> Int {
+    /// How `row`'s key (column 0) orders against this row's, as SQLite's BINARY collation does:
+    /// negative, zero or positive.
+    func keyOrder(of row: Row) -> Int {
         switch self {
-        case let .stored(own): own.compareText(0, with: row, 0)
-        case let .held(entry): -row.compareText(0, with: entry.key)
+        case let .stored(own): row.compareText(0, with: own, 0)
+        case let .held(entry): row.compareText(0, with: entry.key)
         }
     }
 

@@ -210,7 +210,6 @@ extension StateStore {
     /// order, for an activation in the same transaction to merge from memory. Not for a big
     /// document, whose sort would hold about 50 bytes a key more at its peak: its set is read
     /// through the index.
-    @discardableResult
     func insertValues(_ values: [String: String], into set: SQLValue, inKeyOrder: Bool) throws(SQLiteError)
         -> HeldSet?
     {
