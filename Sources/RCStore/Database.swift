@@ -457,28 +457,23 @@ struct Row {
     /// How column `column`'s text orders against `other`'s column `otherColumn`, as SQLite's BINARY
     /// collation orders them (the bytes, then the length): negative, zero or positive. Neither is copied.
     func compareText(_ column: Int32, with other: Row, _ otherColumn: Int32) -> Int {
-        let a = bytes(column)
-        let b = other.bytes(otherColumn)
+        Self.order(bytes(column), other.bytes(otherColumn))
+    }
+
+    /// How column `column`'s text orders against `text`, as ``compareText(_:with:_:)`` orders two
+    /// columns. Neither is copied.
+    func compareText(_ column: Int32, with text: String) -> Int {
+        var text = text
+        return text.withUTF8 { Self.order(bytes(column), UnsafeRawBufferPointer($0)) }
+    }
+
+    /// How `a` orders against `b` as SQLite's BINARY collation orders texts: the bytes, then the length.
+    private static func order(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
         let common = min(a.count, b.count)
         if common > 0, let x = a.baseAddress, let y = b.baseAddress {
             let order = memcmp(x, y, common)
             if order != 0 { return Int(order) }
         }
         return a.count - b.count
-    }
-
-    /// How column `column`'s text orders against `text`, as ``compareText(_:with:_:)`` orders two
-    /// columns. Neither is copied.
-    func compareText(_ column: Int32, with text: String) -> Int {
-        let a = bytes(column)
-        var text = text
-        return text.withUTF8 { b in
-            let common = min(a.count, b.count)
-            if common > 0, let x = a.baseAddress, let y = b.baseAddress {
-                let order = memcmp(x, y, common)
-                if order != 0 { return Int(order) }
-            }
-            return a.count - b.count
-        }
     }
 }
