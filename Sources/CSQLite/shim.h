@@ -1,5 +1,6 @@
 #ifndef RCAGENT_CSQLITE_SHIM_H
 #define RCAGENT_CSQLITE_SHIM_H
+#include <stddef.h>
 #include <sqlite3.h>
 
 // SQLITE_TRANSIENT is a cast macro Swift cannot import: bound text is copied by SQLite.
@@ -21,5 +22,18 @@ static inline int rc_sqlite_persist_wal_of(sqlite3 *db, const char *schema) {
 // The most bytes an in-memory (deserialized) database may grow to.
 static inline int rc_sqlite_size_limit(sqlite3 *db, sqlite3_int64 limit) {
     return sqlite3_file_control(db, "main", SQLITE_FCNTL_SIZE_LIMIT, &limit);
+}
+
+// The main database's write-ahead log (its rollback journal outside WAL mode), or NULL when it has
+// none open: the file SQLite syncs at a commit with synchronous=FULL.
+static inline sqlite3_file *rc_sqlite_log_file(sqlite3 *db) {
+    sqlite3_file *file = NULL;
+    if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &file) != SQLITE_OK) return NULL;
+    return file != NULL && file->pMethods != NULL ? file : NULL;
+}
+
+// Syncs `file` to the disk as SQLite syncs its log at a commit (fdatasync on Linux).
+static inline int rc_sqlite_sync_file(sqlite3_file *file) {
+    return file->pMethods->xSync(file, SQLITE_SYNC_NORMAL);
 }
 #endif

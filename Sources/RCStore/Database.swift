@@ -18,6 +18,18 @@ enum SQLValue {
     }
 }
 
+/// A connection's write-ahead log, synced to the disk (``sync()``) by any thread while the
+/// connection that owns it is open and writes nothing: syncing reads nothing SQLite changes then
+/// (the unix VFS's `unixSync`: an `fdatasync` of the file's descriptor, and of its directory the
+/// first time).
+struct LogFile: @unchecked Sendable {
+    fileprivate let file: UnsafeMutablePointer<sqlite3_file>
+
+    /// Syncs the log as a commit with `synchronous=FULL` syncs it before it returns: SQLITE_OK, or
+    /// SQLite's code for the failure (SQLITE_IOERR_FSYNC).
+    func sync() -> Int32 { rc_sqlite_sync_file(file) }
+}
+
 /// One SQLite connection. Owns the handle: opened in `init`, closed in `deinit`.
 final class Database {
     enum Mode {
@@ -116,6 +128,13 @@ final class Database {
     /// Keeps the WAL of attached database `schema` after the last connection closes (as `init`
     /// does for a writer's own).
     func persistWAL(of schema: String) { _ = rc_sqlite_persist_wal_of(handle, schema) }
+
+    /// The main database's write-ahead log, for ``LogFile/sync()``; `nil` outside WAL mode or
+    /// before the connection's first transaction opened it.
+    func logFile() -> LogFile? {
+        guard let file = rc_sqlite_log_file(handle), sqlite3_get_autocommit(handle) != 0 else { return nil }
+        return LogFile(file: file)
+    }
 
     /// The most memory SQLite uses in a writing process before its page caches recycle their pages
     /// (spilling dirty ones to the WAL or the file) instead of taking more. Each connection's default

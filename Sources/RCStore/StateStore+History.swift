@@ -346,16 +346,14 @@ extension StateStore {
     /// them. The first call after open looks at every set stored (a seek per set: a few dozen), so
     /// rows left by a writer that stopped first are found too; later ones at the sets dropped since.
     ///
-    /// Committed without waiting for the disk (`synchronous=NORMAL`): losing this deletion to a
-    /// power cut loses nothing anyone reads, and the next start's sweep finds the rows again. The
-    /// next commit made with `FULL` writes it out with its own, in order (the log is appended).
+    /// Committed without waiting for the disk (not `durable`): losing this deletion to a power cut
+    /// loses nothing anyone reads, and the next start's sweep finds the rows again. The next
+    /// durable commit's sync writes it out with its own, in order (the log is appended).
     public func collectDroppedSets() throws(StoreError) {
         guard hasDroppedSetRows else { return }
         let sweep = sweepForDroppedSets
         let candidates = droppedSets
-        try wrap { () throws(SQLiteError) in try db.execute("PRAGMA synchronous=NORMAL") }
-        defer { restoreFullSync() }
-        try write(readerVisible: false) {
+        try write(readerVisible: false, durable: false) {
             if sweep {
                 var after = Int64.min
                 while let set = try nextStoredSet(after: after) {
@@ -375,14 +373,6 @@ extension StateStore {
     private func deleteRowsIfDropped(_ set: Int64) throws(SQLiteError) {
         let kept = try db.query("SELECT 1 FROM value_sets WHERE id = ?", [.integer(set)]) { _ in true }
         if kept.isEmpty { try db.run("DELETE FROM set_values WHERE set_id = ?", [.integer(set)]) }
-    }
-
-    /// Back to `synchronous=FULL` after a write that did not wait for the disk. It cannot fail outside
-    /// a transaction; if it did, every later commit would not wait either, so the store stops.
-    private func restoreFullSync() {
-        do { try db.execute("PRAGMA synchronous=FULL") } catch {
-            preconditionFailure("cannot set synchronous=FULL again on the state database: \(error)")
-        }
     }
 
     /// The smallest value set id above `after` that has rows stored: one seek in their index.
