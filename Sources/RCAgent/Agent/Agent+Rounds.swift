@@ -70,15 +70,10 @@ extension Agent {
     /// from what the round stored, the memory release is scheduled and systemd's status line updated.
     private func round() async {
         let batch = loop.scheduler.takePending()
-        var fetched: SourceResult?
-        let outcome = await fetchRound(batch.map(\.trigger), keeping: &fetched)
+        let outcome = await fetchRound(batch.map(\.trigger))
         // A push's "activate": "now" covers the round it asked for, and no later one.
         if batch.contains(where: { $0.trigger == .push }) { activation.deferral.overrideNext = false }
-        // What the source returned is released after the answers, not before: a 3,000-key
-        // template's values took 0.4 ms to free, which every answer waited for (BENCHMARKS.md).
-        withExtendedLifetime(fetched) {
-            for item in batch { item.reply?(outcome) }
-        }
+        for item in batch { item.reply?(outcome) }
         // One read of the fetch state serves the timer and the status line.
         let now = Timestamp.now()
         let status = try? fetchState(now: now)
@@ -92,8 +87,8 @@ extension Agent {
 
     /// Decides whether the round fetches at all (the interval, the server's throttle, the backoff, in
     /// that order, each waived by the triggers that may) and, if it does, asks the source and records
-    /// what came back. `fetched`: what the source returned, for the caller to release.
-    private func fetchRound(_ triggers: [FetchTrigger], keeping fetched: inout SourceResult?) async -> FetchOutcome {
+    /// what came back.
+    private func fetchRound(_ triggers: [FetchTrigger]) async -> FetchOutcome {
         // The round keeps the source it started with, should a reload replace it meanwhile.
         let source = loop.source
         guard source.isConfigured else { return .failed(UnconfiguredSource.message) }
@@ -140,7 +135,6 @@ extension Agent {
         } catch {
             return recordFailure(error, status: status, source: source)
         }
-        fetched = result
         return record(result, at: .now(), fetchTime: clock.now - started, source: source)
     }
 
