@@ -723,10 +723,16 @@ def restart_case(broker, processes, version):
         except (KeyError, ValueError, AttributeError):
             return False
 
-    if reports_on:
-        wait_for(lambda: all(made_after_restart(d) for d in list(device_ids.values())), 300,
-                 "every agent reporting online after the restart")
+    # A cluster that does not take its agents back within the limit (a recovering NATS cluster whose
+    # JetStream times out persisting the sessions of 1,000 reconnecting agents) is a figure too: how
+    # many were back, not the end of the run.
+    online = not reports_on or wait_for(lambda: all(made_after_restart(d) for d in list(device_ids.values())),
+                                        300, "every agent reporting online after the restart", fail=False)
     back = time.monotonic() - up
+    if not online:
+        back_count = sum(made_after_restart(d) for d in list(device_ids.values()))
+        print(f"{broker.name} restart: only {back_count} of {len(device_ids)} agents report online "
+              f"{back:.0f} s after it was up", flush=True)
     # Each agent re-fetches once when it has reconnected (libmosquitto's reconnect delay grows while
     # the broker is down, and the fetch waits out Jitter): wait for one per agent, then until they
     # stop coming, so that more than one per agent would be seen.
@@ -743,14 +749,17 @@ def restart_case(broker, processes, version):
     statuses = {}
     for _, s, _ in requests:
         statuses[s] = statuses.get(s, 0) + 1
-    print(f"{broker.name} restart: down and up again in {up - t0:.2f} s; every agent reports online "
-          f"{back:.2f} s after it was up; {len(requests)} fetches (statuses {statuses}) for {agents} agents, "
+    print(f"{broker.name} restart: down and up again in {up - t0:.2f} s; "
+          + (f"every agent reports online {back:.2f} s after it was up" if online else "not every agent came back")
+          + f"; {len(requests)} fetches (statuses {statuses}) for {agents} agents, "
           f"the last {reconnected:.2f} s after it was up", flush=True)
     figure(f"fleet.{broker.name}.restart.fetches", f"{broker.name} restarted under {agents} agents: fetches",
            len(requests), "", {"op": "<=", "value": agents}, f"statuses {statuses}",
            {"last_refetch_after_up_s": round(reconnected, 2), "down_and_up_s": round(up - t0, 2)})
     figure(f"fleet.{broker.name}.restart.online_s", f"{broker.name} restarted: every agent reports online again",
-           round(back, 2) if reports_on else None, "s", None, "from the broker accepting connections again")
+           round(back, 2) if reports_on and online else None, "s", None,
+           "from the broker accepting connections again" if online
+           else f"not within {back:.0f} s: {back_count} of {len(device_ids)} agents online")
 
 
 def node_kill_case(broker, processes, version):
@@ -832,8 +841,8 @@ try:
         if reports:
             reports.close()
         broker.close()
-    report("fleet", figures)
 finally:
+    report("fleet", figures)  # what was measured, should a later case stop the run
     stop_all()
     if os.environ.get("RCBENCH_KEEP"):
         print("kept", work)
