@@ -129,8 +129,8 @@ final class Database {
     /// does for a writer's own).
     func persistWAL(of schema: String) { _ = rc_sqlite_persist_wal_of(handle, schema) }
 
-    /// The main database's write-ahead log, for ``LogFile/sync()``; `nil` outside WAL mode or
-    /// before the connection's first transaction opened it.
+    /// The main database's log (the write-ahead log in WAL mode), for ``LogFile/sync()``; `nil`
+    /// while a transaction is open or before one opened the log.
     func logFile() -> LogFile? {
         guard let file = rc_sqlite_log_file(handle), sqlite3_get_autocommit(handle) != 0 else { return nil }
         return LogFile(file: file)

@@ -53,7 +53,7 @@ public final class StateStore {
     var setsMayBeUnused = false
     /// Whether the rows of a dropped value set may still be stored (``collectDroppedSets()``).
     public var hasDroppedSetRows: Bool { sweepForDroppedSets || !droppedSets.isEmpty }
-    /// Whether a commit leaves its write-ahead log for ``syncLog(_:during:)`` to sync (WAL mode).
+    /// Whether a commit leaves its write-ahead log for ``syncLog(_:overlapped:during:)`` to sync (WAL mode).
     var syncsLog = false
     /// Whether the last reader file was over ``stagingLimit``: the next one is built in place.
     var readerTooBig = false
@@ -296,7 +296,7 @@ public final class StateStore {
 
     /// `readerVisible`: whether the change can touch what the reader file holds; after such a
     /// commit the reader file is rewritten before this returns (so a `get` after it sees the change).
-    /// `durable`: whether the commit is on the disk before this returns (``syncLog(_:during:)``).
+    /// `durable`: whether the commit is on the disk before this returns (``syncLog(_:overlapped:during:)``).
     func write<T>(readerVisible: Bool = true, durable: Bool = true, _ body: () throws -> T) throws(StoreError) -> T {
         // A delta serves the reader file of the transaction that found it, and no later one: one
         // found by a transaction that rolled back names sets that were never committed.
@@ -324,11 +324,7 @@ public final class StateStore {
             droppedSets += uncommittedDrops
             // A transaction that changed no row (nothing to remove, a flag already set) changed nothing.
             if readerVisible && db.totalChanges != rowsBefore { readerStale = true } else { touchReaderFile() }
-            if durable {
-                try syncLog(readerStale && readerPath != nil) { refreshReaderFile() }
-            } else {
-                refreshReaderFile()
-            }
+            try syncLog(durable, overlapped: readerStale && readerPath != nil) { refreshReaderFile() }
             return result
         } catch let error as SQLiteError {
             throw .sqlite(error)
@@ -342,20 +338,21 @@ public final class StateStore {
     /// Puts the commit just made on the disk, running `work` (the reader file's rebuild) meanwhile,
     /// and returns when both are done. The connection commits with `synchronous=NORMAL` in WAL
     /// mode: SQLite writes the log and makes the commit visible without waiting for the disk, and
-    /// this syncs the log as `FULL` would have before the commit returned. `overlapped`: on a thread
-    /// of its own, while `work` runs (the sync is waiting, the rebuild is work: 2.1 and 2.9 ms of a
-    /// 3,000-key activation); on this one first otherwise. A reader may see the change for those
-    /// few milliseconds before the disk has it; the change is answered only after.
+    /// this syncs the log as `FULL` would have before the commit returned (not at all when not
+    /// `durable`). `overlapped`: on a thread of its own, while `work` runs (the sync is waiting,
+    /// the rebuild is work: 2.1 and 2.9 ms of a 3,000-key activation); on this one first
+    /// otherwise. A reader may see the change for those few milliseconds before the disk has it;
+    /// the change is answered only after.
     ///
     /// A sync that fails throws, after the commit: the change is in the database and the reader
     /// file, and may not survive a power cut. SQLite's own commit would have failed instead; the
     /// caller learns it the same way, an error for the write.
-    private func syncLog(_ overlapped: Bool, during work: () -> Void) throws(StoreError) {
-        guard syncsLog, let log = db.logFile() else { return work() }
+    private func syncLog(_ durable: Bool, overlapped: Bool, during work: () -> Void) throws(StoreError) {
+        guard durable, syncsLog, let log = db.logFile() else { return work() }
         let result: Int32
-        if overlapped, let sync = BackgroundSync(log) {
+        if overlapped, let sync = DetachedThread.begin({ log.sync() }) {
             work()
-            result = sync.wait()
+            result = sync.take()
         } else {
             result = log.sync()
             work()
@@ -376,32 +373,5 @@ public final class StateStore {
 
     func wrap<T>(_ body: () throws(SQLiteError) -> T) throws(StoreError) -> T {
         try Self.wrap(body)
-    }
-}
-
-/// A sync of a write-ahead log (``LogFile/sync()``) on a thread of its own: started at `init`,
-/// its result at ``wait()``.
-private final class BackgroundSync: @unchecked Sendable {
-    // @unchecked: `result` is written by the thread before it posts `done`, read after the wait.
-    private var done = sem_t()
-    private var result: Int32 = 0
-
-    /// Starts the sync; `nil` when no thread can start (threads or memory ran out).
-    init?(_ log: LogFile) {
-        sem_init(&done, 0, 0)
-        guard
-            DetachedThread.start({ [self] in
-                result = log.sync()
-                sem_post(&done)
-            })
-        else { return nil }  // deinit destroys the semaphore
-    }
-
-    deinit { sem_destroy(&done) }
-
-    /// Waits for the sync to end: SQLITE_OK or SQLite's code for its failure.
-    func wait() -> Int32 {
-        _ = Posix.retrying { sem_wait(&done) }
-        return result
     }
 }

@@ -48,19 +48,40 @@ public enum DetachedThread {
 /// code calls async code (a program's main thread, the control socket's connection threads).
 /// Never from the cooperative pool, which it would hold while it waits.
 package func blockingWait<T: Sendable>(_ operation: @escaping @Sendable () async -> T) -> T {
-    let slot = ResultSlot<T>()
-    sem_init(&slot.semaphore, 0, 0)
-    defer { sem_destroy(&slot.semaphore) }
-    Task {
-        slot.value = await operation()
-        sem_post(&slot.semaphore)
-    }
-    _ = Posix.retrying { sem_wait(&slot.semaphore) }
-    return slot.value!
+    let handoff = Handoff<T>()
+    Task { handoff.put(await operation()) }
+    return handoff.take()
 }
 
-/// Where `blockingWait` receives its result: written once by the task, read after the semaphore.
-private final class ResultSlot<T>: @unchecked Sendable {
-    var value: T?
-    var semaphore = sem_t()
+extension DetachedThread {
+    /// Starts the blocking `body` on a thread of its own and returns at once: the caller goes on
+    /// with other work and takes `body`'s result from the hand-off when it needs it. `nil` when no
+    /// thread can start.
+    package static func begin<T: Sendable>(_ body: @escaping @Sendable () -> T) -> Handoff<T>? {
+        let handoff = Handoff<T>()
+        return start { handoff.put(body()) } ? handoff : nil
+    }
+}
+
+/// A result one thread (or task) hands to another once: ``put(_:)`` by the one, ``take()`` by the
+/// other, which waits for it.
+package final class Handoff<T: Sendable>: @unchecked Sendable {
+    // @unchecked: `value` is written before the semaphore is posted and read after it is waited for.
+    private var value: T?
+    private var semaphore = sem_t()
+
+    package init() { sem_init(&semaphore, 0, 0) }
+
+    deinit { sem_destroy(&semaphore) }
+
+    package func put(_ result: T) {
+        value = result
+        sem_post(&semaphore)
+    }
+
+    /// Waits for the result, then returns it.
+    package func take() -> T {
+        _ = Posix.retrying { sem_wait(&semaphore) }
+        return value!
+    }
 }
