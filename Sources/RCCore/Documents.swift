@@ -73,7 +73,7 @@ public enum RemoteEntry {
 /// What a source delivered: a new snapshot, or word that nothing changed.
 public enum RemoteDocument: Sendable, Equatable {
     /// The complete set of remote values (an empty set for `NO_TEMPLATE`/`EMPTY_CONFIG`).
-    case update(values: [String: String], templateVersion: String?)
+    case update(values: RemoteValues, templateVersion: String?)
     case noChange
 
     /// Reads either document shape (agent.conf(5), rcagentd(8)): a fetch response (`entries`/`state`) or a
@@ -122,9 +122,9 @@ public enum RemoteDocument: Sendable, Equatable {
             guard let members = entries.objectMembers else {
                 throw DocumentError(document: name, reason: "\"entries\" must be an object, got \(entries.typeName)")
             }
-            // Sized once: growing by doubling held the old table beside the new (a 4 MiB document
-            // of 44,000 keys: 1 MB more at the peak).
-            var values: [String: String] = [:]
+            // Sized once: growing by doubling held the old array beside the new (a 4 MiB document
+            // of 44,000 keys: 1 MB more at the peak). In the members' order, which is the values'.
+            var values: [RemoteValues.Element] = []
             values.reserveCapacity(members.count)
             for (key, value) in members {
                 // The key's name in an error, made only for one.
@@ -133,9 +133,9 @@ public enum RemoteDocument: Sendable, Equatable {
                     throw DocumentError(document: name, reason: "\(field()): null is not a value")
                 }
                 try RemoteEntry.check(key, text, field: field(), document: name)
-                values[key] = text
+                values.append((key, text))
             }
-            return .update(values: values, templateVersion: version)
+            return .update(values: RemoteValues(values), templateVersion: version)
         default:
             throw DocumentError(
                 document: name,
@@ -149,7 +149,7 @@ public enum RemoteDocument: Sendable, Equatable {
         guard let parameters = json["parameters"]?.objectMembers else {
             throw DocumentError(document: name, reason: "\"parameters\" must be an object")
         }
-        var values: [String: String] = [:]
+        var values: [RemoteValues.Element] = []
         if keepingValues { values.reserveCapacity(parameters.count) }
         for (key, parameter) in parameters {
             // The parameter's name in an error, made only for one.
@@ -171,10 +171,10 @@ public enum RemoteDocument: Sendable, Equatable {
                     reason: "\(field()).defaultValue.value must be a string, got \(value.typeName)")
             }
             try RemoteEntry.check(key, text, field: field(), document: name)
-            if keepingValues { values[key] = text }
+            if keepingValues { values.append((key, text)) }
         }
         let version = try templateVersion(json["version"]?["versionNumber"], field: "version.versionNumber", name: name)
-        return .update(values: values, templateVersion: version)
+        return .update(values: RemoteValues(values), templateVersion: version)
     }
 
     /// Template versions are decimal strings in Firebase's JSON; numbers are accepted too.

@@ -84,7 +84,7 @@ enum JSONTargets {
         } else if json?["state"] == nil || json?["state"] == .string("UPDATE") {
             for (key, value) in json?["entries"]?.objectMembers ?? [] { expected[key] = value.configText }
         }
-        try check.require(values == expected, "values \(values) differ from the document's \(expected)")
+        try check.require(values == RemoteValues(expected), "values \(values) differ from the document's \(expected)")
         for (key, value) in values {
             try check.require(
                 !key.utf8.contains(0) && !value.utf8.contains(0), "accepted NUL in \(key.debugDescription)")

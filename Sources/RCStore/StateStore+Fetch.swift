@@ -69,7 +69,7 @@ extension StateStore {
             case let .update(values, templateVersion, etag):
                 // A new value set; the one fetched before goes unless a history entry names it.
                 let set = try newValueSet()
-                let held = try insertValues(values, into: set, inKeyOrder: !big)
+                let held = try insertValues(values, into: set)
                 try db.run(
                     """
                     INSERT OR REPLACE INTO snapshots (kind, template_version, etag, fetched_at, pending, set_id)

@@ -205,36 +205,25 @@ extension StateStore {
     /// Stores `values` as value set `set`, ``valueRowsPerStatement`` rows per statement while that
     /// many are left. One row per statement cost 3 µs a row, most of it starting the statement again
     /// (its cursors, its seek from the root); a hundred at a time, about 1 µs (BENCHMARKS.md).
-    /// `inKeyOrder`: in key order (SQLite's BINARY collation: the bytes), on consecutive rowids, and
-    /// the set says which (``setRows(_:_:)`` reads them by rowid); the rows are returned in that
-    /// order, for an activation in the same transaction to merge from memory. Not for a big
-    /// document, whose sort would hold about 50 bytes a key more at its peak: its set is read
-    /// through the index.
-    func insertValues(_ values: [String: String], into set: SQLValue, inKeyOrder: Bool) throws(SQLiteError)
-        -> HeldSet?
-    {
-        guard inKeyOrder else {
-            _ = try insertRows(values, count: values.count, into: set)
-            return nil
-        }
-        let held = HeldSet(id: set.integer, values)
-        if let (first, last) = try insertRows(held.rows, count: held.count, into: set) {
+    /// In key order (SQLite's BINARY collation: the bytes, as ``RemoteValues`` holds them), on
+    /// consecutive rowids, and the set says which (``setRows(_:_:)`` reads them by rowid); the rows
+    /// are returned, for an activation in the same transaction to merge from memory.
+    func insertValues(_ values: RemoteValues, into set: SQLValue) throws(SQLiteError) -> HeldSet {
+        if let (first, last) = try insertRows(values, into: set) {
             try db.run(
                 "UPDATE value_sets SET first_row = ?, last_row = ? WHERE id = ?",
                 [.integer(first), .integer(last), set])
         }
-        return held
+        return HeldSet(id: set.integer, values: values)
     }
 
-    /// Inserts the `count` `rows` into value set `set`; the first and last rowid when they were
+    /// Inserts `rows` into value set `set`, in their order; the first and last rowid when they were
     /// consecutive (SQLite gives a new row the largest rowid plus one; should it ever not, past
     /// 2^63 - 1, where it picks at random, the set is read through its index instead).
-    private func insertRows(_ rows: some Sequence<(key: String, value: String)>, count: Int, into set: SQLValue)
-        throws(SQLiteError) -> (Int64, Int64)?
-    {
+    private func insertRows(_ rows: RemoteValues, into set: SQLValue) throws(SQLiteError) -> (Int64, Int64)? {
         var bound: [SQLValue] = [set]
         bound.reserveCapacity(1 + 2 * Self.valueRowsPerStatement)
-        var remaining = count
+        var remaining = rows.count
         var batch = 0
         var range: (first: Int64, last: Int64)?
         var consecutive = true
@@ -259,37 +248,6 @@ extension StateStore {
     private static let insertValueSQL = "INSERT INTO set_values (set_id, key, value) VALUES (?1, ?, ?)"
     private static let insertValuesSQL =
         insertValueSQL + String(repeating: ", (?1, ?, ?)", count: valueRowsPerStatement - 1)
-
-    /// The indices of `keys` in the order of their bytes. Each key's first 16 bytes, as two
-    /// integers, decide almost every comparison; only keys that share them are compared whole.
-    /// Sorting the keys themselves (a `String` comparison retains and releases both) cost more
-    /// than storing them.
-    static func byteOrder(_ keys: [String]) -> [Int] {
-        struct Entry {
-            var high: UInt64
-            var low: UInt64
-            var index: Int
-        }
-        var entries = keys.enumerated().map { (index, key) -> Entry in
-            // Big-endian: the first byte is the most significant. No key holds a NUL byte, so the
-            // zero padding sorts a key before every longer key it starts. Over the bytes in place:
-            // through the generic `utf8.prefix(16)`, this took longer than the sort.
-            var prefix = (UInt64(0), UInt64(0))
-            var key = key
-            key.withUTF8 { bytes in
-                withUnsafeMutableBytes(of: &prefix) {
-                    $0.copyMemory(from: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes.prefix(16))))
-                }
-            }
-            return Entry(high: prefix.0.bigEndian, low: prefix.1.bigEndian, index: index)
-        }
-        entries.sort { a, b in
-            if a.high != b.high { return a.high < b.high }
-            if a.low != b.low { return a.low < b.low }
-            return keys[a.index].precedesByBytes(keys[b.index])
-        }
-        return entries.map(\.index)
-    }
 
     /// Value set `set`'s keys and values in key order (a `.null` set: none), from a statement of
     /// its own for each `side` (two sides are read at once): by rowid when the set says which rows
@@ -463,20 +421,10 @@ extension StateStore {
 /// document's own, not copies.
 struct HeldSet {
     let id: Int64?
-    private let entries: [(key: String, value: String)]
-    private let order: [Int]
+    let values: RemoteValues
 
-    init(id: Int64?, _ values: [String: String]) {
-        self.id = id
-        entries = Array(values)
-        order = StateStore.byteOrder(entries.map(\.key))
-    }
-
-    var count: Int { entries.count }
-
-    /// The rows in key order.
-    var rows: some Sequence<(key: String, value: String)> { order.lazy.map { [entries] in entries[$0] } }
+    var count: Int { values.count }
 
     /// The row at `position` in key order.
-    subscript(position: Int) -> (key: String, value: String) { entries[order[position]] }
+    subscript(position: Int) -> (key: String, value: String) { values[position] }
 }

@@ -74,7 +74,7 @@ public struct StoredEvent: Sendable, Equatable {
 
 /// The outcome of a fetch as the store records it.
 public enum FetchRecord: Sendable {
-    case update(values: [String: String], templateVersion: String?, etag: String?)
+    case update(values: RemoteValues, templateVersion: String?, etag: String?)
     case noChange
     case failure(error: String, backoffStep: Int, nextAttempt: Timestamp?, throttledUntil: Timestamp?)
     case throttled(until: Timestamp)

@@ -18,14 +18,14 @@ public struct EvaluationContext: Sendable, Equatable {
 public struct TemplateEvaluation: Sendable, Equatable {
     /// Parameter key → value. Keys that resolve to `useInAppDefault`, or have neither a matching
     /// conditional value nor a default, are absent: the local defaults apply to them.
-    public var values: [String: String]
+    public var values: RemoteValues
     /// `version.versionNumber`, when the template has one.
     public var templateVersion: String?
     /// Names of conditions the agent could not evaluate and treated as false: client-template expression
     /// strings, and condition kinds or operators it does not know. Sorted, each name once.
     public var unsupportedConditions: [String]
 
-    public init(values: [String: String], templateVersion: String?, unsupportedConditions: [String]) {
+    public init(values: RemoteValues, templateVersion: String?, unsupportedConditions: [String]) {
         self.values = values
         self.templateVersion = templateVersion
         self.unsupportedConditions = unsupportedConditions
@@ -88,7 +88,8 @@ public enum TemplateEvaluator {
             }
         }
 
-        var values: [String: String] = [:]
+        // In the members' order, which is the values' (``RemoteValues``).
+        var values: [RemoteValues.Element] = []
         values.reserveCapacity(parameterMembers.count)
         for (key, parameter) in parameterMembers {
             // The parameter's place in an error, made only for one (a template has thousands).
@@ -105,11 +106,11 @@ public enum TemplateEvaluator {
             let chosen =
                 conditional.compactMap { name, value in priorityOfTrue[ByteKey(name)].map { ($0, value) } }
                 .min { $0.0 < $1.0 }?.1 ?? defaultValue
-            if case let .value(text)? = chosen { values[key] = text }
+            if case let .value(text)? = chosen { values.append((key, text)) }
         }
 
         return TemplateEvaluation(
-            values: values,
+            values: RemoteValues(values),
             templateVersion: try templateVersion(json["version"], reader: reader),
             unsupportedConditions: Set(conditions.filter { !$0.isSupported }.map { ByteKey($0.name) }).sorted().map(
                 \.text))

@@ -11,7 +11,8 @@ import Testing
     func activate(_ values: [String: String], in sandbox: Sandbox, version: String = "5") throws {
         let config = try AgentConfig.load(explicitPath: sandbox.configPath)
         let store = try StateStore.open(config: config)
-        try store.recordFetch(.update(values: values, templateVersion: version, etag: nil), at: .now(), activate: true)
+        try store.recordFetch(
+            .update(values: RemoteValues(values), templateVersion: version, etag: nil), at: .now(), activate: true)
     }
 
     @Test func getReadsTheDefaultsFileBeforeAnyDatabaseExists() throws {

@@ -31,7 +31,7 @@ import Testing
             for k in 0..<(2 * bound / 200) { first["key_\(k)"] = String(repeating: "x", count: 190) + " \(k)" }
             let activated = try #require(
                 try store.recordFetch(
-                    .update(values: first, templateVersion: "1", etag: nil), at: t0, activate: true))
+                    .update(values: RemoteValues(first), templateVersion: "1", etag: nil), at: t0, activate: true))
             #expect(activated.changedKeys.count == first.count)
             #expect(Database.appliedCacheMemoryLimit == Database.cacheMemoryLimit, "the big document's bound is lifted")
             let reader = try #require(try StateStore.openReaderFile(path: dir.file("reader.db")))
@@ -46,7 +46,8 @@ import Testing
             for k in stride(from: 0, to: 2 * bound / 200, by: 2) { second["key_\(k)"] = "changed \(k)" }
             let next = try #require(
                 try store.recordFetch(
-                    .update(values: second, templateVersion: "2", etag: nil), at: t0 + .seconds(1), activate: true))
+                    .update(values: RemoteValues(second), templateVersion: "2", etag: nil), at: t0 + .seconds(1),
+                    activate: true))
             #expect(Set(next.changedKeys) == Set(second.keys.filter { second[$0] != first[$0] }))
             let fresh = try #require(try StateStore.openReaderFile(path: dir.file("reader.db")))
             #expect(Dictionary(uniqueKeysWithValues: try fresh.allValues().map { ($0.key, $0.text) }) == second)

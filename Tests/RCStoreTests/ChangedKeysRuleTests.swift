@@ -33,9 +33,11 @@ import Testing
                 if n % 7 != 0 { after[key] = n % 11 == 0 ? "v" : "v\(n % 3)" }
             }
             try store.replaceDefaults(defaults)
-            try store.recordFetch(.update(values: before, templateVersion: "1", etag: nil), at: t0, activate: true)
+            try store.recordFetch(
+                .update(values: RemoteValues(before), templateVersion: "1", etag: nil), at: t0, activate: true)
             let activation = try store.recordFetch(
-                .update(values: after, templateVersion: "2", etag: nil), at: t0 + .seconds(1), activate: true,
+                .update(values: RemoteValues(after), templateVersion: "2", etag: nil), at: t0 + .seconds(1),
+                activate: true,
                 withValues: true)
             let keys = Set(defaults.keys).union(before.keys).union(after.keys)
             let expected = keys.filter { seen($0, before, defaults) != seen($0, after, defaults) }.sorted()
@@ -48,7 +50,8 @@ import Testing
             }
             // Without the values, the same keys.
             let again = try store.recordFetch(
-                .update(values: before, templateVersion: "3", etag: nil), at: t0 + .seconds(2), activate: true)
+                .update(values: RemoteValues(before), templateVersion: "3", etag: nil), at: t0 + .seconds(2),
+                activate: true)
             #expect(again?.changedKeys == expected)
         }
     }

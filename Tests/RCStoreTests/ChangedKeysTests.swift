@@ -112,9 +112,11 @@ import Testing
                 let at = t0 + .seconds(Int64(2 * round))
                 try store.replaceDefaults(pick(30))
                 try store.recordFetch(
-                    .update(values: pick(60), templateVersion: "a\(round)", etag: nil), at: at, activate: true)
+                    .update(values: RemoteValues(pick(60)), templateVersion: "a\(round)", etag: nil), at: at,
+                    activate: true)
                 try store.recordFetch(
-                    .update(values: pick(60), templateVersion: "b\(round)", etag: nil), at: at, activate: false)
+                    .update(values: RemoteValues(pick(60)), templateVersion: "b\(round)", etag: nil), at: at,
+                    activate: false)
                 let db = try Database(path: path, mode: .readWrite)
                 if !byRowid { try db.execute("UPDATE value_sets SET first_row = NULL, last_row = NULL") }
                 let expected = try db.query(join) { row in

@@ -20,7 +20,8 @@ import Testing
     }
 
     private func fetch(_ store: StateStore, _ version: String, _ values: [String: String], at time: Timestamp) throws {
-        try store.recordFetch(.update(values: values, templateVersion: version, etag: nil), at: time, activate: false)
+        try store.recordFetch(
+            .update(values: RemoteValues(values), templateVersion: version, etag: nil), at: time, activate: false)
     }
 
     private func value(_ store: StateStore, _ key: String) throws -> String? {

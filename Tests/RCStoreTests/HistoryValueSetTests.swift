@@ -27,7 +27,8 @@ import Testing
             let store = try StateStore.openForWriting(path: path)
             for version in 1...6 {
                 try store.recordFetch(
-                    .update(values: values(version), templateVersion: "\(version)", etag: nil), at: at(Int64(version)),
+                    .update(values: RemoteValues(values(version)), templateVersion: "\(version)", etag: nil),
+                    at: at(Int64(version)),
                     activate: true, recording: ActivationRecording(keep: 3))
                 // Each kept entry names the set its fetch stored: 50 values per entry, no copy. The
                 // set pushed out of the history is dropped at once, its rows when collected.
@@ -39,9 +40,9 @@ import Testing
             }
             // A fetch not activated replaces the fetched set; the history's sets stay.
             try store.recordFetch(
-                .update(values: values(7), templateVersion: "7", etag: nil), at: at(7), activate: false)
+                .update(values: RemoteValues(values(7)), templateVersion: "7", etag: nil), at: at(7), activate: false)
             try store.recordFetch(
-                .update(values: values(8), templateVersion: "8", etag: nil), at: at(8), activate: false)
+                .update(values: RemoteValues(values(8)), templateVersion: "8", etag: nil), at: at(8), activate: false)
             try store.collectDroppedSets()
             #expect(try count("SELECT count(*) FROM value_sets", path) == 4)
             #expect(try count("SELECT count(*) FROM set_values", path) == 200)
@@ -66,7 +67,7 @@ import Testing
                 #expect(!store.hasDroppedSetRows)
                 for version in 1...4 {
                     try store.recordFetch(
-                        .update(values: values(version), templateVersion: "\(version)", etag: nil),
+                        .update(values: RemoteValues(values(version)), templateVersion: "\(version)", etag: nil),
                         at: at(Int64(version)), activate: true, recording: ActivationRecording(keep: 1))
                 }
                 #expect(store.hasDroppedSetRows)
@@ -84,7 +85,7 @@ import Testing
             // Ids are never given again: the next set comes after every set ever stored.
             let fourth = try count("SELECT set_id FROM snapshots WHERE kind = 'active'", path)
             try next.recordFetch(
-                .update(values: values(5), templateVersion: "5", etag: nil), at: at(5), activate: true,
+                .update(values: RemoteValues(values(5)), templateVersion: "5", etag: nil), at: at(5), activate: true,
                 recording: ActivationRecording(keep: 1))
             #expect(try count("SELECT set_id FROM snapshots WHERE kind = 'active'", path) == fourth + 1)
             #expect(try count("SELECT min(set_id) FROM set_values", path) == fourth)
@@ -101,7 +102,7 @@ import Testing
             let path = dir.file("state.db")
             let store = try StateStore.openForWriting(path: path)
             try store.recordFetch(
-                .update(values: values(1), templateVersion: "1", etag: nil), at: at(1), activate: true,
+                .update(values: RemoteValues(values(1)), templateVersion: "1", etag: nil), at: at(1), activate: true,
                 recording: ActivationRecording(keep: 1))
             try store.collectDroppedSets()
             #expect(!store.hasDroppedSetRows)
@@ -123,7 +124,7 @@ import Testing
 
             // A committed drop is collected, by its id.
             try store.recordFetch(
-                .update(values: values(2), templateVersion: "2", etag: nil), at: at(2), activate: true,
+                .update(values: RemoteValues(values(2)), templateVersion: "2", etag: nil), at: at(2), activate: true,
                 recording: ActivationRecording(keep: 1))
             #expect(store.hasDroppedSetRows)
             try store.collectDroppedSets()
@@ -140,7 +141,8 @@ import Testing
             let store = try StateStore.openForWriting(path: dir.file("state.db"))
             try store.replaceDefaults(["moving": "same"])
             try store.recordFetch(
-                .update(values: values(1, keys: 20), templateVersion: "1", etag: nil), at: at(1), activate: true,
+                .update(values: RemoteValues(values(1, keys: 20)), templateVersion: "1", etag: nil), at: at(1),
+                activate: true,
                 recording: ActivationRecording(keep: 5))
             var next = values(1, keys: 20)
             next["k3"] = "changed"
@@ -148,7 +150,7 @@ import Testing
             next["new"] = "added"
             next["moving"] = "same"
             let activation = try store.recordFetch(
-                .update(values: next, templateVersion: "2", etag: nil), at: at(2), activate: true,
+                .update(values: RemoteValues(next), templateVersion: "2", etag: nil), at: at(2), activate: true,
                 recording: ActivationRecording(keep: 5))
             #expect(activation?.changedKeys == ["k3", "k7", "new"])
             let all = try store.allValues(prefix: "").map { "\($0.key)=\($0.text)=\($0.source)" }
@@ -166,7 +168,8 @@ import Testing
         try TemporaryDirectory.with { (dir) throws in
             let store = try StateStore.openForWriting(path: dir.file("state.db"))
             try store.recordFetch(
-                .update(values: values(1, keys: 5), templateVersion: "1", etag: nil), at: at(1), activate: true)
+                .update(values: RemoteValues(values(1, keys: 5)), templateVersion: "1", etag: nil), at: at(1),
+                activate: true)
             try store.recordFetch(
                 .update(values: ["k0": "new"], templateVersion: "2", etag: nil), at: at(2), activate: false)
             try store.activateRecorded(at: at(2), keep: 5, trialDeadline: at(62))
@@ -233,7 +236,8 @@ import Testing
             let store = try StateStore.openForWriting(path: path)
             for version in 1...2 {
                 try store.recordFetch(
-                    .update(values: values(version), templateVersion: "\(version)", etag: nil), at: at(Int64(version)),
+                    .update(values: RemoteValues(values(version)), templateVersion: "\(version)", etag: nil),
+                    at: at(Int64(version)),
                     activate: true, recording: ActivationRecording(keep: 5))
             }
             #expect(try count("SELECT count(*) FROM set_values", path) == 100)

@@ -48,7 +48,8 @@ import Testing
         recording: ActivationRecording? = nil
     ) throws {
         try store.recordFetch(
-            .update(values: values, templateVersion: "\(version)", etag: nil), at: t0 + .seconds(Int64(version)),
+            .update(values: RemoteValues(values), templateVersion: "\(version)", etag: nil),
+            at: t0 + .seconds(Int64(version)),
             activate: activate, recording: recording)
     }
 
@@ -146,7 +147,8 @@ import Testing
             bad["key1"] = "bad"
             #expect(throws: StoreError.self) {
                 try store.recordFetch(
-                    .update(values: bad, templateVersion: "bad", etag: nil), at: t0 + .seconds(2), activate: true)
+                    .update(values: RemoteValues(bad), templateVersion: "bad", etag: nil), at: t0 + .seconds(2),
+                    activate: true)
             }
             #expect(try activeSet(store) == first)
             // Another writer takes the same id for values that differ elsewhere.
@@ -176,7 +178,8 @@ import Testing
             bad["cafe\u{301}"] = "NFD"
             #expect(throws: StoreError.self) {
                 try store.recordFetch(
-                    .update(values: bad, templateVersion: "bad", etag: nil), at: t0 + .seconds(2), activate: true)
+                    .update(values: RemoteValues(bad), templateVersion: "bad", etag: nil), at: t0 + .seconds(2),
+                    activate: true)
             }
             let freed = try #require(store.lastSetDelta?.to)
             // The same id, other values, not activated: the reader file is as it was.

@@ -26,7 +26,8 @@ import Testing
     }
 
     private func update(_ store: StateStore, _ values: [String: String], version: String, at: Timestamp) throws {
-        try store.recordFetch(.update(values: values, templateVersion: version, etag: nil), at: at, activate: true)
+        try store.recordFetch(
+            .update(values: RemoteValues(values), templateVersion: version, etag: nil), at: at, activate: true)
     }
 
     @Test func theReaderFileHoldsWhatReadersReadAfterEachCommit() throws {

@@ -253,7 +253,8 @@ import Testing
             #expect(try store.value(forKey: "shared") == fallback("shared", "default"))
 
             let values = ["shared": "remote", "onlyRemote": "r", "emptyRemote": ""]
-            try store.recordFetch(.update(values: values, templateVersion: "1", etag: nil), at: t0, activate: true)
+            try store.recordFetch(
+                .update(values: RemoteValues(values), templateVersion: "1", etag: nil), at: t0, activate: true)
             #expect(try store.value(forKey: "shared") == remote("shared", "remote"))
             #expect(try store.value(forKey: "onlyRemote") == remote("onlyRemote", "r"))
             #expect(try store.value(forKey: "emptyRemote") == remote("emptyRemote", ""))

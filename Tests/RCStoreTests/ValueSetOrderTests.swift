@@ -36,7 +36,7 @@ import Testing
     @Test func theStoresKeyOrderIsTheOrderOfTheBytes() {
         var seen = Set<[UInt8]>()
         let keys = Self.awkwardKeys.filter { seen.insert(Array($0.utf8)).inserted }
-        let sorted = StateStore.byteOrder(keys).map { Array(keys[$0].utf8) }
+        let sorted = RemoteValues(keys.map { (key: $0, value: "") }).keys.map { Array($0.utf8) }
         #expect(sorted == keys.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) })
     }
 
@@ -49,7 +49,8 @@ import Testing
             // More than a statement's rows, and a remainder.
             for index in 0..<(StateStore.valueRowsPerStatement * 3 + 7) { values["k\(index)"] = "n\(index)" }
             try store.recordFetch(
-                .update(values: values, templateVersion: "1", etag: nil), at: Timestamp(milliseconds: 1), activate: true
+                .update(values: RemoteValues(values), templateVersion: "1", etag: nil), at: Timestamp(milliseconds: 1),
+                activate: true
             )
             let db = try Database(path: path, mode: .readOnly)
             let range = try #require(
@@ -97,7 +98,7 @@ import Testing
             for version in 1...8 {
                 var values: [String: String] = [:]
                 for key in keys where random.next() % 4 != 0 { values[key] = pick() }
-                let record = FetchRecord.update(values: values, templateVersion: "\(version)", etag: nil)
+                let record = FetchRecord.update(values: RemoteValues(values), templateVersion: "\(version)", etag: nil)
                 let at = Timestamp(milliseconds: Int64(version))
                 let fromMemory = try #require(
                     try held.recordFetch(record, at: at, activate: true, withValues: true)?.changes)
@@ -132,7 +133,7 @@ import Testing
             // after a gap of 150 rowids.
             for version in 1...2 {
                 try store.recordFetch(
-                    .update(values: values(version), templateVersion: "\(version)", etag: nil),
+                    .update(values: RemoteValues(values(version)), templateVersion: "\(version)", etag: nil),
                     at: Timestamp(milliseconds: Int64(version)), activate: true)
             }
             // As a dump restored: the same rows in the same order, numbered from 1.
@@ -146,7 +147,8 @@ import Testing
                 """)
             // The next set gets the rowids the active set's range still names.
             try store.recordFetch(
-                .update(values: values(3), templateVersion: "3", etag: nil), at: Timestamp(milliseconds: 3),
+                .update(values: RemoteValues(values(3)), templateVersion: "3", etag: nil),
+                at: Timestamp(milliseconds: 3),
                 activate: false)
             let reader = try #require(try StateStore.openReaderFile(path: dir.file("reader.db")))
             #expect(try reader.value(forKey: "k7")?.text == "v7 of 2")
