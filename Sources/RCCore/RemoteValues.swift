@@ -11,7 +11,7 @@
 public struct RemoteValues: Sendable, Equatable, RandomAccessCollection, ExpressibleByDictionaryLiteral {
     public typealias Element = (key: String, value: String)
 
-    private var entries: [Element]
+    @usableFromInline var entries: [Element]
 
     public init() { entries = [] }
 
@@ -42,9 +42,10 @@ public struct RemoteValues: Sendable, Equatable, RandomAccessCollection, Express
         entries.indices.dropFirst().allSatisfy { entries[$0 - 1].key.precedesByBytes(entries[$0].key) }
     }
 
-    public var startIndex: Int { entries.startIndex }
-    public var endIndex: Int { entries.endIndex }
-    public subscript(position: Int) -> Element { entries[position] }
+    // Inlinable: the store's merge takes every entry in turn.
+    @inlinable public var startIndex: Int { entries.startIndex }
+    @inlinable public var endIndex: Int { entries.endIndex }
+    @inlinable public subscript(position: Int) -> Element { entries[position] }
 
     /// The value of the key that is the same bytes as `key`: a binary search.
     public subscript(key: String) -> String? {

@@ -55,6 +55,8 @@ public final class StateStore {
     public var hasDroppedSetRows: Bool { sweepForDroppedSets || !droppedSets.isEmpty }
     /// Whether a commit leaves its write-ahead log for ``syncLog(_:overlapped:during:)`` to sync (WAL mode).
     var syncsLog = false
+    /// Whether this is the state database, migrated, with its value sets (not the reader file).
+    var holdsValueSets = false
     /// Whether the last reader file was over ``stagingLimit``: the next one is built in place.
     var readerTooBig = false
     var readerFailure: ((StoreError) -> Void)?
@@ -116,6 +118,7 @@ public final class StateStore {
                 "PRAGMA synchronous=\(store.syncsLog ? "NORMAL" : "FULL"); PRAGMA foreign_keys=ON")
         }
         try store.migrate()
+        store.holdsValueSets = true
         return store
     }
 

@@ -159,4 +159,47 @@ import Testing
             #expect(try store.value(forKey: "k7")?.text == "v7 of 3")
         }
     }
+
+    /// The status takes a snapshot's key count from its set's range of rows while the range holds
+    /// the set, and counts the rows otherwise: either way the count is the values'. Sets of no key,
+    /// one, and more than a statement's rows; a fetched set beside the active one; and the rows
+    /// renumbered as by a dump and restore.
+    @Test func theStatusCountsEachSnapshotsKeys() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let path = dir.file("state.db")
+            let store = try StateStore.openForWriting(path: path)
+            let db = try Database(path: path, mode: .readOnly)
+            func expectCounts(_ step: String) throws {
+                let status = try store.status()
+                func counted(_ view: String) throws -> Int {
+                    Int(try db.query("SELECT count(*) FROM \(view)") { $0.integer(0) ?? -1 }.first ?? -1)
+                }
+                #expect(status.active.keys == (try counted("active_values")), "\(step): active")
+                #expect(status.fetched.keys == (try counted("fetched_values")), "\(step): fetched")
+            }
+            func fetch(_ keys: Int, _ version: Int, activate: Bool) throws {
+                let values = RemoteValues((0..<keys).map { (key: "k\($0)", value: "v\(version)") })
+                try store.recordFetch(
+                    .update(values: values, templateVersion: "\(version)", etag: nil),
+                    at: Timestamp(milliseconds: Int64(version)), activate: activate)
+            }
+            try expectCounts("new")
+            for (version, keys) in [0, 1, StateStore.valueRowsPerStatement * 2 + 50].enumerated() {
+                try fetch(keys, version + 1, activate: true)
+                try expectCounts("\(keys) keys")
+            }
+            try fetch(7, 4, activate: false)
+            try expectCounts("fetched beside active")
+            #expect(try store.status().active.keys == StateStore.valueRowsPerStatement * 2 + 50)
+            try Database(path: path, mode: .readWrite).execute(
+                """
+                BEGIN IMMEDIATE;
+                CREATE TEMP TABLE copy AS SELECT set_id, key, value FROM set_values ORDER BY rowid;
+                DELETE FROM set_values;
+                INSERT INTO set_values (set_id, key, value) SELECT set_id, key, value FROM copy ORDER BY rowid;
+                COMMIT;
+                """)
+            try expectCounts("renumbered")
+        }
+    }
 }
