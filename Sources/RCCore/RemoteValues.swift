@@ -76,9 +76,10 @@ public struct RemoteValues: Sendable, Equatable, RandomAccessCollection, Express
             var index: Int
         }
         var entries = keys.enumerated().map { (index, key) -> Entry in
-            // Big-endian: the first byte is the most significant. No key holds a NUL byte, so the
-            // zero padding sorts a key before every longer key it starts. Over the bytes in place:
-            // through the generic `utf8.prefix(16)`, this took longer than the sort.
+            // Big-endian: the first byte is the most significant. The zero padding sorts a key
+            // before every longer key it starts, or ties with one that goes on with NUL, and a tie
+            // is decided by the whole keys. Over the bytes in place: through the generic
+            // `utf8.prefix(16)`, this took longer than the sort.
             var prefix = (UInt64(0), UInt64(0))
             var key = key
             key.withUTF8 { bytes in
