@@ -7,7 +7,8 @@ connect; commands that change state still need the group). Then:
 1. a peer R (uid/gid 65534, no supplementary groups) connects, hands the connection to a child H,
    and exits;
 2. a process M (uid/gid 65534, supplementary group GID) is made to get R's pid, by writing R's pid
-   minus one to /proc/sys/kernel/ns_last_pid before forking it (retried if a daemon thread took it);
+   minus one to /proc/sys/kernel/ns_last_pid before forking it (retried if another process took
+   it, and with a new R if a daemon thread did: the daemon keeps its threads);
 3. H sends mark-stale on R's connection.
 A daemon that looks up /proc/PID/status of the connection's pid finds M's groups there and obeys;
 one that uses the connection's own credentials (SO_PEERCRED, SO_PEERGROUPS) refuses.
@@ -46,43 +47,72 @@ while b"READY=1" not in notify.recv(4096):
     pass
 os.chmod(socket_path, 0o666)
 
-go_read, go_write = os.pipe()
-answer_read, answer_write = os.pipe()
-refused = os.fork()
-if refused == 0:
-    become_nobody([])
-    connection = socket.socket(socket.AF_UNIX)
-    connection.connect(socket_path)
-    if os.fork() == 0:
-        os.read(go_read, 1)
-        connection.sendall(b'{"op":"mark-stale","reason":"sent on a refused peer\'s connection"}\n')
-        os.write(answer_write, connection.makefile("rb").readline())
+def refused_peer():
+    """R (uid/gid 65534, no supplementary groups) connects, hands the connection to a child H, and
+    exits; returns R's pid (free again: R is reaped), the pipe that tells H to send, and the one H
+    answers on. H sends nothing when the first pipe closes without a byte."""
+    go_read, go_write = os.pipe()
+    answer_read, answer_write = os.pipe()
+    refused = os.fork()
+    if refused == 0:
+        os.close(go_write)
+        os.close(answer_read)
+        become_nobody([])
+        connection = socket.socket(socket.AF_UNIX)
+        connection.connect(socket_path)
+        if os.fork() == 0:
+            if os.read(go_read, 1) != b"x":
+                os._exit(0)
+            connection.sendall(b'{"op":"mark-stale","reason":"sent on a refused peer\'s connection"}\n')
+            os.write(answer_write, connection.makefile("rb").readline())
+            os._exit(0)
         os._exit(0)
-    os._exit(0)
-os.waitpid(refused, 0)  # R has exited and been reaped: its pid is free
+    os.close(go_read)
+    os.close(answer_write)
+    os.waitpid(refused, 0)  # R has exited and been reaped: its pid is free
+    return refused, go_write, answer_read
 
-member = None
-for attempt in range(200):
-    release_read, release_write = os.pipe()
-    dropped_read, dropped_write = os.pipe()
-    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
-        f.write(str(refused - 1))
-    pid = os.fork()
-    if pid == 0:
-        become_nobody([group])
-        os.close(release_write)
-        os.write(dropped_write, b"x")
-        os.read(release_read, 1)
-        os._exit(0)
-    os.close(release_read)
-    os.close(dropped_write)
-    os.read(dropped_read, 1)  # M runs with its final credentials
-    os.close(dropped_read)
-    if pid == refused:
-        member = (pid, release_write)
+
+def member_at(refused):
+    """M (uid/gid 65534, supplementary group GID) forked at pid `refused`, or None: each try writes
+    the pid before it to ns_last_pid, then forks; a daemon thread started in between takes the pid
+    first. A thread keeps its pid while it lives (the daemon parks its threads for reuse), so once
+    one holds it no try can get it."""
+    for attempt in range(200):
+        if os.path.exists(f"/proc/{daemon.pid}/task/{refused}"):
+            return None
+        release_read, release_write = os.pipe()
+        dropped_read, dropped_write = os.pipe()
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(refused - 1))
+        pid = os.fork()
+        if pid == 0:
+            become_nobody([group])
+            os.close(release_write)
+            os.write(dropped_write, b"x")
+            os.read(release_read, 1)
+            os._exit(0)
+        os.close(release_read)
+        os.close(dropped_write)
+        os.read(dropped_read, 1)  # M runs with its final credentials
+        os.close(dropped_read)
+        if pid == refused:
+            return pid, release_write
+        os.close(release_write)  # another process took the pid first: try again
+        os.waitpid(pid, 0)
+    return None
+
+
+# A refused peer whose pid a daemon thread took is given up (its H exits without sending) and
+# another one made.
+for attempt in range(20):
+    if attempt:
+        os.close(go_write)
+        os.close(answer_read)
+    refused, go_write, answer_read = refused_peer()
+    member = member_at(refused)
+    if member:
         break
-    os.close(release_write)  # a daemon thread took the pid first: try again
-    os.waitpid(pid, 0)
 
 groups = None
 if member:
