@@ -136,15 +136,7 @@ import Testing
                     .update(values: RemoteValues(values(version)), templateVersion: "\(version)", etag: nil),
                     at: Timestamp(milliseconds: Int64(version)), activate: true)
             }
-            // As a dump restored: the same rows in the same order, numbered from 1.
-            try Database(path: path, mode: .readWrite).execute(
-                """
-                BEGIN IMMEDIATE;
-                CREATE TEMP TABLE copy AS SELECT set_id, key, value FROM set_values ORDER BY rowid;
-                DELETE FROM set_values;
-                INSERT INTO set_values (set_id, key, value) SELECT set_id, key, value FROM copy ORDER BY rowid;
-                COMMIT;
-                """)
+            try Self.renumberValueRows(path)
             // The next set gets the rowids the active set's range still names.
             try store.recordFetch(
                 .update(values: RemoteValues(values(3)), templateVersion: "3", etag: nil),
@@ -191,15 +183,21 @@ import Testing
             try fetch(7, 4, activate: false)
             try expectCounts("fetched beside active")
             #expect(try store.status().active.keys == StateStore.valueRowsPerStatement * 2 + 50)
-            try Database(path: path, mode: .readWrite).execute(
-                """
-                BEGIN IMMEDIATE;
-                CREATE TEMP TABLE copy AS SELECT set_id, key, value FROM set_values ORDER BY rowid;
-                DELETE FROM set_values;
-                INSERT INTO set_values (set_id, key, value) SELECT set_id, key, value FROM copy ORDER BY rowid;
-                COMMIT;
-                """)
+            try Self.renumberValueRows(path)
             try expectCounts("renumbered")
         }
+    }
+
+    /// The value rows of the database at `path` as a dump restored gives them back: the same rows
+    /// in the same order, numbered from 1.
+    private static func renumberValueRows(_ path: String) throws {
+        try Database(path: path, mode: .readWrite).execute(
+            """
+            BEGIN IMMEDIATE;
+            CREATE TEMP TABLE copy AS SELECT set_id, key, value FROM set_values ORDER BY rowid;
+            DELETE FROM set_values;
+            INSERT INTO set_values (set_id, key, value) SELECT set_id, key, value FROM copy ORDER BY rowid;
+            COMMIT;
+            """)
     }
 }
