@@ -258,9 +258,8 @@ extension StateStore {
     /// order, and the range then names rows of another set or none. A set's rows stay consecutive
     /// through such a copy, so its two ends being the set's means the whole range is.
     func setRows(_ set: SQLValue, _ side: String) throws(SQLiteError) -> Statement {
-        let range = try db.query(Self.setRangeSQL, [set]) { ($0.integer(0), $0.integer(1)) }.first
         let statement: Statement
-        if case let (first?, last?)? = range {
+        if let (first, last) = try setRange(set) {
             statement = try db.cachedStatement(
                 "SELECT key, value FROM set_values AS \(side) WHERE rowid BETWEEN ? AND ?")
             try statement.bind([.integer(first), .integer(last)])
@@ -270,6 +269,14 @@ extension StateStore {
             try statement.bind([set])
         }
         return statement
+    }
+
+    /// The first and last rowid of value set `set`'s rows, while those two rows are the set's (see
+    /// ``setRows(_:_:)``): `nil` for a set stored before schema 7 or one whose rows were renumbered.
+    func setRange(_ set: SQLValue) throws(SQLiteError) -> (first: Int64, last: Int64)? {
+        let range = try db.query(Self.setRangeSQL, [set]) { ($0.integer(0), $0.integer(1)) }.first
+        guard case let (first?, last?)? = range else { return nil }
+        return (first, last)
     }
 
     /// Value set `?1`'s range of rows, when its first and last rows are the set's (``setRows(_:_:)``).

@@ -30,19 +30,23 @@ extension StateStore {
     private func readStatus() throws(SQLiteError) -> StoreStatus {
         let deviceId = try db.query("SELECT value FROM meta WHERE key = 'device_id'") { $0.text(0) }.first ?? nil
         let stale = try staleFlag()
+        // Only the migrated state database is sure to have the column (a reader may open an older one).
+        let setColumn = holdsValueSets ? "set_id" : "NULL"
         func snapshot(_ kind: String, table: String) throws(SQLiteError) -> (SnapshotInfo, Bool) {
-            let keys = try keyCount(kind, table: table)
             let row = try db.query(
-                "SELECT template_version, etag, \(kind == "active" ? "activated_at" : "fetched_at"), pending FROM snapshots WHERE kind = ?",
+                "SELECT template_version, etag, \(kind == "active" ? "activated_at" : "fetched_at"), pending, \(setColumn) FROM snapshots WHERE kind = ?",
                 [.text(kind)]
             ) { row in
                 (
                     SnapshotInfo(
                         templateVersion: row.text(0), etag: row.text(1), at: row.integer(2).map(Timestamp.init),
-                        keys: Int(keys)), row.integer(3) == 1
+                        keys: 0), row.integer(3) == 1, row.integer(4)
                 )
             }.first
-            return row ?? (SnapshotInfo(templateVersion: nil, etag: nil, at: nil, keys: Int(keys)), false)
+            var (info, pending, set) =
+                row ?? (SnapshotInfo(templateVersion: nil, etag: nil, at: nil, keys: 0), false, nil)
+            info.keys = Int(try keyCount(set: set, table: table))
+            return (info, pending)
         }
         let (active, _) = try snapshot("active", table: "active_values")
         let (fetched, pending) = try snapshot("fetched", table: "fetched_values")
@@ -58,20 +62,13 @@ extension StateStore {
         }.first!
     }
 
-    /// How many keys snapshot `kind` holds (`table` is the view or table of its values): in the state
-    /// database, its value set's size from the set's rows when they are a range that still holds the
-    /// set (as ``setRows(_:_:)`` reads them); counted otherwise. Counting 3,000 rows through the index,
-    /// for each snapshot at every status read after a fetch, was 3.5% of a 3,000-parameter template
+    /// How many keys a snapshot holds (`set`: its value set, `nil` outside the migrated state
+    /// database; `table`: the view or table of its values): the set's size from its range of rows
+    /// while the range holds the set (``setRange(_:)``); counted otherwise. Counting 3,000 rows through the index,
+    /// for each snapshot at every status read after a fetch, was 3.3% of a 3,000-parameter template
     /// fetch's CPU (BENCHMARKS.md, issue 30).
-    private func keyCount(_ kind: String, table: String) throws(SQLiteError) -> Int64 {
-        let size = holdsValueSets ? try db.query(Self.setSizeSQL, [.text(kind)]) { $0.integer(0) }.first ?? nil : nil
-        if let size { return size }
+    private func keyCount(set: Int64?, table: String) throws(SQLiteError) -> Int64 {
+        if let set, let (first, last) = try setRange(.integer(set)) { return last - first + 1 }
         return try db.query("SELECT count(*) FROM \(table)") { $0.integer(0) ?? 0 }.first ?? 0
     }
-
-    private static let setSizeSQL = """
-        SELECT s.last_row - s.first_row + 1 FROM snapshots AS p, value_sets AS s WHERE p.kind = ? AND s.id = p.set_id
-            AND (SELECT set_id FROM set_values WHERE rowid = s.first_row) = s.id
-            AND (SELECT set_id FROM set_values WHERE rowid = s.last_row) = s.id
-        """
 }
