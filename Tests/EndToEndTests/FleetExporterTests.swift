@@ -269,12 +269,14 @@ import Testing
             "\(busy.stderr)")
 
         // A broker that cannot be reached: exit 1, said once, the HTTP server stopped with it.
-        let closed = try Mosquitto.freePort()
+        let closed = try RefusingPort()
+        defer { withExtendedLifetime(closed) {} }  // held until the test ends
         let down = try fleet.sandbox.run(
-            "rcadmin", ["fleet", "exporter", "--listen", "127.0.0.1:0", "--mqtt", "mqtt://127.0.0.1:\(closed)"])
+            "rcadmin", ["fleet", "exporter", "--listen", "127.0.0.1:0", "--mqtt", "mqtt://127.0.0.1:\(closed.port)"])
         #expect(down.status == 1, "\(down.stderr)")
         #expect(
-            down.stderr.hasSuffix("Error: cannot reach the MQTT broker at 127.0.0.1:\(closed): Connection refused\n"),
+            down.stderr.hasSuffix(
+                "Error: cannot reach the MQTT broker at 127.0.0.1:\(closed.port): Connection refused\n"),
             "\(down.stderr)")
 
         let v6 = try FleetStatusTests.Watch(

@@ -299,11 +299,12 @@ final class ReportSubscriber {
     }
 
     @Test func theFirstBrokerDownTheAgentUsesTheSecond() throws {
-        let dead = try Mosquitto.freePort()
+        let dead = try RefusingPort()
+        defer { withExtendedLifetime(dead) {} }  // held until the test ends
         let sandbox = try Sandbox()
         let server = try ConfigServer(in: sandbox)
         let broker = try MosquittoBroker(in: sandbox)
-        try configure(sandbox, server, push: "mqtt://127.0.0.1:\(dead) mqtt://127.0.0.1:\(broker.port)")
+        try configure(sandbox, server, push: "mqtt://127.0.0.1:\(dead.port) mqtt://127.0.0.1:\(broker.port)")
         let subscriber = try ReportSubscriber(sandbox, port: broker.port)
         #expect(try subscriber.waitUntilLive())
         let (daemon, _) = try start(sandbox, server, subscriber)
@@ -311,7 +312,7 @@ final class ReportSubscriber {
             try eventually {
                 try sandbox.cli("status").stdout.contains("push:         mqtt 127.0.0.1:\(broker.port) connected")
             }, "\(daemon.log)")
-        #expect(daemon.log.contains("Failed to keep the MQTT connection to 127.0.0.1:\(dead)"), "\(daemon.log)")
+        #expect(daemon.log.contains("Failed to keep the MQTT connection to 127.0.0.1:\(dead.port)"), "\(daemon.log)")
         #expect(daemon.stop() == 0)
     }
 

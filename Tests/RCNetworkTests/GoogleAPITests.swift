@@ -208,10 +208,11 @@ import Testing
         try await TemporaryDirectory.with { directory in
             let google = try FakeGoogle(in: directory)
             let sleeper = RecordingSleeper()
-            let closed = try Mosquitto.freePort()
+            let closed = try RefusingPort()
+            defer { withExtendedLifetime(closed) {} }  // held until the test ends
             let config = RemoteConfigAPI(
                 api: try google.api(retry: sleeper.policy(attempts: 2)), project: "demo-project",
-                endpoint: "http://127.0.0.1:\(closed)")
+                endpoint: "http://127.0.0.1:\(closed.port)")
             do throws(GoogleError) {
                 _ = try await config.get()
                 Issue.record("a closed port answered")

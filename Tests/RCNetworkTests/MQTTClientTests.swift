@@ -69,7 +69,9 @@ import Testing
 
     @Test func aBrokerThatIsNotThereIsATypedErrorSayingWhy() throws {
         let client = try MQTTClient(MQTTClient.Options())
-        let port = Int32(try Mosquitto.freePort())
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }  // held until the test ends
+        let port = Int32(refusing.port)
         #expect {
             try client.connect(host: "127.0.0.1", port: port)
         } throws: { error in
