@@ -202,7 +202,7 @@ extension StateStore {
         .integer(try db.query("INSERT INTO value_sets DEFAULT VALUES RETURNING id") { $0.integer(0) ?? 0 }.first ?? 0)
     }
 
-    /// Stores `values` as value set `set`, ``valueRowsPerStatement`` rows per statement while that
+    /// Stores `values` as value set `set`, ``RowsInsert/rowsPerStatement`` rows per statement while that
     /// many are left. One row per statement cost 3 µs a row, most of it starting the statement again
     /// (its cursors, its seek from the root); a hundred at a time, about 1 µs (BENCHMARKS.md).
     /// In key order (SQLite's BINARY collation: the bytes, as ``RemoteValues`` holds them), on
@@ -214,40 +214,26 @@ extension StateStore {
                 "UPDATE value_sets SET first_row = ?, last_row = ? WHERE id = ?",
                 [.integer(first), .integer(last), set])
         }
-        return HeldSet(id: set.integer, values: values)
+        let held = HeldSet(id: set.integer, values: values)
+        storedSet = held
+        return held
     }
 
     /// Inserts `rows` into value set `set`, in their order; the first and last rowid when they were
     /// consecutive (SQLite gives a new row the largest rowid plus one; should it ever not, past
     /// 2^63 - 1, where it picks at random, the set is read through its index instead).
     private func insertRows(_ rows: RemoteValues, into set: SQLValue) throws(SQLiteError) -> (Int64, Int64)? {
-        var bound: [SQLValue] = [set]
-        bound.reserveCapacity(1 + 2 * Self.valueRowsPerStatement)
-        var remaining = rows.count
-        var batch = 0
         var range: (first: Int64, last: Int64)?
         var consecutive = true
-        for (key, value) in rows {
-            if batch == 0 { batch = Self.valueRowsPerStatement <= remaining ? Self.valueRowsPerStatement : 1 }
-            bound.append(.text(key))
-            bound.append(.text(value))
-            guard bound.count == 1 + 2 * batch else { continue }
-            try db.cachedStatement(batch == 1 ? Self.insertValueSQL : Self.insertValuesSQL).runBorrowing(bound)
-            let inserted = db.lastInsertRowID
+        try Self.setValuesInsert.run(rows, on: db, after: [set]) { inserted, batch in
             if let range, inserted != range.last + Int64(batch) { consecutive = false }
             range = (range?.first ?? inserted - Int64(batch) + 1, inserted)
-            remaining -= batch
-            batch = 0
-            bound.removeSubrange(1...)
         }
-        guard consecutive, remaining == 0, let range else { return nil }
+        guard consecutive, let range else { return nil }
         return range
     }
 
-    static let valueRowsPerStatement = 100
-    private static let insertValueSQL = "INSERT INTO set_values (set_id, key, value) VALUES (?1, ?, ?)"
-    private static let insertValuesSQL =
-        insertValueSQL + String(repeating: ", (?1, ?, ?)", count: valueRowsPerStatement - 1)
+    static let setValuesInsert = RowsInsert("INSERT INTO set_values (set_id, key, value) VALUES ", row: "(?1, ?, ?)")
 
     /// Value set `set`'s keys and values in key order (a `.null` set: none), from a statement of
     /// its own for each `side` (two sides are read at once): by rowid when the set says which rows
@@ -419,6 +405,44 @@ extension StateStore {
                 ("reason", .string(reason.description)),
             ]))
         return Activation(changedKeys: changedKeys, templateVersion: version, changes: changes)
+    }
+}
+
+/// An `INSERT` of a document's keys and values, in their order: ``rowsPerStatement`` rows a
+/// statement, the rest one by one, each key and value bound in place (``Statement/runBorrowing(_:)``)
+/// after the values every row shares (bound as `?1`...).
+struct RowsInsert {
+    static let rowsPerStatement = 100
+    let single: String
+    let batch: String
+
+    /// `insert` (up to `VALUES `) followed by one `row`'s placeholders, or by as many as a batch has.
+    init(_ insert: String, row: String) {
+        single = insert + row
+        batch = single + String(repeating: ", " + row, count: Self.rowsPerStatement - 1)
+    }
+
+    /// Inserts `rows` through `db`, after the values `leading`; `inserted` hears of each
+    /// statement's last rowid and its number of rows.
+    func run(
+        _ rows: RemoteValues, on db: Database, after leading: [SQLValue] = [],
+        inserted: (Int64, Int) -> Void = { _, _ in }
+    ) throws(SQLiteError) {
+        var bound = leading
+        bound.reserveCapacity(leading.count + 2 * Self.rowsPerStatement)
+        var remaining = rows.count
+        var batch = 0
+        for (key, value) in rows {
+            if batch == 0 { batch = Self.rowsPerStatement <= remaining ? Self.rowsPerStatement : 1 }
+            bound.append(.text(key))
+            bound.append(.text(value))
+            guard bound.count == leading.count + 2 * batch else { continue }
+            try db.cachedStatement(batch == 1 ? single : self.batch).runBorrowing(bound)
+            inserted(db.lastInsertRowID, batch)
+            remaining -= batch
+            batch = 0
+            bound.removeSubrange(leading.count...)
+        }
     }
 }
 

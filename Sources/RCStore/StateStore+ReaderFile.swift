@@ -197,7 +197,7 @@ extension StateStore {
             try copy.run("ATTACH DATABASE ? AS live", [.text(self.path)])  // not allowed inside a transaction
             try copy.run("BEGIN")
             for statement in Self.stateCopy + Self.defaultsCopy { try copy.run(statement) }
-            try Self.copyActiveValues(into: copy)
+            try copyActiveValues(into: copy, active: try Self.activeSet(of: copy), fromMemory: true)
             try copy.run("COMMIT")
             try copy.execute("DETACH DATABASE live")
         }
@@ -227,10 +227,7 @@ extension StateStore {
             for statement in Self.stateCopy { try staging.run(statement) }
             let unchanged = try dataVersion()
             let mirror = readerMirror.flatMap { $0.others == unchanged ? $0 : nil }
-            let active =
-                try staging.query("SELECT set_id FROM live.snapshots WHERE kind = 'active'") {
-                    $0.integer(0)
-                }.first ?? nil
+            let active = try Self.activeSet(of: staging)
             if mirror == nil {
                 for statement in Self.defaultsCopy { try staging.run(statement) }
             }
@@ -245,7 +242,7 @@ extension StateStore {
                 }
             } else {
                 activeValueCopies += 1
-                try Self.copyActiveValues(into: staging)
+                try copyActiveValues(into: staging, active: active, fromMemory: false)
             }
             try staging.run("COMMIT")
             readerMirror = ReaderMirror(activeSet: active, others: others)
@@ -282,13 +279,32 @@ extension StateStore {
 
     static let defaultsCopy = ["DELETE FROM defaults", "INSERT INTO defaults SELECT * FROM live.defaults"]
 
-    /// Copies the active values whole into `copy`'s `active_values` (the state database attached
-    /// as `live`): the active value set by rowid when it says which rows hold it and its two ends
-    /// are its own (as `setRows` reads a set), else through its index. The second statement runs
-    /// only when the first copied nothing: its test of the range is made for each row it reads, and
-    /// cost a sixth of the copy when it copied nothing (BENCHMARKS.md).
-    static func copyActiveValues(into copy: Database) throws(SQLiteError) {
+    /// The active value set's id in the state database attached to `copy` as `live` (`nil`: no
+    /// remote values are active).
+    static func activeSet(of copy: Database) throws(SQLiteError) -> Int64? {
+        try copy.query("SELECT set_id FROM live.snapshots WHERE kind = 'active'") { $0.integer(0) }.first ?? nil
+    }
+
+    /// Copies the active values (value set `active`) whole into `copy`'s `active_values` (the state
+    /// database attached as `live`). With `fromMemory`, from the values the write just committed
+    /// stored, when they are that set (``storedSet``); otherwise from the state database, by rowid
+    /// when the set says which rows hold it and its two ends are its own (as `setRows` reads a set),
+    /// else through its index. The second statement runs only when the first copied nothing: its
+    /// test of the range is made for each row it reads, and cost a sixth of the copy when it copied
+    /// nothing (BENCHMARKS.md).
+    ///
+    /// From memory for a reader file built in place (a big document's): a value is then not read
+    /// back whole beside the record that inserts it. For one 4 MB value this copy was the daemon's
+    /// peak, the value three times over (the document's, the one read back, the record): 3.0x the
+    /// document, 2.0x from memory. Not for the staging database: for 3,000 small values, binding
+    /// each from Swift was no cheaper than SQLite's own copy (daemon CPU 1.06x, `bench/template-ab.py`).
+    func copyActiveValues(into copy: Database, active: Int64?, fromMemory: Bool) throws(SQLiteError) {
         try copy.run("DELETE FROM active_values")
+        if fromMemory, let stored = storedSet, let id = stored.id, id == active {
+            try Self.activeValuesInsert.run(stored.values, on: copy)
+            activeValueCopiesFromMemory += 1
+            return
+        }
         try copy.run(
             """
             INSERT INTO active_values SELECT v.key, v.value FROM live.value_sets AS s, live.set_values AS v
@@ -300,6 +316,8 @@ extension StateStore {
         guard copy.changes == 0 else { return }
         try copy.run("INSERT INTO active_values SELECT * FROM live.active_values")
     }
+
+    static let activeValuesInsert = RowsInsert("INSERT INTO active_values (key, value) VALUES ", row: "(?, ?)")
 
     /// The reader file as it will be written, kept in memory by a connection of its own that has the
     /// state database attached as `live`: opened once per store from the empty image, so neither

@@ -39,8 +39,14 @@ public final class StateStore {
     /// The remote values that differ between the two value sets of the last activation or
     /// rollback (``SetDelta``): the staging database applies those alone when it holds the first.
     var lastSetDelta: SetDelta?
-    /// How many times the staging database copied the active values whole: for the tests.
+    /// The value set the write under way stored, its values still in memory: a reader file built in
+    /// place after its commit copies them from here when that set is the active one, instead of
+    /// reading them back from the state database. Only for that write: its values are the caller's.
+    var storedSet: HeldSet?
+    /// How many times the staging database copied the active values whole, and how many times a
+    /// reader file's copy took them from ``storedSet``: for the tests.
     var activeValueCopies = 0
+    var activeValueCopiesFromMemory = 0
     /// Value sets the transaction under way dropped (``dropUnusedValueSets()``), and those of
     /// committed transactions whose rows are still stored (``collectDroppedSets()``).
     var uncommittedDrops: [Int64] = []
@@ -304,11 +310,15 @@ public final class StateStore {
         // A delta serves the reader file of the transaction that found it, and no later one: one
         // found by a transaction that rolled back names sets that were never committed.
         lastSetDelta = nil
+        storedSet = nil
         uncommitted = []
         uncommittedDrops = []
         setsMayBeUnused = false
-        // Events and drops of a transaction that rolled back never happened.
+        // Events and drops of a transaction that rolled back never happened; a set it stored was
+        // never committed (its id may be taken again), and one committed is held no longer than
+        // the reader file built after it needs it.
         defer {
+            storedSet = nil
             uncommitted = []
             uncommittedDrops = []
         }

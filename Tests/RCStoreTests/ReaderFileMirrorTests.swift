@@ -113,6 +113,59 @@ import Testing
         }
     }
 
+    /// The reader file's `active_values` and the state database's, byte for byte, in key order.
+    private func expectSameBytes(
+        _ store: StateStore, _ path: String, _ step: String, sourceLocation: Testing.SourceLocation = #_sourceLocation
+    ) throws {
+        let sql = "SELECT hex(CAST(key AS BLOB)) || ' ' || hex(CAST(value AS BLOB)) FROM active_values ORDER BY key"
+        let reader = try Database(path: path, mode: .readOnly)
+        let truth = try store.wrap { () throws(SQLiteError) in try store.db.query(sql) { $0.text(0) ?? "" } }
+        #expect(try reader.query(sql) { $0.text(0) ?? "" } == truth, "\(step)", sourceLocation: sourceLocation)
+    }
+
+    /// A reader file built in place (too big for the staging database) after an activation in the
+    /// write that stored its values takes them from memory (the set is not read back whole); any
+    /// other copy reads the state database. Either way the file holds the same bytes: keys and
+    /// values with NUL bytes, empty values, keys sharing their first 16 bytes, spellings Swift's
+    /// `==` calls equal, more rows than one statement inserts.
+    @Test func aBigActivationsOwnValuesAreCopiedFromMemoryAndExactly() throws {
+        try withStore { store, dir in
+            let path = dir.file("reader.db")
+            let long = String(repeating: "x", count: 500)
+            var big = Dictionary(uniqueKeysWithValues: (0..<3_000).map { ("key\($0)", "\($0) \(long)") })
+            big["nul\u{0}key"] = "nul\u{0}value"
+            big["empty"] = ""
+            big["0123456789abcdefA"] = "a"
+            big["0123456789abcdefB"] = "b"
+            big["caf\u{E9}"] = "NFC"
+            let tricky = RemoteValues(big.map { ($0.key, $0.value) } + [("cafe\u{301}", "NFD")])
+            func activate(_ values: RemoteValues, _ version: Int) throws {
+                try store.recordFetch(
+                    .update(values: values, templateVersion: "\(version)", etag: nil),
+                    at: t0 + .seconds(Int64(version)),
+                    activate: true)
+            }
+            try activate(tricky, 1)
+            #expect(store.readerTooBig && store.activeValueCopiesFromMemory == 1)
+            #expect(store.storedSet == nil, "held no longer than the write")
+            try expectSameBytes(store, path, "activated in the write that stored it")
+            // Built in place again by writes that stored no values: from the state database.
+            try store.markStale(reason: "pushed", at: t0 + .seconds(2))
+            try fetch(store, big.mapValues { $0 + "!" }, 3, activate: false)
+            _ = try store.activateRecorded(at: t0 + .seconds(3), keep: 5)
+            #expect(store.activeValueCopiesFromMemory == 1)
+            try expectSameBytes(store, path, "activated by a write of its own")
+            // Small again: built in place once more (from memory), then in the staging database,
+            // which copies from the state database.
+            try activate(RemoteValues(values("small")), 4)
+            #expect(!store.readerTooBig && store.activeValueCopiesFromMemory == 2)
+            try expectSameBytes(store, path, "a small state, built in place")
+            try activate(RemoteValues(values("small again")), 5)
+            #expect(store.readerStaging != nil && store.activeValueCopiesFromMemory == 2)
+            try expectSameBytes(store, path, "a small state, staged")
+        }
+    }
+
     /// `writeReaderFile` builds the file "from the committed state": that includes another
     /// connection's commits since this store's last write (its `data_version` then is not the one
     /// the copy was made at).

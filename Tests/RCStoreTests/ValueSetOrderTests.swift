@@ -47,7 +47,7 @@ import Testing
             var values: [String: String] = [:]
             for (index, key) in Self.awkwardKeys.enumerated() { values[key] = "v\(index)" }
             // More than a statement's rows, and a remainder.
-            for index in 0..<(StateStore.valueRowsPerStatement * 3 + 7) { values["k\(index)"] = "n\(index)" }
+            for index in 0..<(RowsInsert.rowsPerStatement * 3 + 7) { values["k\(index)"] = "n\(index)" }
             try store.recordFetch(
                 .update(values: RemoteValues(values), templateVersion: "1", etag: nil), at: Timestamp(milliseconds: 1),
                 activate: true
@@ -176,13 +176,13 @@ import Testing
                     at: Timestamp(milliseconds: Int64(version)), activate: activate)
             }
             try expectCounts("new")
-            for (version, keys) in [0, 1, StateStore.valueRowsPerStatement * 2 + 50].enumerated() {
+            for (version, keys) in [0, 1, RowsInsert.rowsPerStatement * 2 + 50].enumerated() {
                 try fetch(keys, version + 1, activate: true)
                 try expectCounts("\(keys) keys")
             }
             try fetch(7, 4, activate: false)
             try expectCounts("fetched beside active")
-            #expect(try store.status().active.keys == StateStore.valueRowsPerStatement * 2 + 50)
+            #expect(try store.status().active.keys == RowsInsert.rowsPerStatement * 2 + 50)
             try Self.renumberValueRows(path)
             try expectCounts("renumbered")
         }
