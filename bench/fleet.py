@@ -130,9 +130,10 @@ def percentile(values, p):
     return ordered[min(len(ordered) - 1, max(0, int(round(p / 100 * len(ordered) + 0.5)) - 1))]
 
 
-def figure(id, text, value, unit, target=None, note=None, peers=None):
+def figure(id, text, value, unit, target=None, note=None, peers=None, verdict=None):
+    """One figure; `verdict` for one the script judged itself (a case that did not complete: no value)."""
     figures.append({"id": id, "figure": text, "value": value, "unit": unit, "target": target, "note": note,
-                    "peers": peers or {}})
+                    "peers": peers or {}, **({"verdict": verdict} if verdict else {})})
 
 
 # ---------------------------------------------------------------- nginx
@@ -448,7 +449,9 @@ def accepts_config(text):
 
 def start_fleet(broker, jitter, expected_version):
     """Starts every agent in batches, each batch once the one before has reported (or, without
-    reports, fetched); returns the pids and the start-up time."""
+    reports, fetched); returns the pids, the start-up time, the batch size and, when a batch was
+    still not all there after 120 s, how many agents were of how many started (else None): the
+    start-up then stops there."""
     write_configs(broker, jitter, reports_on)
     pids = []
     others = {"broker": broker.pids(), "nginx": nginx.pids(), "subscriber": [reports.process.pid] if reports_on else []}
@@ -457,6 +460,7 @@ def start_fleet(broker, jitter, expected_version):
     t0 = time.monotonic()
     offset = nginx.offset()
     waits = []
+    stuck = None
     batch = int(batch_setting) if batch_setting else BATCHES[broker.name]
     for start in range(0, agents, batch):
         spawned = time.monotonic()
@@ -466,15 +470,22 @@ def start_fleet(broker, jitter, expected_version):
             log.close()
         done = min(agents, start + batch)
         if reports_on:
-            def reported():
+            def there():
                 # The ids once per poll: asked per report, this loop over every agent made the
                 # script's own CPU O(agents^2) per poll, 10-22 s of a 1,000-agent start-up.
                 ids = fleet_ids(pids)
                 return reports.count(lambda r: r.get("online") and r.get("templateVersion") == expected_version
-                                     and r["deviceId"] in ids) >= done
-            wait_for(reported, 120, f"{done} agents reporting template {expected_version}")
+                                     and r["deviceId"] in ids)
         else:
-            wait_for(lambda: len({i for _, _, i in nginx.requests(offset)}) >= done, 120, f"{done} agents fetching")
+            def there():
+                return len({i for _, _, i in nginx.requests(offset)})
+        if not wait_for(lambda: there() >= done, 120, f"{done} agents there", fail=False):
+            stuck = (there(), done)
+            print(f"  only {stuck[0]} of {done} agents {'reporting' if reports_on else 'fetching'} template "
+                  f"{expected_version} 120 s after batch {start // batch + 1} started: the start-up stops here",
+                  flush=True)
+            waits.append(time.monotonic() - spawned)
+            break
         if isinstance(broker, NATSCluster):
             # A subscription is a consumer created through the JetStream meta leader; a batch that
             # has not got them all yet is not done (the next would only pile onto the same queue).
@@ -484,7 +495,7 @@ def start_fleet(broker, jitter, expected_version):
         waits.append(time.monotonic() - spawned)
     elapsed = time.monotonic() - t0
     startup_cpu(broker, jitter, pids, others, cpu_before, self_before, machine_before, elapsed, waits)
-    return pids, elapsed, batch
+    return pids, elapsed, batch, stuck
 
 
 def own_cpu_ms():
@@ -641,7 +652,7 @@ def converge(broker, processes, version, jitter_seconds, label):
            + (f"; {missing} agents never got it within {limit} s" if missing else ""),
            {"missing": missing, "max_of_those_that_did_s": round(worst, 2), "p50_s": round(p50, 2), "p99_s": round(p99, 2), "first_fetch_s": round(min(fetch_times), 2),
             "last_fetch_s": round(max(fetch_times), 2), "cpu_s": {k: v / 1000 for k, v in cpu.items()},
-            "perf": profiled})
+            "perf": profiled}, verdict="missed" if missing else None)
     figure(f"fleet.{key}.requests_per_agent", f"{label}: nginx requests per agent for the ping",
            round(len(requests) / agents, 3), "", {"op": "<=", "value": 1.05}, None,
            {"requests": len(requests), "max_by_one_agent": max(per_agent.values()),
@@ -812,17 +823,28 @@ try:
         broker = Mosquitto() if broker_name == "mosquitto" else NATSCluster()
         reports = Reports(broker.ping_port()) if reports_on else None
         for jitter in jitters:
-            processes, started, batch = start_fleet(broker, jitter, str(version))
+            processes, started, batch, stuck = start_fleet(broker, jitter, str(version))
             # Issue 30's targets are for 1,000 agents started fresh (the first start; a restart of
             # the fleet keeps its state databases).
             fresh = jitter == jitters[0]
             target = STARTUP_TARGETS[broker.name] if agents == 1000 and fresh else None
+            text = (f"{broker.name}: {agents} agents started {'fresh' if fresh else 'again'} (batches of {batch}) "
+                    "until all report")
+            if stuck is not None:
+                # Measured, not a crash of the script: the broker lost the fleet. Its later cases
+                # would only measure the same loss.
+                note = f"not all there: {stuck[0]} of {stuck[1]} agents after 120 s; this broker's later cases not run"
+                print(f"{broker.name}, Jitter={jitter}: {note}", flush=True)
+                figure(f"fleet.{broker.name}.jitter_{jitter}.startup_s", text, None, "s",
+                       {"op": "<=", "value": target} if target else None, note,
+                       startup_peers.get((broker.name, jitter)), verdict="missed")
+                stop_fleet(processes)
+                break
             print(f"{broker.name}, Jitter={jitter}: {agents} agents started {'fresh' if fresh else 'again'} in batches "
                   f"of {batch}, all reporting in {started:.1f} s"
                   + (f" (target <= {target} s: {'met' if started <= target else 'missed'})" if target else ""),
                   flush=True)
-            figure(f"fleet.{broker.name}.jitter_{jitter}.startup_s", f"{broker.name}: {agents} agents started "
-                   f"{'fresh' if fresh else 'again'} (batches of {batch}) until all report", round(started, 1), "s",
+            figure(f"fleet.{broker.name}.jitter_{jitter}.startup_s", text, round(started, 1), "s",
                    {"op": "<=", "value": target} if target else None, None, startup_peers.get((broker.name, jitter)))
             if startup_only:
                 stop_fleet(processes)
