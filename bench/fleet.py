@@ -479,7 +479,7 @@ def start_fleet(broker, jitter, expected_version):
         else:
             def there():
                 return len({i for _, _, i in nginx.requests(offset)})
-        if not wait_for(lambda: there() >= done, 120, f"{done} agents there", fail=False):
+        if not wait_for(lambda: there() >= done, 120, f"{done} agents there", fail=False) and there() < done:
             stuck = (there(), done)
             print(f"  only {stuck[0]} of {done} agents {'reporting' if reports_on else 'fetching'} template "
                   f"{expected_version} 120 s after batch {start // batch + 1} started: the start-up stops here",

@@ -286,12 +286,12 @@ extension StateStore {
     }
 
     /// Copies the active values (value set `active`) whole into `copy`'s `active_values` (the state
-    /// database attached as `live`). With `fromMemory`, from the values the write just committed
-    /// stored, when they are that set (``storedSet``); otherwise from the state database, by rowid
-    /// when the set says which rows hold it and its two ends are its own (as `setRows` reads a set),
-    /// else through its index. The second statement runs only when the first copied nothing: its
-    /// test of the range is made for each row it reads, and cost a sixth of the copy when it copied
-    /// nothing (BENCHMARKS.md).
+    /// database attached as `live`). With `fromMemory`, from the values of the set this write
+    /// stored and committed (``storedSet``) when that set is `active`; otherwise from the state
+    /// database, by rowid when the set says which rows hold it and its two ends are its own (as
+    /// `setRows` reads a set), else through its index. The second statement runs only when the
+    /// first copied nothing: its test of the range is made for each row it reads, and cost a sixth
+    /// of the copy when it copied nothing (BENCHMARKS.md).
     ///
     /// From memory for a reader file built in place (a big document's): a value is then not read
     /// back whole beside the record that inserts it. For one 4 MB value this copy was the daemon's

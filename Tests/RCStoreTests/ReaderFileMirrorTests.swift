@@ -152,9 +152,26 @@ import Testing
             // Built in place again by writes that stored no values: from the state database.
             try store.markStale(reason: "pushed", at: t0 + .seconds(2))
             try fetch(store, big.mapValues { $0 + "!" }, 3, activate: false)
+            try expectSameBytes(store, path, "a fetch not activated")
             _ = try store.activateRecorded(at: t0 + .seconds(3), keep: 5)
             #expect(store.activeValueCopiesFromMemory == 1)
             try expectSameBytes(store, path, "activated by a write of its own")
+            // An activation that fails after storing its set: nothing of it is held, and the set a
+            // later write stores under the freed id is copied from the database once activated.
+            _ = try refusingBad("'activated'", in: dir)
+            var bad = big
+            bad["bad"] = "refused"
+            #expect(throws: StoreError.self) { try activate(RemoteValues(bad), 30) }
+            #expect(store.storedSet == nil)
+            let freed = try #require(store.lastSetDelta?.to)
+            try fetch(store, big.mapValues { $0 + "?" }, 31, activate: false)
+            #expect(
+                try store.wrap { () throws(SQLiteError) in
+                    try store.db.query("SELECT set_id FROM snapshots WHERE kind = 'fetched'") { $0.integer(0) }.first
+                } == freed, "the fetch took the id the failed activation freed (else this proves nothing)")
+            _ = try store.activateRecorded(at: t0 + .seconds(31), keep: 5)
+            #expect(store.activeValueCopiesFromMemory == 1)
+            try expectSameBytes(store, path, "activated after a failed activation")
             // Small again: built in place once more (from memory), then in the staging database,
             // which copies from the state database.
             try activate(RemoteValues(values("small")), 4)
