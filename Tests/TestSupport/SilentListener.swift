@@ -8,23 +8,11 @@ public final class SilentListener {
     public let port: Int
 
     public init() throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                bind(descriptor, raw, length) == 0 && listen(descriptor, 8) == 0
-                    && getsockname(descriptor, raw, &length) == 0
-            }
-        }
-        guard descriptor >= 0, bound else {
-            if descriptor >= 0 { close(descriptor) }
+        guard let (descriptor, port) = boundLoopbackSocket(listening: 8) else {
             throw SubprocessError("a silent listener on 127.0.0.1: errno \(errno)")
         }
         self.descriptor = descriptor
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = port
     }
 
     /// Whether a client's connection waits in the queue (it connected; nobody will accept it).
