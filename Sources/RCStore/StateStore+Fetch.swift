@@ -69,7 +69,7 @@ extension StateStore {
             case let .update(values, templateVersion, etag):
                 // A new value set; the one fetched before goes unless a history entry names it.
                 let set = try newValueSet()
-                let held = try insertValues(values, into: set)
+                try insertValues(values, into: set)
                 try db.run(
                     """
                     INSERT OR REPLACE INTO snapshots (kind, template_version, etag, fetched_at, pending, set_id)
@@ -88,9 +88,9 @@ extension StateStore {
                         nil
                     } else if let recording {
                         try activateRecordedPending(
-                            at: now, recording: recording, withValues: withValues, held: held)
+                            at: now, recording: recording, withValues: withValues)
                     } else {
-                        try activatePending(at: now, withValues: withValues, held: held)
+                        try activatePending(at: now, withValues: withValues)
                     }
                 try clearStale(at: now)
                 return activation
@@ -146,9 +146,8 @@ extension StateStore {
         try write { try activatePending(at: now, withValues: withValues) }
     }
 
-    /// `held`: the rows of the value set this transaction stored, if it holds them (the merge then
-    /// reads them from there when it is the set activated).
-    func activatePending(at now: Timestamp, withValues: Bool, held: HeldSet? = nil) throws(SQLiteError)
+    /// The merge reads the set activated from ``storedSet`` when this transaction stored it.
+    func activatePending(at now: Timestamp, withValues: Bool) throws(SQLiteError)
         -> Activation?
     {
         let pending = try db.query(
@@ -156,7 +155,7 @@ extension StateStore {
         ) { ($0.text(0), SQLValue.of($0.integer(1))) }
         guard let (templateVersion, fetchedSet) = pending.first else { return nil }
         let (changedKeys, changes) = try valueChanges(
-            from: try activeValueSet(), to: fetchedSet, withValues: withValues, held: held)
+            from: try activeValueSet(), to: fetchedSet, withValues: withValues)
         // The active snapshot names the fetched one's value set: nothing is copied.
         try db.run(
             """
@@ -182,19 +181,18 @@ extension StateStore {
 
     /// The keys whose value `get` returns (remote, else default) differs when value set `old` is
     /// replaced by value set `new` (`.null`: no remote values), in key order as SQLite's BINARY
-    /// collation sorts them; with `withValues`, each with its value before and after. `held`: set
-    /// `new`'s rows, when this transaction just stored them and still holds them.
+    /// collation sorts them; with `withValues`, each with its value before and after.
     ///
     /// One merge of the two sets read in key order (by rowid, ``setRows(_:_:)``, or `new` from
-    /// `held`), comparing keys and values in place: a key in both sets costs no lookup and no copy
+    /// ``storedSet`` when this transaction stored it), comparing keys and values in place: a key in both sets costs no lookup and no copy
     /// unless its value changed; a key in one of them is compared with its default. The join that
     /// did this by three index seeks a key, and the copy of the set into a table of its own, were two
     /// thirds of a 3,000-key activation; reading back the rows just stored, a fifth of the merge
     /// (BENCHMARKS.md).
-    func valueChanges(from old: SQLValue, to new: SQLValue, withValues: Bool, held: HeldSet? = nil)
+    func valueChanges(from old: SQLValue, to new: SQLValue, withValues: Bool)
         throws(SQLiteError) -> (keys: [String], changes: [KeyChange]?)
     {
-        let held = held.flatMap { $0.id == new.integer ? $0 : nil }
+        let held = storedSet.flatMap { $0.id == new.integer ? $0 : nil }
         let before = try setRows(old, "old")
         defer { before.reset() }
         let after = held == nil ? try setRows(new, "new") : nil

@@ -25,7 +25,7 @@ extension StateStore {
     /// ``activateRecorded(at:source:keep:trialDeadline:withValues:)`` inside a transaction already
     /// open (a fetch recorded with its activation, as one).
     func activateRecordedPending(
-        at now: Timestamp, recording: ActivationRecording, withValues: Bool, held: HeldSet? = nil
+        at now: Timestamp, recording: ActivationRecording, withValues: Bool
     ) throws(SQLiteError) -> Activation? {
         guard try trialRow() == nil else { return nil }
         let pending = try db.query("SELECT template_version FROM snapshots WHERE kind = 'fetched' AND pending = 1") {
@@ -37,7 +37,7 @@ extension StateStore {
             return nil
         }
         try recordBaseline(at: now)
-        guard let activation = try activatePending(at: now, withValues: withValues, held: held) else { return nil }
+        guard let activation = try activatePending(at: now, withValues: withValues) else { return nil }
         try appendHistory(
             version: activation.templateVersion, at: now, source: recording.source,
             changedKeys: activation.changedKeys.count, trial: recording.trialDeadline != nil, keep: recording.keep)
@@ -207,16 +207,14 @@ extension StateStore {
     /// (its cursors, its seek from the root); a hundred at a time, about 1 µs (BENCHMARKS.md).
     /// In key order (SQLite's BINARY collation: the bytes, as ``RemoteValues`` holds them), on
     /// consecutive rowids, and the set says which (``setRows(_:_:)`` reads them by rowid); the rows
-    /// are returned, for an activation in the same transaction to merge from memory.
-    func insertValues(_ values: RemoteValues, into set: SQLValue) throws(SQLiteError) -> HeldSet {
+    /// are kept as ``storedSet``, for an activation in the same transaction to merge from memory.
+    func insertValues(_ values: RemoteValues, into set: SQLValue) throws(SQLiteError) {
         if let (first, last) = try insertRows(values, into: set) {
             try db.run(
                 "UPDATE value_sets SET first_row = ?, last_row = ? WHERE id = ?",
                 [.integer(first), .integer(last), set])
         }
-        let held = HeldSet(id: set.integer, values: values)
-        storedSet = held
-        return held
+        storedSet = HeldSet(id: set.integer, values: values)
     }
 
     /// Inserts `rows` into value set `set`, in their order; the first and last rowid when they were
@@ -448,7 +446,7 @@ struct RowsInsert {
 
 /// A value set's rows as they were just stored, held in memory in key order (SQLite's BINARY
 /// collation: the bytes), so that an activation in the same transaction merges them without
-/// reading them back (``StateStore/valueChanges(from:to:withValues:held:)``). The texts are the
+/// reading them back (``StateStore/valueChanges(from:to:withValues:)``). The texts are the
 /// document's own, not copies.
 struct HeldSet {
     let id: Int64?

@@ -39,9 +39,10 @@ public final class StateStore {
     /// The remote values that differ between the two value sets of the last activation or
     /// rollback (``SetDelta``): the staging database applies those alone when it holds the first.
     var lastSetDelta: SetDelta?
-    /// The value set the write under way stored, its values still in memory: a reader file built in
-    /// place after its commit copies them from here when that set is the active one, instead of
-    /// reading them back from the state database. Only for that write: its values are the caller's.
+    /// The value set the write under way stored, its values still in memory: an activation in the
+    /// same write merges from them, and a reader file built in place after its commit copies them
+    /// from here, when that set is the one activated, instead of reading them back from the state
+    /// database. Only for that write: its values are the caller's.
     var storedSet: HeldSet?
     /// How many times the staging database copied the active values whole, and how many times a
     /// reader file's copy took them from ``storedSet``: for the tests.
