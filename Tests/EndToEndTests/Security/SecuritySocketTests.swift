@@ -404,16 +404,26 @@ private func contents(_ path: String) -> String { (try? String(contentsOfFile: p
 private func lines(_ path: String) -> [String] { contents(path).split(separator: "\n").map(String.init) }
 
 /// The socket descriptors of process `pid`, with whether each is close-on-exec (fdinfo `flags`).
+///
+/// The daemon closes connections while this looks (a client that has gone): a descriptor whose
+/// `fdinfo` is gone, or whose number names another file by then, is not counted. Read as missing
+/// flags, such a closed connection was once reported as a socket without close-on-exec.
 private func socketDescriptors(of pid: Int32) -> [(fd: String, closeOnExec: Bool)] {
     let directory = "/proc/\(pid)/fd"
     let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+    func target(_ fd: String) -> String? {
+        try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\(fd)")
+    }
     return names.compactMap { fd in
-        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\(fd)"),
-            target.hasPrefix("socket:")
-        else { return nil }
+        guard let socket = target(fd), socket.hasPrefix("socket:") else { return nil }
         let flags = contents("/proc/\(pid)/fdinfo/\(fd)").split(separator: "\n").first { $0.hasPrefix("flags:") }
-        let octal = flags.flatMap { Int($0.dropFirst("flags:".count).trimmingCharacters(in: .whitespaces), radix: 8) }
-        return (fd, (octal ?? 0) & Int(O_CLOEXEC) != 0)
+        guard
+            let octal = flags.flatMap({
+                Int($0.dropFirst("flags:".count).trimmingCharacters(in: .whitespaces), radix: 8)
+            }),
+            target(fd) == socket
+        else { return nil }
+        return (fd, octal & Int(O_CLOEXEC) != 0)
     }
 }
 
