@@ -87,16 +87,14 @@ public enum RemoteDocument: Sendable, Equatable {
         return try read(json, name: name)
     }
 
-    /// The same from a document already parsed (the reader of templates parses once for both).
-    /// Without `templateValues`, a template is checked whole but its values are not kept (an update
-    /// with none): for a reader that evaluates it next, which makes them again.
-    public static func read(_ json: JSONValue, name: String, templateValues: Bool = true) throws(DocumentError)
+    /// The same from a document already parsed.
+    public static func read(_ json: JSONValue, name: String) throws(DocumentError)
         -> RemoteDocument
     {
         guard json.objectMembers != nil else {
             throw DocumentError(document: name, reason: "expected a JSON object, got \(json.typeName)")
         }
-        if json["parameters"] != nil { return try template(json, name: name, keepingValues: templateValues) }
+        if json["parameters"] != nil { return try template(json, name: name) }
         if json["entries"] != nil || json["state"] != nil { return try fetchResponse(json, name: name) }
         throw DocumentError(
             document: name,
@@ -143,14 +141,14 @@ public enum RemoteDocument: Sendable, Equatable {
         }
     }
 
-    private static func template(_ json: JSONValue, name: String, keepingValues: Bool) throws(DocumentError)
+    private static func template(_ json: JSONValue, name: String) throws(DocumentError)
         -> RemoteDocument
     {
         guard let parameters = json["parameters"]?.objectMembers else {
             throw DocumentError(document: name, reason: "\"parameters\" must be an object")
         }
         var values: [RemoteValues.Element] = []
-        if keepingValues { values.reserveCapacity(parameters.count) }
+        values.reserveCapacity(parameters.count)
         for (key, parameter) in parameters {
             // The parameter's name in an error, made only for one.
             func field() -> String { "parameters.\(RemoteEntry.quoted(key))" }
@@ -171,11 +169,21 @@ public enum RemoteDocument: Sendable, Equatable {
                     reason: "\(field()).defaultValue.value must be a string, got \(value.typeName)")
             }
             try RemoteEntry.check(key, text, field: field(), document: name)
-            if keepingValues { values.append((key, text)) }
+            values.append((key, text))
         }
         let version = try templateVersion(json["version"]?["versionNumber"], field: "version.versionNumber", name: name)
         return .update(values: RemoteValues(values), templateVersion: version)
     }
+
+    /// Whether `text` is a template version number as a string: decimal digits, at most
+    /// ``maximumVersionDigits`` of them.
+    public static func isVersionNumber(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= maximumVersionDigits && text.utf8.allSatisfy { $0 >= 48 && $0 <= 57 }
+    }
+
+    /// The most digits a template version may have (Firebase's are int64s, 19): the version is
+    /// stored, logged and sent in events.
+    public static let maximumVersionDigits = 64
 
     /// Template versions are decimal strings in Firebase's JSON; numbers are accepted too.
     private static func templateVersion(_ value: JSONValue?, field: String, name: String) throws(DocumentError)
@@ -183,9 +191,7 @@ public enum RemoteDocument: Sendable, Equatable {
     {
         switch value {
         case nil, .null?: return nil
-        // At most 64 digits (Firebase's are int64s, 19): the version is stored, logged and sent in events.
-        case let .string(s)? where !s.isEmpty && s.utf8.count <= 64 && s.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }):
-            return s
+        case let .string(s)? where isVersionNumber(s): return s
         case let .integer(i)? where i >= 0: return String(i)
         case let other?:
             throw DocumentError(

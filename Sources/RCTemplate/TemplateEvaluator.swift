@@ -100,7 +100,8 @@ public enum TemplateEvaluator {
             }
             let conditional = try conditionalValues(parameter["conditionalValues"], path: path(), reader: reader)
             var defaultValue: ParameterValue?
-            if let value = present(parameter["defaultValue"]) {
+            // A null default is refused, as the reader of templates without conditions refuses it.
+            if let value = parameter["defaultValue"] {
                 defaultValue = try parameterValue(value, path: path() + ".defaultValue", reader: reader)
             }
             let chosen =
@@ -179,7 +180,8 @@ public enum TemplateEvaluator {
         return .value(text)
     }
 
-    /// Template versions are decimal strings in Firebase's JSON; non-negative integers are accepted too.
+    /// Template versions are decimal strings in Firebase's JSON (at most
+    /// ``RemoteDocument/maximumVersionDigits`` digits); non-negative integers are accepted too.
     private static func templateVersion(_ json: JSONValue?, reader: ConditionReader) throws(DocumentError) -> String? {
         guard let version = present(json) else { return nil }
         guard version.objectMembers != nil else {
@@ -187,7 +189,7 @@ public enum TemplateEvaluator {
         }
         switch present(version["versionNumber"]) {
         case nil: return nil
-        case let .string(s)? where !s.isEmpty && s.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }): return s
+        case let .string(s)? where RemoteDocument.isVersionNumber(s): return s
         case let .integer(i)? where i >= 0: return String(i)
         case let other?:
             throw reader.error("\"version.versionNumber\" must be a decimal version number, got \(other.compactText)")

@@ -176,6 +176,14 @@ import Testing
             #"{"parameters": {}, "version": {"versionNumber": "v9"}}"#,
             with: #""version.versionNumber" must be a decimal version number, got "v9""#)
         fails(#"{"parameters": {}, "version": 9}"#, with: #""version" must be an object, got number"#)
+        // At most 64 digits, as every reader of versions: the version is stored, logged and sent.
+        let longest = String(repeating: "9", count: RemoteDocument.maximumVersionDigits)
+        #expect(
+            try TemplateFixtures.evaluate(#"{"parameters": {}, "version": {"versionNumber": "\#(longest)"}}"#)
+                .templateVersion == longest)
+        fails(
+            #"{"parameters": {}, "version": {"versionNumber": "\#(longest)1"}}"#,
+            with: #""version.versionNumber" must be a decimal version number, got "\#(longest)1""#)
     }
 
     @Test func onlyDocumentsWithParametersAreTemplates() {
@@ -208,6 +216,9 @@ import Testing
         fails(
             #"{"parameters": {"p": {"defaultValue": {"rolloutValue": {}}}}}"#,
             with: #"parameters.p.defaultValue needs "value" or "useInAppDefault": true"#)
+        fails(
+            #"{"parameters": {"p": {"defaultValue": null}}}"#,
+            with: "parameters.p.defaultValue must be an object, got null")
         fails(
             #"{"parameters": {"p": {"conditionalValues": {"c": {"value": true}}}}}"#,
             with: "parameters.p.conditionalValues.c.value must be a string, got boolean")
