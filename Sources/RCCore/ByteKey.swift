@@ -44,11 +44,6 @@ extension String {
         return a.withUTF8 { x in b.withUTF8 { y in ByteCompare.precedes(x, y) } }
     }
 
-    /// Whether every byte is ASCII: over the bytes in place when they are contiguous.
-    var isASCIIBytes: Bool {
-        utf8.withContiguousStorageIfAvailable { $0.allSatisfy { $0 < 0x80 } } ?? utf8.allSatisfy { $0 < 0x80 }
-    }
-
     /// Whether this text starts with the bytes of `prefix` (`hasPrefix` compares characters, so a
     /// combining mark after the prefix's last byte hides the prefix from it).
     public func hasBytePrefix(_ prefix: String) -> Bool {

@@ -5,10 +5,27 @@ extension JSONReader.Scanner {
         let start = i
         i += 1
         let contentStart = i
-        // Most strings have no escape: they are taken from the input as they are.
+        // Most strings are plain ASCII, with no escape: a tight scan to their closing quote, and the
+        // bytes are taken from the input as they are. Anything else goes on below from where it stopped.
+        let base = bytes.baseAddress!
+        let end = bytes.count
+        var j = i
+        // Eight bytes at a time while none of them ends the scan (``isPlainASCII(_:)``), then one by one.
+        while j + 8 <= end, Self.isPlainASCII(UnsafeRawPointer(base + j).loadUnaligned(as: UInt64.self)) { j += 8 }
+        while j < end {
+            let c = base[j]
+            guard c >= 0x20 && c < 0x80 && c != UInt8(ascii: "\"") && c != UInt8(ascii: "\\") else { break }
+            j += 1
+        }
+        i = j
+        if i < end && base[i] == UInt8(ascii: "\"") {
+            i += 1
+            lastStringIsASCII = true
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[contentStart..<i - 1]), as: UTF8.self)
+        }
         var escaped = false
         var ascii = true
-        scratch.removeAll(keepingCapacity: true)
+        defer { lastStringIsASCII = ascii }
         while true {
             guard i < bytes.count else { throw fail("unterminated string", at: start) }
             let c = bytes[i]
@@ -24,6 +41,7 @@ extension JSONReader.Scanner {
             case UInt8(ascii: "\\"):
                 if !escaped {
                     escaped = true
+                    scratch.removeAll(keepingCapacity: true)
                     scratch.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[contentStart..<i]))
                 }
                 try escape()
@@ -40,6 +58,20 @@ extension JSONReader.Scanner {
                 if escaped { scratch.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[sequenceStart..<i])) }
             }
         }
+    }
+
+    /// Whether none of the eight bytes in `word` is a quote, a backslash, a control character or a
+    /// byte over 0x7F. Each test finds every such byte (it may also flag a byte after one, which
+    /// only ends the fast scan early): `x - 0x01 & ~x & 0x80` per byte is nonzero for a zero byte,
+    /// so for a byte equal to `c` after `x ^ c`, and `x - 0x20 & ~x & 0x80` for one under 0x20
+    /// once no byte has its high bit set.
+    @inline(__always)
+    static func isPlainASCII(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highBits: UInt64 = 0x8080_8080_8080_8080
+        func hasByte(below n: UInt64, in x: UInt64) -> Bool { (x &- ones &* n) & ~x & highBits != 0 }
+        return word & highBits == 0 && !hasByte(below: 0x20, in: word)
+            && !hasByte(below: 1, in: word ^ (ones &* 0x22)) && !hasByte(below: 1, in: word ^ (ones &* 0x5C))
     }
 
     /// Refuses `text` (the string that starts at byte `start`) when it holds more than

@@ -1,6 +1,7 @@
 import Glibc
-import RCCore
 import Testing
+
+@testable import RCCore
 
 /// The one reader of untrusted JSON: nesting limit, duplicate names, escapes, and where errors point.
 @Suite struct JSONReaderTests {
@@ -74,6 +75,48 @@ import Testing
     func namesEqualUpToNormalizationAreRefused(_ a: String, _ b: String) {
         #expect(Array(a.utf8) != Array(b.utf8))
         let error = #expect(throws: JSONParseError.self) { try JSONValue.parse("{\"\(a)\": 1, \"\(b)\": 2}") }
+        #expect(error?.reason.contains("different Unicode normalization forms") == true)
+    }
+
+    /// The string scan skips eight bytes at a time only when none of them is a quote, a backslash, a
+    /// control character or a byte over 0x7F: every byte value, at every place in the word.
+    @Test func theWordScanStopsAtEveryByteThatEndsPlainASCII() {
+        let plain = UInt64(0x61) &* 0x0101_0101_0101_0101  // "aaaaaaaa"
+        #expect(JSONReader.Scanner.isPlainASCII(plain))
+        for byte in UInt64(0)...0xFF {
+            let isPlain = byte >= 0x20 && byte < 0x80 && byte != 0x22 && byte != 0x5C
+            for place in UInt64(0)..<8 {
+                let word = plain & ~(0xFF << (place * 8)) | byte << (place * 8)
+                #expect(JSONReader.Scanner.isPlainASCII(word) == isPlain, "byte \(byte) at \(place)")
+            }
+        }
+    }
+
+    /// Whatever ends or interrupts plain ASCII (an escape, a multi-byte character, a control
+    /// character, the closing quote) is found at every offset, before, in and after whole words.
+    @Test func stringsReadTheSameWhereverTheirSpecialBytesFall() throws {
+        for length in 0..<24 {
+            let before = String(repeating: "a", count: length)
+            #expect(try JSONValue.parse("[\"\(before)\"]") == .array([.string(before)]))
+            #expect(try JSONValue.parse("[\"\(before)\\n\(before)\"]") == .array([.string(before + "\n" + before)]))
+            #expect(try JSONValue.parse("[\"\(before)é\(before)\"]") == .array([.string(before + "é" + before)]))
+            let error = #expect(throws: JSONParseError.self) { try JSONValue.parse("[\"\(before)\u{1}\(before)\"]") }
+            #expect(
+                error?.reason
+                    == "control character byte 0x1 in a string at line 1, column \(length + 3) (byte \(length + 2))")
+            #expect(throws: JSONParseError.self) {
+                try JSONValue.parse("[\"\(before)\u{FF}\"]".utf8.map { $0 == 0xC3 ? 0xFF : $0 })
+            }
+        }
+    }
+
+    /// A name is ASCII or not by its text, escapes decoded: one that is only written with an escape
+    /// is still checked against its other normalization forms.
+    @Test(arguments: [
+        #"{"\u00e9": 1, "e\u0301": 2}"#, #"{"a": 0, "\u00e9": 1, "e\u0301": 2}"#, #"{"e\u0301": 1, "a": 0, "é": 2}"#,
+    ])
+    func escapedNamesEqualUpToNormalizationAreRefused(_ text: String) {
+        let error = #expect(throws: JSONParseError.self) { try JSONValue.parse(text) }
         #expect(error?.reason.contains("different Unicode normalization forms") == true)
     }
 
