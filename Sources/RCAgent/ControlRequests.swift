@@ -1,6 +1,7 @@
 import Glibc
 import RCCore
 import RCStore
+import RCSystem
 
 /// Turns one control request into the call it names (on the agent, or a reload of the daemon) and
 /// the response line it gets. Every answer is built from the typed responses the CLI decodes
@@ -10,11 +11,35 @@ struct ControlRequests: Sendable {
     /// Re-reads and applies the config: the daemon's, which owns the services a reload replaces.
     let reload: @Sendable () async -> Result<ReloadResponse, ControlError>
 
-    func answer(_ request: ControlRequest) async -> JSONValue {
+    /// Answers `request` on the calling thread, a connection's, which it blocks until the answer is
+    /// there. A ping and a fetch need no task: the agent hands a fetch's outcome straight to this
+    /// thread. (Through a task, a fetch woke two more threads on its way in and out: about a tenth
+    /// of a small fetch's 27 context switches, BENCHMARKS.md.) Everything else is answered by
+    /// ``answerInTask(_:)``.
+    func answer(_ request: ControlRequest) -> JSONValue {
+        switch request {
+        case .ping:
+            return PingResponse(pid: Int64(getpid())).json
+        case let .fetch(force, ignoreThrottle, wait):
+            let trigger = FetchTrigger.manual(force: force, ignoreThrottle: ignoreThrottle)
+            guard wait else {
+                agent.request(trigger)
+                return FetchResponse.requested.json
+            }
+            let outcome = Handoff<FetchOutcome>()
+            agent.request(trigger) { outcome.put($0) }
+            return outcome.take().reply.json
+        default:
+            return blockingWait { [self] in await answerInTask(request) }
+        }
+    }
+
+    /// The requests ``answer(_:)`` does not make on the connection's thread.
+    private func answerInTask(_ request: ControlRequest) async -> JSONValue {
         do {
             switch request {
-            case .ping:
-                return PingResponse(pid: Int64(getpid())).json
+            case .ping, .fetch, .watch:
+                return ControlError(.badRequest, "ping, fetch and watch are answered by the connection").json
             case .status:
                 let board = await agent.statusBoard()
                 return StatusResponse(
@@ -22,9 +47,6 @@ struct ControlRequests: Sendable {
                     nextFetchAt: board.nextFetch?.iso8601, push: board.push?.description, config: board.config,
                     report: board.report?.description
                 ).json
-            case let .fetch(force, ignoreThrottle, wait):
-                let outcome = await agent.fetch(.manual(force: force, ignoreThrottle: ignoreThrottle), wait: wait)
-                return outcome?.reply.json ?? FetchResponse.requested.json
             case let .activate(now):
                 return try await agent.activateOrDefer(now: now).json
             case let .rollback(version):
@@ -45,8 +67,6 @@ struct ControlRequests: Sendable {
                 return await reload().json
             case let .removeActivity(id):
                 return RemoveActivityResponse(id: id, activity: try await agent.removeActivity(id: id).json).json
-            case .watch:
-                return ControlError(.badRequest, "watch is handled by the connection").json
             }
         } catch {
             return Self.refusal(for: error).json

@@ -206,9 +206,7 @@ final class ControlServer: Sendable {
             let agent = agent
             return blockingWait { await agent.subscribe(fd) } ? .watching : .close
         }
-        let requests = requests
-        let response = blockingWait { await requests.answer(request) }
-        return send(fd, response) ? .keepOpen : .close
+        return send(fd, requests.answer(request)) ? .keepOpen : .close
     }
 
     /// Holds a watch connection until the client closes it (or the agent drops it).
