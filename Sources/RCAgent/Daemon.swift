@@ -197,7 +197,7 @@ public enum Daemon {
     {
         var services: [any Service] = [
             EdgeService(name: "control socket") { { server.stop() } },
-            TaskService(name: "fetch loop") { await agent.run() },
+            TaskService(name: "fetch loop") { await agent.runOnOwnQueue() },
         ]
         do {
             let clock = try ClockWatch { agent.systemChanged(.clock) }

@@ -35,6 +35,13 @@ actor Agent {
     private let executor = QueueExecutor(label: "rcagent.agent")
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
+    /// Runs the fetch loop (``run()``) with the agent's queue as its task's executor too: a request
+    /// from a control connection, a transfer's result, a source's reading of its document resume on
+    /// that queue at once, not first on the cooperative pool (a thread woken per hop, BENCHMARKS.md).
+    nonisolated func runOnOwnQueue() async {
+        await withTaskExecutorPreference(executor.taskExecutor) { await run() }
+    }
+
     /// Every request to fetch, whoever sends it, comes through here to ``run()``.
     nonisolated let inbox = Inbox<AgentInput>()
     /// The fetch loop's own state: the source, the policy, the deadlines, the refused writes.
