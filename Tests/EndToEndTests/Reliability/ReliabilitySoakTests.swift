@@ -32,13 +32,16 @@ extension Reliability {
             _ = try load.runReaders(seconds: 11)
             _ = try load.runWithoutFetches(seconds: 8)
             let before = try daemon.footprint()
-            let requests = try load.runWithoutFetches(seconds: 15) + load.run(cycles: 1_000)
+            var requests = try load.runWithoutFetches(seconds: 15) + load.run(cycles: 500)
+            let middle = try daemon.footprint()
+            requests += try load.run(cycles: 500)
             // The last request's connection (a CLI reader, a reload) may still be closing.
             _ = eventually { (try? daemon.footprint().descriptors) ?? .max <= before.descriptors }
             let after = try daemon.footprint()
             print(
                 "soak: \(requests) requests, RssAnon \(before.anonymousBytes) -> \(after.anonymousBytes) bytes, "
-                    + "descriptors \(before.descriptors) -> \(after.descriptors), threads \(before.threads) -> \(after.threads)"
+                    + "descriptors \(before.descriptors) -> \(after.descriptors), "
+                    + "threads \(before.threads) -> \(middle.threads) -> \(after.threads)"
             )
 
             #expect(
@@ -51,8 +54,13 @@ extension Reliability {
             )
             #expect(
                 after.descriptors <= before.descriptors, "descriptors \(before.descriptors) -> \(after.descriptors)")
-            // Dispatch's worker threads come and go with the load; a leak grows with the requests.
-            #expect(after.threads <= before.threads + 2, "threads \(before.threads) -> \(after.threads)")
+            // Dispatch's worker threads come and go with the load, and its pools may still be growing
+            // to cover it in the first half (10 -> 14 threads, where a warm-up that ran more of its
+            // work on the pool had already left 13); a leak grows with the requests, in the second
+            // half as in the first.
+            #expect(
+                after.threads <= middle.threads + 2,
+                "threads \(before.threads) -> \(middle.threads) (half the load) -> \(after.threads)")
             #expect(try sandbox.cli("get", "key_0").stdout == "v\(load.version)\n")
             #expect(daemon.stop() == 0)
         }
