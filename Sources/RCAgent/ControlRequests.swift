@@ -13,22 +13,16 @@ struct ControlRequests: Sendable {
 
     /// Answers `request` on the calling thread, a connection's, which it blocks until the answer is
     /// there. A ping and a fetch need no task: the agent hands a fetch's outcome straight to this
-    /// thread. (Through a task, a fetch woke two more threads on its way in and out: about a tenth
-    /// of a small fetch's 27 context switches, BENCHMARKS.md.) Everything else is answered by
-    /// ``answerInTask(_:)``.
+    /// thread (``Agent/fetchBlocking(_:wait:)``). (Through a task, a fetch woke two more threads on
+    /// its way in and out: about a tenth of a small fetch's 27 context switches, BENCHMARKS.md.)
+    /// Everything else is answered by ``answerInTask(_:)``.
     func answer(_ request: ControlRequest) -> JSONValue {
         switch request {
         case .ping:
             return PingResponse(pid: Int64(getpid())).json
         case let .fetch(force, ignoreThrottle, wait):
-            let trigger = FetchTrigger.manual(force: force, ignoreThrottle: ignoreThrottle)
-            guard wait else {
-                agent.request(trigger)
-                return FetchResponse.requested.json
-            }
-            let outcome = Handoff<FetchOutcome>()
-            agent.request(trigger) { outcome.put($0) }
-            return outcome.take().reply.json
+            let outcome = agent.fetchBlocking(.manual(force: force, ignoreThrottle: ignoreThrottle), wait: wait)
+            return outcome?.reply.json ?? FetchResponse.requested.json
         default:
             return blockingWait { [self] in await answerInTask(request) }
         }

@@ -184,11 +184,11 @@ extension StateStore {
     /// collation sorts them; with `withValues`, each with its value before and after.
     ///
     /// One merge of the two sets read in key order (by rowid, ``setRows(_:_:)``, or `new` from
-    /// ``storedSet`` when this transaction stored it), comparing keys and values in place: a key in both sets costs no lookup and no copy
-    /// unless its value changed; a key in one of them is compared with its default. The join that
-    /// did this by three index seeks a key, and the copy of the set into a table of its own, were two
-    /// thirds of a 3,000-key activation; reading back the rows just stored, a fifth of the merge
-    /// (BENCHMARKS.md).
+    /// ``storedSet`` when this transaction stored it), comparing keys and values in place: a key in
+    /// both sets costs no lookup and no copy unless its value changed; a key in one of them is
+    /// compared with its default. The join that did this by three index seeks a key, and the copy
+    /// of the set into a table of its own, were two thirds of a 3,000-key activation; reading back
+    /// the rows just stored, a fifth of the merge (BENCHMARKS.md).
     func valueChanges(from old: SQLValue, to new: SQLValue, withValues: Bool)
         throws(SQLiteError) -> (keys: [String], changes: [KeyChange]?)
     {

@@ -161,6 +161,18 @@ actor Agent {
         }
     }
 
+    /// The same for a plain thread (a control connection's), which it blocks until the round hands
+    /// over the outcome: no task in between (one woke two more threads a fetch, BENCHMARKS.md).
+    nonisolated func fetchBlocking(_ trigger: FetchTrigger, wait: Bool) -> FetchOutcome? {
+        guard wait else {
+            request(trigger)
+            return nil
+        }
+        let outcome = Handoff<FetchOutcome>()
+        request(trigger) { outcome.put($0) }
+        return outcome.take()
+    }
+
     /// Sets the stale flag (persisted before anything else) and asks for a fetch, after a random
     /// delay of up to `jitter` (push channels: a fleet must not stampede the config server).
     func markStale(reason: String, wait: Bool = false, jitter: Duration = .zero) async throws
