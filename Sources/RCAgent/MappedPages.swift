@@ -7,36 +7,50 @@ import RCSystem
 enum MappedPages {
     static let pageSize = UInt(sysconf(Int32(_SC_PAGESIZE)))
 
-    /// The runs of pages in `start..<end` that hold no page of the process's own (none copied on
-    /// write, none swapped out), as (start, length). Dropping them loses nothing: they are the
-    /// file's pages, or not mapped at all. Empty when pagemap cannot be read (then nothing is
-    /// dropped). Pagemap's flags are readable by the process itself without privileges (Linux 4.2).
-    static func unwrittenRuns(_ start: UInt, _ end: UInt) -> [(start: UInt, length: Int)] {
-        let pages = Int((end - start) / pageSize)
-        guard pages > 0, let fd = FileDescriptor(returnedBy: open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC))
-        else { return [] }
-        var entries = [UInt64](repeating: 0, count: pages)
-        let want = pages * 8
-        let got = entries.withUnsafeMutableBytes { buffer in
-            Posix.retrying { pread(fd.rawValue, buffer.baseAddress, want, off_t(start / pageSize * 8)) }
-        }
-        guard got == want else { return [] }
-        var runs: [(start: UInt, length: Int)] = []
-        var runStart: Int?
-        for index in 0...pages {
-            // Bit 63: present; 62: swapped; 61: a file page (or shared). A present page that is not
-            // the file's was copied on write; a swapped one too.
-            let own =
-                index < pages
-                && (entries[index] & (1 << 62) != 0 || entries[index] & (1 << 63 | 1 << 61) == 1 << 63)
-            if index < pages && !own {
-                if runStart == nil { runStart = index }
-            } else if let first = runStart {
-                runs.append((start + UInt(first) * pageSize, (index - first) * Int(pageSize)))
-                runStart = nil
+    /// The process's `/proc/self/pagemap`, open for one release: every range of it is read through
+    /// the one descriptor (opened once per range, a release of a daemon with libcurl loaded opened
+    /// it 150 times).
+    struct Pagemap: ~Copyable {
+        private let fd: FileDescriptor
+
+        /// `nil` when pagemap cannot be opened (then nothing is dropped). Pagemap's flags are
+        /// readable by the process itself without privileges (Linux 4.2).
+        init?() {
+            guard let fd = FileDescriptor(returnedBy: open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) else {
+                return nil
             }
+            self.fd = fd
         }
-        return runs
+
+        /// The runs of pages in `start..<end` that hold no page of the process's own (none copied
+        /// on write, none swapped out), as (start, length). Dropping them loses nothing: they are
+        /// the file's pages, or not mapped at all. Empty when pagemap cannot be read.
+        func unwrittenRuns(_ start: UInt, _ end: UInt) -> [(start: UInt, length: Int)] {
+            let pages = Int((end - start) / pageSize)
+            guard pages > 0 else { return [] }
+            var entries = [UInt64](repeating: 0, count: pages)
+            let want = pages * 8
+            let got = entries.withUnsafeMutableBytes { buffer in
+                Posix.retrying { pread(fd.rawValue, buffer.baseAddress, want, off_t(start / pageSize * 8)) }
+            }
+            guard got == want else { return [] }
+            var runs: [(start: UInt, length: Int)] = []
+            var runStart: Int?
+            for index in 0...pages {
+                // Bit 63: present; 62: swapped; 61: a file page (or shared). A present page that is
+                // not the file's was copied on write; a swapped one too.
+                let own =
+                    index < pages
+                    && (entries[index] & (1 << 62) != 0 || entries[index] & (1 << 63 | 1 << 61) == 1 << 63)
+                if index < pages && !own {
+                    if runStart == nil { runStart = index }
+                } else if let first = runStart {
+                    runs.append((start + UInt(first) * pageSize, (index - first) * Int(pageSize)))
+                    runStart = nil
+                }
+            }
+            return runs
+        }
     }
 
     /// The file offsets of the executable's `.rodata` (`nil` when it cannot be read or has none).

@@ -67,31 +67,52 @@ import Testing
         }
     }
 
-    /// A read-only mapping that smaps says holds no anonymous page can still hold one: a page copied
-    /// on write and swapped out since counts under "Swap:". The release goes page by page (pagemap
-    /// says which are the process's own, swapped ones included) rather than drop such a mapping
-    /// whole: before, it dropped the swapped page, and the relocated data read the file again. The
-    /// kernel's report for that case is written out for a real mapping whose page 3 was written
-    /// (no swap is needed: pagemap sees page 3 as the process's own either way).
-    @Test func aMappingWithNoAnonymousPageInSmapsIsStillReleasedPageByPage() throws {
+    /// A read-only mapping can still hold a page of the process's own: a page copied on write (and
+    /// perhaps swapped out since). The release goes page by page (pagemap says which are the
+    /// process's own, swapped ones included) rather than drop a read-only mapping whole: before,
+    /// one that smaps said held no anonymous page was dropped whole, and a swapped page of its
+    /// relocated data read the file again. The mapping's `/proc/self/maps` line is written out for
+    /// a real mapping whose page 3 was written.
+    @Test func aReadOnlyMappingIsReleasedPageByPage() throws {
         let pages = 8
         let content = [UInt8](repeating: 0x11, count: pages * Self.page)
         try withPrivateMapping(of: content) { (mapped, length, bytes) throws in
             let start = UInt(bitPattern: mapped)
             let end = start + UInt(length)
-            let smaps = """
-                \(String(start, radix: 16))-\(String(end, radix: 16)) r--p 00000000 fd:01 4242 /synthetic/relocated.so
-                Size:                 \(length / 1024) kB
-                Anonymous:             0 kB
-                Swap:                  \(Self.page / 1024) kB
-
-                """
-            let ranges = IdlePages.releasable(smaps: Array(smaps.utf8))
+            let maps =
+                "\(String(start, radix: 16))-\(String(end, radix: 16)) r--p 00000000 fd:01 4242   /synthetic/relocated.so\n"
+            guard let pagemap = MappedPages.Pagemap() else {
+                Issue.record("/proc/self/pagemap cannot be opened")
+                return
+            }
+            let ranges = IdlePages.releasable(maps: Array(maps.utf8), pagemap: pagemap)
             let written = start + 3 * UInt(Self.page)
             #expect(!ranges.contains { $0.start <= written && written < $0.start + UInt($0.length) })
             #expect(ranges.reduce(0) { $0 + $1.length } == length - Self.page, "every other page is released")
             #expect(bytes[3 * Self.page] == 0xEE)
         }
+    }
+
+    /// The lines of `/proc/self/maps` the release reads: a file mapping's fields, and every other
+    /// shape (anonymous memory, the kernel's named areas, a cut or garbled line, numbers too long
+    /// for 64 bits) read as no mapping rather than a wrong one.
+    @Test func mapsLinesAreReadFieldByField() throws {
+        func mapping(_ line: String) -> IdlePages.Mapping? { IdlePages.Mapping(ArraySlice(line.utf8)) }
+        let file = try #require(
+            mapping("7f12a000-7f12c000 r-xp 0001f000 fd:01 1835   /usr/lib/x86_64-linux-gnu/libc.so.6 (deleted)"))
+        #expect(file.start == 0x7f12_a000 && file.end == 0x7f12_c000 && file.offset == 0x1_f000 && !file.writable)
+        #expect(String(decoding: file.path, as: UTF8.self) == "/usr/lib/x86_64-linux-gnu/libc.so.6 (deleted)")
+        #expect(try #require(mapping("00400000-00401000 rw-p 00000000 fd:01 7 /a b")).writable)
+        let refused = [
+            "55779b71a000-55779b73b000 rw-p 00000000 00:00 0                          [heap]",
+            "7fd786dcb000-7fd786e8f000 rw-p 00000000 00:00 0 ", "", "-", "7f12a000-7f12c000",
+            "7f12a000-7f12c000 r-xp 0001f000 fd:01", "7f12c000-7f12a000 r--p 00000000 fd:01 1 /reversed",
+            "7f12a000-7f12a000 r--p 00000000 fd:01 1 /empty", "7g12a000-7f12c000 r--p 00000000 fd:01 1 /not-hex",
+            "7f12a000-7f12c000 r--pp 00000000 fd:01 1 /perms", "1-2 r--p 00000000000000000 fd:01 1 /17-digit-offset",
+            "00000000000000001-2 r--p 0 fd:01 1 /17-digit-start",
+            "1000-2000 r--p ffffffffffffffff fd:01 1 /offset-wraps",
+        ]
+        for line in refused { #expect(mapping(line) == nil, "\(line)") }
     }
 
     @Test func theSectionLookupFindsTheExecutablesReadOnlyData() throws {
