@@ -108,7 +108,7 @@ extension StateStore {
     }
 
     /// Builds a reader file from the committed state and puts it in place at `path`: the readers' rows
-    /// copied into the staging database (``readerStaging(beside:)``), its bytes written to a
+    /// copied into the staging database (``stagingDatabase()``), its bytes written to a
     /// temporary file. A reader file over ``stagingLimit`` is built in the temporary file itself.
     public func writeReaderFile(to path: String) throws(StoreError) {
         var temporary = ""
@@ -116,9 +116,9 @@ extension StateStore {
         var renamed = false
         defer { if !renamed { unlink(temporary) } }
         var staged = false
-        if !readerTooBig { staged = try writeStaged(to: fd, beside: path) }
+        if !readerTooBig { staged = try writeStaged(to: fd) }
         if !staged {
-            try buildInPlace(temporary, fd: fd, beside: path)
+            try buildInPlace(temporary, fd: fd)
             var info = stat()
             readerTooBig = fstat(fd.rawValue, &info) == 0 && info.st_size > Self.stagingLimit
         }
@@ -153,10 +153,10 @@ extension StateStore {
 
     /// Fills the staging database and writes its bytes to `fd`; `false`, with nothing written, when
     /// the reader file would be over ``stagingLimit``.
-    private func writeStaged(to fd: borrowing FileDescriptor, beside path: String) throws(StoreError) -> Bool {
+    private func writeStaged(to fd: borrowing FileDescriptor) throws(StoreError) -> Bool {
         var staging: Database
         do {
-            staging = try fillReaderStaging(beside: path)
+            staging = try fillReaderStaging()
         } catch .sqlite(let error) where error.code & 0xFF == 13 /* SQLITE_FULL: past the limit */ {
             return false
         }
@@ -171,7 +171,7 @@ extension StateStore {
         }
         if free > 32 && free * 2 > pages {
             readerStaging = nil
-            staging = try fillReaderStaging(beside: path)
+            staging = try fillReaderStaging()
         }
         let written = try wrap { () throws(SQLiteError) in
             try staging.withFileBytes { Posix.writeAll(fd.rawValue, $0) }
@@ -185,11 +185,10 @@ extension StateStore {
 
     /// Builds the reader file in the temporary file `temporary` (open as `fd`): the empty image
     /// written to it, then a connection of its own on it copies the rows, as
-    /// ``writeStaged(to:beside:)`` does into memory. For a reader file too big to keep in memory
+    /// ``writeStaged(to:)`` does into memory. For a reader file too big to keep in memory
     /// (a 4 MiB document's): SQLite's cache of it stays bounded, it spills to the file.
-    private func buildInPlace(_ temporary: String, fd: borrowing FileDescriptor, beside path: String) throws(StoreError)
-    {
-        let image = try readerImage(beside: path)
+    private func buildInPlace(_ temporary: String, fd: borrowing FileDescriptor) throws(StoreError) {
+        let image = try emptyReaderImage()
         guard Posix.writeAll(fd.rawValue, image) else { throw Self.ioError(SystemError("write \(temporary)")) }
         try wrap { () throws(SQLiteError) in
             let copy = try Database(path: temporary, mode: .readWrite)
@@ -203,7 +202,7 @@ extension StateStore {
         }
     }
 
-    /// The staging database (``readerStaging(beside:)``) holding the readers' rows as committed now.
+    /// The staging database (``stagingDatabase()``) holding the readers' rows as committed now.
     /// Every table is emptied and filled again in one transaction, except the value tables when
     /// ``readerMirror`` says they hold what is committed: the active values are kept when the
     /// active set is the one they hold, changed by ``lastSetDelta`` when that leads from it to the
@@ -211,8 +210,8 @@ extension StateStore {
     /// commit of another connection since the last copy copies both again.
     /// A 3,000-key state copied its values again at every write (a 304, a stale flag, a failed
     /// fetch) and at every activation, however few keys it changed (BENCHMARKS.md, issue 30).
-    private func fillReaderStaging(beside path: String) throws(StoreError) -> Database {
-        let staging = try readerStaging(beside: path)
+    private func fillReaderStaging() throws(StoreError) -> Database {
+        let staging = try stagingDatabase()
         do {
             // Another connection's commit may have changed anything: the mirror holds only while
             // none came since it was made, counted by the writer's connection (`PRAGMA data_version`)
@@ -326,9 +325,9 @@ extension StateStore {
     /// database in one read transaction of its own, and the writer's connection never has another
     /// database attached. Rows it deletes are zeroed (`secure_delete`): the file's bytes hold
     /// nothing but the current rows.
-    func readerStaging(beside path: String) throws(StoreError) -> Database {
+    func stagingDatabase() throws(StoreError) -> Database {
         if let readerStaging { return readerStaging }
-        let image = try readerImage(beside: path)
+        let image = try emptyReaderImage()
         let staging = try wrap { () throws(SQLiteError) in
             let staging = try Database(image: image)
             // Its size bounded: past the limit a write fails (SQLITE_FULL) and the file is built in
@@ -343,43 +342,51 @@ extension StateStore {
         return staging
     }
 
-    /// The reader file's schema and `user_version`, empty, as bytes: built once per store from the
-    /// state database's schema as it stands (not the migrations that built it), the tables readers
-    /// read. Creating the schema at every rebuild, a statement per table and index, was
-    /// half the daemon's CPU for a small activation (BENCHMARKS.md, issue 30).
-    func readerImage(beside path: String) throws(StoreError) -> [UInt8] {
+    /// The reader file's schema and `user_version`, empty, as bytes: once per store, for the state
+    /// database's schema as it stands (not the migrations that built it), the tables readers read.
+    /// Creating the schema at every rebuild, a statement per table and index, was half the daemon's
+    /// CPU for a small activation (BENCHMARKS.md, issue 30); creating it once, at each start, was
+    /// still a tenth of a new daemon's instructions (the fleet start-up). For the schema this build
+    /// makes (``ReaderImage/schema``), the image is the one built in advance
+    /// (``ReaderImage/embedded``); for any other, built here, in memory.
+    func emptyReaderImage() throws(StoreError) -> [UInt8] {
         if let readerImage { return readerImage }
-        var temporary = ""
-        _ = try Self.createTemporary(Self.temporaryPrefix(path), mode: 0o644, name: &temporary)
-        defer { unlink(temporary) }
-        try Self.wrap { () throws(SQLiteError) in
-            let image = try Database(path: temporary, mode: .readWrite)
-            try image.execute("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF")
-            try image.run("ATTACH DATABASE ? AS live", [.text(self.path)])
-            // Only what readers read: every reader parses the whole schema before its first
-            // statement (`rcagent get` spent 15% of its instructions there). No value sets, no
-            // removed-activity ids, no indexes beyond the keys'; the fetched values (never copied
-            // here) an empty table of that name, the active values (a view of their set in the state
-            // database) a table of their own.
-            let schema = try image.query(
-                """
-                SELECT CASE name WHEN 'fetched_values' THEN 'CREATE TABLE fetched_values (key TEXT PRIMARY KEY, value TEXT)'
-                    WHEN 'active_values' THEN 'CREATE TABLE active_values (key TEXT PRIMARY KEY, value TEXT NOT NULL)'
-                    ELSE sql END
-                FROM live.sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite%' AND type IN ('table', 'view')
-                    AND name NOT IN ('set_values', 'value_sets', 'removed_activities')
-                ORDER BY rowid
-                """
-            ) { $0.text(0) ?? "" }
-            try image.execute("DETACH DATABASE live; BEGIN")
-            try image.execute(schema.joined(separator: ";\n"))
-            try image.execute("PRAGMA user_version = \(Schema.currentVersion); COMMIT")
+        let schema = try Self.wrap { () throws(SQLiteError) in try readerSchema(of: db) }
+        let image: [UInt8]
+        if let embedded = ReaderImage.embedded(for: schema) {
+            image = embedded
+        } else {
+            image = try Self.wrap { () throws(SQLiteError) in try Self.buildReaderImage(schema: schema) }
         }
-        let read: [UInt8]?
-        do { read = try FileBytes.read(temporary, limit: 16 << 20) } catch { throw Self.ioError(error) }
-        guard let bytes = read else { throw Self.ioError(SystemError("read \(temporary)")) }
-        readerImage = bytes
-        return bytes
+        readerImage = image
+        return image
+    }
+
+    /// The statements that create the reader file's tables for the state database open as `db`:
+    /// only what readers read. Every reader parses the whole schema before its first statement
+    /// (`rcagent get` spent 15% of its instructions there): no value sets, no removed-activity ids,
+    /// no indexes beyond the keys'; the fetched values (never copied here) an empty table of that
+    /// name, the active values (a view of their set in the state database) a table of their own.
+    func readerSchema(of db: Database) throws(SQLiteError) -> [String] {
+        try db.query(
+            """
+            SELECT CASE name WHEN 'fetched_values' THEN 'CREATE TABLE fetched_values (key TEXT PRIMARY KEY, value TEXT)'
+                WHEN 'active_values' THEN 'CREATE TABLE active_values (key TEXT PRIMARY KEY, value TEXT NOT NULL)'
+                ELSE sql END
+            FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite%' AND type IN ('table', 'view')
+                AND name NOT IN ('set_values', 'value_sets', 'removed_activities')
+            ORDER BY rowid
+            """
+        ) { $0.text(0) ?? "" }
+    }
+
+    /// An empty database with `schema` and this build's `user_version`, as bytes.
+    static func buildReaderImage(schema: [String]) throws(SQLiteError) -> [UInt8] {
+        let image = try Database(image: [])
+        try image.execute("BEGIN")
+        try image.execute(schema.joined(separator: ";\n"))
+        try image.execute("PRAGMA user_version = \(Schema.currentVersion); COMMIT")
+        return try image.withFileBytes { Array($0) }
     }
 
     /// A new empty file at `prefix` + six random characters with `mode` (0644 for the reader file,

@@ -28,9 +28,9 @@ public final class StateStore {
     /// the daemon stopped): the reader file is then written with that user's file-system ids.
     var fileOwner: (uid_t, gid_t)?
     var readerFailing = false
-    /// The reader file's empty image, built once (``readerImage(beside:)``).
+    /// The reader file's empty image, built once (``emptyReaderImage()``).
     var readerImage: [UInt8]?
-    /// The reader file's rows, in memory, with the state database attached (``readerStaging(beside:)``).
+    /// The reader file's rows, in memory, with the state database attached (``stagingDatabase()``).
     /// A new one (or none) holds nothing known: its mirror goes with it.
     var readerStaging: Database? { didSet { readerMirror = nil } }
     /// What the staging database's value tables hold, when known (``ReaderMirror``): the next
