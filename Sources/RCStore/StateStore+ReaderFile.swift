@@ -346,18 +346,12 @@ extension StateStore {
     /// database's schema as it stands (not the migrations that built it), the tables readers read.
     /// Creating the schema at every rebuild, a statement per table and index, was half the daemon's
     /// CPU for a small activation (BENCHMARKS.md, issue 30); creating it once, at each start, was
-    /// still a tenth of a new daemon's instructions (the fleet start-up). For the schema this build
-    /// makes (``ReaderImage/schema``), the image is the one built in advance
-    /// (``ReaderImage/embedded``); for any other, built here, in memory.
+    /// still a tenth of a new daemon's instructions (the fleet start-up): for the schema this build
+    /// makes, the image is the one built in advance (``DatabaseImage/reader(_:)``).
     func emptyReaderImage() throws(StoreError) -> [UInt8] {
         if let readerImage { return readerImage }
         let schema = try Self.wrap { () throws(SQLiteError) in try readerSchema(of: db) }
-        let image: [UInt8]
-        if let embedded = ReaderImage.embedded(for: schema) {
-            image = embedded
-        } else {
-            image = try Self.wrap { () throws(SQLiteError) in try Self.buildReaderImage(schema: schema) }
-        }
+        let image = try Self.wrap { () throws(SQLiteError) in try DatabaseImage.reader(schema) }
         readerImage = image
         return image
     }
@@ -378,15 +372,6 @@ extension StateStore {
             ORDER BY rowid
             """
         ) { $0.text(0) ?? "" }
-    }
-
-    /// An empty database with `schema` and this build's `user_version`, as bytes.
-    static func buildReaderImage(schema: [String]) throws(SQLiteError) -> [UInt8] {
-        let image = try Database(image: [])
-        try image.execute("BEGIN")
-        try image.execute(schema.joined(separator: ";\n"))
-        try image.execute("PRAGMA user_version = \(Schema.currentVersion); COMMIT")
-        return try image.withFileBytes { Array($0) }
     }
 
     /// A new empty file at `prefix` + six random characters with `mode` (0644 for the reader file,

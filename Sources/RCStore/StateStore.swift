@@ -143,17 +143,17 @@ public final class StateStore {
             // the temporary name's.
             defer { for suffix in ["", "-wal", "-shm"] { unlink(temporary + suffix) } }
             if let (uid, gid) = owner { _ = fchown(fd.rawValue, uid, gid) }
-            // No journal while it is built: a failed build is thrown away whole. Then WAL, while
-            // nobody else can have it open: switching a database to WAL takes a lock that a busy
-            // handler does not wait for, and two processes opening a new file would race for it.
-            do {
-                let fresh = try wrap { () throws(SQLiteError) in
-                    let fresh = StateStore(path: temporary, db: try Database(path: temporary, mode: .readWrite))
-                    try fresh.db.execute("PRAGMA journal_mode=OFF; PRAGMA foreign_keys=ON")
-                    return fresh
-                }
-                try fresh.migrate()
-                try wrap { () throws(SQLiteError) in try fresh.db.execute("PRAGMA journal_mode=WAL") }
+            // The schema as bytes (``DatabaseImage/fresh()``), then this device's id with no journal:
+            // a failed build is thrown away whole. Then WAL, while nobody else can have it open:
+            // switching a database to WAL takes a lock that a busy handler does not wait for, and two
+            // processes opening a new file would race for it.
+            let image = try wrap { () throws(SQLiteError) in try DatabaseImage.fresh() }
+            guard Posix.writeAll(fd.rawValue, image) else { throw ioError(SystemError("write \(temporary)")) }
+            try wrap { () throws(SQLiteError) in
+                let fresh = try Database(path: temporary, mode: .readWrite)
+                try fresh.execute("PRAGMA journal_mode=OFF")
+                try fresh.run("INSERT INTO meta (key, value) VALUES ('device_id', ?)", [.text(DeviceID.generate())])
+                try fresh.execute("PRAGMA journal_mode=WAL")
             }  // closed here: its WAL checkpointed and removed before the file is linked
             guard fsync(fd.rawValue) == 0 else { throw ioError(SystemError("fsync \(temporary)")) }
             try linkNew(temporary, at: path)
@@ -211,16 +211,10 @@ public final class StateStore {
         guard try migrationsDue() else { return }
         try write {
             guard try migrationsDue() else { return }
-            let version = try userVersion()
-            if version == 0 {
-                // A new database: made as the migrations would leave it, in one script.
-                try db.execute(Schema.fresh)
-                try db.execute("PRAGMA user_version = \(Schema.currentVersion)")
-            } else {
-                for (index, migration) in Schema.migrations.enumerated().dropFirst(version) {
-                    try db.execute(migration)
-                    try db.execute("PRAGMA user_version = \(index + 1)")
-                }
+            // (A new database is made at the current version, ``create(_:owner:)``.)
+            for (index, migration) in Schema.migrations.enumerated().dropFirst(try userVersion()) {
+                try db.execute(migration)
+                try db.execute("PRAGMA user_version = \(index + 1)")
             }
             try db.run("INSERT OR IGNORE INTO meta (key, value) VALUES ('device_id', ?)", [.text(DeviceID.generate())])
         }

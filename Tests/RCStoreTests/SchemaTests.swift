@@ -49,7 +49,11 @@ import Testing
     /// Every schema entry (type, name, table, SQL text), the user version and every row of every
     /// table (sqlite_sequence included), as sorted lines; the meta table's keys only.
     private static func contents(_ path: String) throws -> [String] {
-        let db = try Database(path: path, mode: .readOnly)
+        try contents(of: try Database(path: path, mode: .readOnly))
+    }
+
+    /// The schema, `user_version` and rows of `db`, one line each, sorted.
+    static func contents(of db: Database) throws -> [String] {
         var lines = try db.query("SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master") {
             "schema: \($0.text(0) ?? "") \($0.text(1) ?? "") \($0.text(2) ?? "") \($0.text(3) ?? "")"
         }
