@@ -179,7 +179,9 @@ enum Schema {
     /// step re-reading the whole schema) was 17 M of the 55 M instructions a new agent spends from
     /// exec to its first report, this script about 4 M (BENCHMARKS.md, issue 30, the fleet's start-up).
     /// A migration added to ``migrations`` changes this too: `SchemaTests` compares the two,
-    /// schema and rows.
+    /// schema and rows. And a new database is written from this script's image built in advance
+    /// (``DatabaseImage/fresh()``): `DatabaseImageTests` fails until `DatabaseImage+Data.swift` is
+    /// written again (`RCAGENT_WRITE_IMAGES=1 swift test --filter DatabaseImageTests`).
     static let fresh = """
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
         CREATE TABLE snapshots (
