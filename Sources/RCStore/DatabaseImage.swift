@@ -1,7 +1,7 @@
 import RCCore
 
 /// Empty databases built in advance, as bytes: a new state database (``Schema/fresh``) and the reader
-/// file's empty image for its schema (``StateStore/readerSchema(of:)``). A new daemon made both at
+/// file's empty image for its schema (``StateStore/readerSchema()``). A new daemon made both at
 /// its start, a `CREATE` statement at a time (8.8 M of the 44 M instructions from exec to its first
 /// report, paid by each of a fleet's agents at once), and every daemon made the second at each
 /// start. Only the bytes that are not zero are kept (`DatabaseImage+Data.swift`, written by

@@ -350,18 +350,18 @@ extension StateStore {
     /// makes, the image is the one built in advance (``DatabaseImage/reader(_:)``).
     func emptyReaderImage() throws(StoreError) -> [UInt8] {
         if let readerImage { return readerImage }
-        let schema = try Self.wrap { () throws(SQLiteError) in try readerSchema(of: db) }
+        let schema = try Self.wrap { () throws(SQLiteError) in try readerSchema() }
         let image = try Self.wrap { () throws(SQLiteError) in try DatabaseImage.reader(schema) }
         readerImage = image
         return image
     }
 
-    /// The statements that create the reader file's tables for the state database open as `db`:
+    /// The statements that create the reader file's tables for this state database:
     /// only what readers read. Every reader parses the whole schema before its first statement
     /// (`rcagent get` spent 15% of its instructions there): no value sets, no removed-activity ids,
     /// no indexes beyond the keys'; the fetched values (never copied here) an empty table of that
     /// name, the active values (a view of their set in the state database) a table of their own.
-    func readerSchema(of db: Database) throws(SQLiteError) -> [String] {
+    func readerSchema() throws(SQLiteError) -> [String] {
         try db.query(
             """
             SELECT CASE name WHEN 'fetched_values' THEN 'CREATE TABLE fetched_values (key TEXT PRIMARY KEY, value TEXT)'

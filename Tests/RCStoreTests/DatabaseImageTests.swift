@@ -17,7 +17,7 @@ import Testing
     private static func readerSchema() throws -> [String] {
         try TemporaryDirectory.with { (dir) throws in
             let store = try StateStore.openForWriting(path: dir.file("state.db"))
-            return try store.readerSchema(of: store.db)
+            return try store.readerSchema()
         }
     }
 
@@ -61,7 +61,7 @@ import Testing
         try TemporaryDirectory.with { (dir) throws in
             let store = try StateStore.openForWriting(path: dir.file("state.db"))
             try store.replaceDefaults(["greeting": "hello"])
-            let schema = try store.readerSchema(of: store.db)
+            let schema = try store.readerSchema()
             #expect(DatabaseImage.key(schema.joined(separator: ";\n")) == DatabaseImage.readerKey)
             #expect(try store.emptyReaderImage() == DatabaseImage.decode(DatabaseImage.readerRuns))
             try store.writeReaderFile(to: dir.file("reader.db"))
@@ -76,7 +76,7 @@ import Testing
         try TemporaryDirectory.with { (dir) throws in
             let store = try StateStore.openForWriting(path: dir.file("state.db"))
             try store.db.execute("CREATE TABLE extra (x TEXT)")
-            let schema = try store.readerSchema(of: store.db)
+            let schema = try store.readerSchema()
             #expect(schema.last == "CREATE TABLE extra (x TEXT)")
             #expect(DatabaseImage.key(schema.joined(separator: ";\n")) != DatabaseImage.readerKey)
             let image = try store.emptyReaderImage()
