@@ -143,15 +143,16 @@ public final class StateStore {
             // the temporary name's.
             defer { for suffix in ["", "-wal", "-shm"] { unlink(temporary + suffix) } }
             if let (uid, gid) = owner { _ = fchown(fd.rawValue, uid, gid) }
-            // The schema as bytes (``DatabaseImage/fresh()``), then this device's id with no journal:
-            // a failed build is thrown away whole. Then WAL, while nobody else can have it open:
+            // The schema as bytes (``DatabaseImage/fresh()``), then this device's id with no journal
+            // and no sync of its own: a failed build is thrown away whole, and the file is synced
+            // once, below, before it is linked. Then WAL, while nobody else can have it open:
             // switching a database to WAL takes a lock that a busy handler does not wait for, and two
             // processes opening a new file would race for it.
             let image = try wrap { () throws(SQLiteError) in try DatabaseImage.fresh() }
             guard Posix.writeAll(fd.rawValue, image) else { throw ioError(SystemError("write \(temporary)")) }
             try wrap { () throws(SQLiteError) in
                 let fresh = try Database(path: temporary, mode: .readWrite)
-                try fresh.execute("PRAGMA journal_mode=OFF")
+                try fresh.execute("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF")
                 try fresh.run("INSERT INTO meta (key, value) VALUES ('device_id', ?)", [.text(DeviceID.generate())])
                 try fresh.execute("PRAGMA journal_mode=WAL")
             }  // closed here: its WAL checkpointed and removed before the file is linked
