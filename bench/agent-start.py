@@ -7,24 +7,11 @@ fleet's start-up is a thousand of these at once. Several builds are run in turn,
 Usage: bench/agent-start.py BIN_DIR[,BIN_DIR...] [REPEATS]"""
 import os, signal, subprocess, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentsetup import FileAgent, free_port, port_open, wait_for
+from agentsetup import full_agent
 bins = sys.argv[1].split(","); repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 def one(bin_dir):
-    agent = FileAgent("rcss-", defaults='{"k": "v"}', source="www/remote.json")
+    agent, helpers = full_agent("rcss-", "rcss/status")
     work, conf, env = agent.work, agent.conf, agent.env
-    os.mkdir(os.path.join(work, "www"))
-    hp, mp = free_port(), free_port()
-    with open(conf) as f: text = f.read().split("[Source]")[0]
-    with open(conf, "w") as f:
-        f.write(text + f"[Source]\nType=http\nURL=http://127.0.0.1:{hp}/remote.json\n"
-                f"[Push]\nMQTT=mqtt://127.0.0.1:{mp}\n[Report]\nMQTTStatusTopic=rcss/status\n")
-    with open(os.path.join(work, "mosquitto.conf"), "w") as f:
-        f.write(f"listener {mp} 127.0.0.1\nallow_anonymous true\n")
-    helpers = [subprocess.Popen(["mosquitto", "-c", os.path.join(work, "mosquitto.conf")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-               subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(hp), "--directory", os.path.join(work, "www")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    wait_for(lambda: port_open(hp) and port_open(mp), "helpers")
-    with open(agent.remote, "w") as f:
-        f.write('{"state": "UPDATE", "templateVersion": "1", "entries": {"k": "w"}}')
     out = f"{work}/perf.txt"
     p = subprocess.Popen(["perf", "stat", "-x,", "-o", out, "-e", "task-clock,page-faults,context-switches",
                           f"{bin_dir}/rcagentd", "--config", conf], env=env, stdout=subprocess.DEVNULL,

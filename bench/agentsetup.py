@@ -21,6 +21,31 @@ class FileAgent:
         self.env = dict(os.environ, RCAGENT_CONFIG=self.conf)
 
 
+def full_agent(prefix, topic):
+    """A FileAgent with every feature loaded: its source an http.server on WORK/www, `[Push] MQTT=` and
+    `[Report] MQTTStatusTopic=topic` on a mosquitto, both started here and waited for; the remote
+    document set. Returns (agent, helpers): the caller stops the helpers."""
+    agent = FileAgent(prefix, defaults='{"k": "v"}', source="www/remote.json")
+    work, conf = agent.work, agent.conf
+    os.mkdir(os.path.join(work, "www"))
+    http_port, mqtt_port = free_port(), free_port()
+    with open(conf) as f:
+        text = f.read().split("[Source]")[0]
+    with open(conf, "w") as f:
+        f.write(text + f"[Source]\nType=http\nURL=http://127.0.0.1:{http_port}/remote.json\n"
+                f"[Push]\nMQTT=mqtt://127.0.0.1:{mqtt_port}\n[Report]\nMQTTStatusTopic={topic}\n")
+    with open(os.path.join(work, "mosquitto.conf"), "w") as f:
+        f.write(f"listener {mqtt_port} 127.0.0.1\nallow_anonymous true\n")
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    helpers = [subprocess.Popen(["mosquitto", "-c", os.path.join(work, "mosquitto.conf")], **quiet),
+               subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(http_port),
+                                 "--directory", os.path.join(work, "www")], **quiet)]
+    wait_for(lambda: port_open(http_port) and port_open(mqtt_port), "the http server or mosquitto did not start")
+    with open(agent.remote, "w") as f:
+        f.write('{"state": "UPDATE", "templateVersion": "1", "entries": {"k": "w"}}')
+    return agent, helpers
+
+
 def write_nginx_config(d, port, root, connections=256, access_log="access_log off;", main=""):
     """nginx.conf in directory `d` for a master and one worker serving the files of `root` on
     127.0.0.1:`port`, with its pid file, error log and temp paths in `d` (`d`/temp must exist).
