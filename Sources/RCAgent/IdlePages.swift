@@ -131,13 +131,7 @@ enum IdlePages {
             guard !digits.isEmpty, digits.count <= Number.bitWidth / 4 else { return nil }
             var value: Number = 0
             for digit in digits {
-                let nibble: UInt8
-                switch digit {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = digit - UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = digit - UInt8(ascii: "a") + 10
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = digit - UInt8(ascii: "A") + 10
-                default: return nil
-                }
+                guard let nibble = digit.hexDigitValue else { return nil }
                 value = value << 4 | Number(nibble)
             }
             return value

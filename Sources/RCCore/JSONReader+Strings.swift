@@ -148,14 +148,7 @@ extension JSONReader.Scanner {
         i += 1  // the "u"
         var value: UInt32 = 0
         for _ in 0..<4 {
-            guard let c = current else { throw fail("invalid \\u escape, expected 4 hex digits") }
-            let digit: UInt8
-            switch c {
-            case 0x30...0x39: digit = c - 0x30
-            case 0x41...0x46: digit = c - 0x41 + 10
-            case 0x61...0x66: digit = c - 0x61 + 10
-            default: throw fail("invalid \\u escape, expected 4 hex digits")
-            }
+            guard let digit = current?.hexDigitValue else { throw fail("invalid \\u escape, expected 4 hex digits") }
             value = value << 4 | UInt32(digit)
             i += 1
         }

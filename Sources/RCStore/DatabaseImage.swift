@@ -75,7 +75,8 @@ enum DatabaseImage {
         while at < text.count {
             guard var offset = number(until: UInt8(ascii: " ")) else { return nil }
             while at < text.count, text[at] != UInt8(ascii: "\n") {
-                guard at + 1 < text.count, offset < count, let high = nibble(text[at]), let low = nibble(text[at + 1])
+                guard at + 1 < text.count, offset < count, let high = text[at].hexDigitValue,
+                    let low = text[at + 1].hexDigitValue
                 else { return nil }
                 bytes[offset] = high << 4 | low
                 offset += 1
@@ -111,13 +112,5 @@ enum DatabaseImage {
             index = end
         }
         return text
-    }
-
-    private static func nibble(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-        default: nil
-        }
     }
 }

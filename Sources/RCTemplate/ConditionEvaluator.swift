@@ -175,7 +175,7 @@ enum JavaScript {
             if let radix {
                 var value = 0.0
                 for byte in bytes[2...] {
-                    guard let digit = hexDigit(byte), Double(digit) < radix else { return nil }
+                    guard let digit = byte.hexDigitValue, Double(digit) < radix else { return nil }
                     value = value * radix + Double(digit)
                 }
                 return value
@@ -208,15 +208,6 @@ enum JavaScript {
             guard digits() > 0 else { return false }
         }
         return i == bytes.count
-    }
-
-    private static func hexDigit(_ byte: UInt8) -> Int? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): Int(byte - UInt8(ascii: "0"))
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): Int(byte - UInt8(ascii: "a")) + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): Int(byte - UInt8(ascii: "A")) + 10
-        default: nil
-        }
     }
 
     /// `String.prototype.trim`: strips JavaScript white space and line terminators from both ends.

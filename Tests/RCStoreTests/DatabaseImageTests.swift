@@ -103,10 +103,11 @@ import Testing
         }
         let malformed = [
             "", "4096\n", "size\n", "size -1\n", "size x\n", "size 4\n0 0102030405\n", "size 4\n3 0102\n",
-            "size 4\n0 010\n", "size 4\n0 01g2\n", "size 4\n0 0A\n", "size 4\n-1 01\n", "size 4\n001\n",
+            "size 4\n0 010\n", "size 4\n0 01g2\n", "size 4\n-1 01\n", "size 4\n001\n",
         ]
         for text in malformed { #expect(DatabaseImage.decode(text) == nil, "\(text)") }
         #expect(DatabaseImage.decode("size 4\n1 0102\n") == [0, 1, 2, 0])
+        #expect(DatabaseImage.decode("size 4\n0 0A0b\n") == [10, 11, 0, 0])
     }
 
     /// `DatabaseImage+Data.swift` beside `DatabaseImage.swift` in the sources.
