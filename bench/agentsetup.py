@@ -21,11 +21,12 @@ class FileAgent:
         self.env = dict(os.environ, RCAGENT_CONFIG=self.conf)
 
 
-def full_agent(prefix, topic):
+def full_agent(prefix, topic, defaults='{"k": "v"}'):
     """A FileAgent with every feature loaded: its source an http.server on WORK/www, `[Push] MQTT=` and
     `[Report] MQTTStatusTopic=topic` on a mosquitto, both started here and waited for; the remote
-    document set. Returns (agent, helpers): the caller stops the helpers."""
-    agent = FileAgent(prefix, defaults='{"k": "v"}', source="www/remote.json")
+    document set (the caller may write another); the broker's port is `agent.mqtt_port`. Returns
+    (agent, helpers): the caller stops the helpers."""
+    agent = FileAgent(prefix, defaults=defaults, source="www/remote.json")
     work, conf = agent.work, agent.conf
     os.mkdir(os.path.join(work, "www"))
     http_port, mqtt_port = free_port(), free_port()
@@ -41,6 +42,7 @@ def full_agent(prefix, topic):
                subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(http_port),
                                  "--directory", os.path.join(work, "www")], **quiet)]
     wait_for(lambda: port_open(http_port) and port_open(mqtt_port), "the http server or mosquitto did not start")
+    agent.mqtt_port = mqtt_port
     with open(agent.remote, "w") as f:
         f.write('{"state": "UPDATE", "templateVersion": "1", "entries": {"k": "w"}}')
     return agent, helpers

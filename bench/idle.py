@@ -16,33 +16,18 @@ Usage: bench/idle.py BIN_DIR [SECONDS] [--full]
 import collections, json, os, re, shutil, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentsetup import FileAgent, cpu_ms, free_port, port_open, wait_for
+from agentsetup import FileAgent, cpu_ms, full_agent
 
 full = "--full" in sys.argv
 arguments = [a for a in sys.argv[1:] if a != "--full"]
 bin_dir = os.path.abspath(arguments[0])
 seconds = int(arguments[1]) if len(arguments) > 1 else 60
 prefix, target_mib = ("idle_full", 5) if full else ("idle", 8)
-agent = FileAgent("rcidle-", defaults='{"kiosk_url": "https://example.com"}',
-                  source="www/remote.json" if full else "remote.json")
+defaults = '{"kiosk_url": "https://example.com"}'
+# --full: the http server and the broker, stopped at the end
+agent, helpers = (full_agent("rcidle-", "rcidle/status", defaults) if full
+                  else (FileAgent("rcidle-", defaults=defaults), []))
 work, conf, env = agent.work, agent.conf, agent.env
-helpers = []  # the http server and the broker of --full, stopped at the end
-if full:
-    os.mkdir(os.path.join(work, "www"))
-    http_port, mqtt_port = free_port(), free_port()
-    with open(conf) as f:
-        text = f.read().split("[Source]")[0]
-    with open(conf, "w") as f:
-        f.write(text + f"[Source]\nType=http\nURL=http://127.0.0.1:{http_port}/remote.json\n"
-                f"[Push]\nMQTT=mqtt://127.0.0.1:{mqtt_port}\n[Report]\nMQTTStatusTopic=rcidle/status\n")
-    with open(os.path.join(work, "mosquitto.conf"), "w") as f:
-        f.write(f"listener {mqtt_port} 127.0.0.1\nallow_anonymous true\n")
-    helpers.append(subprocess.Popen(["mosquitto", "-c", os.path.join(work, "mosquitto.conf")],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    helpers.append(subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(http_port),
-                                     "--directory", os.path.join(work, "www")],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    wait_for(lambda: port_open(http_port) and port_open(mqtt_port), "the http server or mosquitto did not start")
 with open(agent.remote, "w") as f:
     f.write('{"state": "UPDATE", "templateVersion": "1", "entries": {"kiosk_url": "https://example.com/remote"}}')
 
@@ -157,7 +142,7 @@ try:
             raise SystemExit("the daemon never answered a fetch")
         time.sleep(0.1)
     if full:  # the MQTT channel is up and the report published (retained) before the window starts
-        if subprocess.run(["mosquitto_sub", "-p", str(mqtt_port), "-t", "rcidle/status/#", "-C", "1", "-W", "20"],
+        if subprocess.run(["mosquitto_sub", "-p", str(agent.mqtt_port), "-t", "rcidle/status/#", "-C", "1", "-W", "20"],
                           capture_output=True).returncode != 0:
             raise SystemExit("the daemon never published its report on mosquitto")
     time.sleep(2)
