@@ -4,8 +4,9 @@ SECONDS (60): its proportional set size at the end (smaps_rollup, target <= 8 Mi
 per-mapping breakdown (smaps), the CPU time it used (utime+stime), and its wakeups over the window,
 counted per thread as voluntary+nonvoluntary context switches (/proc/PID/task/*/status) and, when
 `perf stat` can count the sched:sched_switch tracepoint here, by perf as well. The target allows only
-timer and watchdog wakeups: after the window strace watches the daemon for 10 s more and shows
-what each woken thread returned from, and the timer periods it re-armed.
+timer and watchdog wakeups: after the window strace watches the daemon for 65 s more and shows
+what each woken thread returned from, the timer periods it re-armed and the timed waits (poll,
+select) it saw run out: a thread is a timer's when one of those explains its count.
 
 With --full, the daemon has every feature loaded (issue 30, item 3): an `http` source on python's
 http.server and `[Push] MQTT=` plus `[Report] MQTTStatusTopic=` on a mosquitto, both started by this
@@ -107,20 +108,60 @@ def perf_works():
         return False
 
 
+# Long enough to see a 30 s timed wait (the MQTT session's keepalive) run out whole: the wait strace
+# interrupts when it attaches is restarted with what was left of it, and tells no period.
+STRACE_SECONDS = 65
+
+
+def timed_wait(call, arguments):
+    """The timeout, in seconds, `call` was made with (`arguments` as strace shows them), or None."""
+    if call in ("select", "pselect6", "ppoll"):
+        v = re.search(r"\{tv_sec=(\d+), tv_nsec=(\d+)\}", arguments)
+        return int(v.group(1)) + int(v.group(2)) / 1e9 if v else None
+    position = {"poll": 2, "epoll_wait": 3, "epoll_pwait": 3}.get(call)  # the timeout in ms
+    if position is None:
+        return None
+    parts, depth, part = [], 0, ""
+    for c in arguments:  # split at the commas outside [...] and {...}
+        depth += (c in "[{") - (c in "]}")
+        if c == "," and depth == 0:
+            parts.append(part.strip())
+            part = ""
+        else:
+            part += c
+    parts.append(part.strip())
+    return int(parts[position]) / 1e3 if len(parts) > position and parts[position].isdigit() else None
+
+
 def strace_summary(pid, window):
-    """What each thread returned from during `window` seconds, and the timerfd periods re-armed."""
+    """What each thread returned from during `window` seconds, the timerfd periods re-armed, and the
+    timeouts of the timed waits that ran out."""
     if not shutil.which("strace"):
         return None
     log = os.path.join(work, "strace.txt")
     subprocess.run(["timeout", str(window), "strace", "-f", "-tt", "-o", log, "-p", str(pid)], capture_output=True)
     returns = collections.defaultdict(collections.Counter)
     arms = collections.defaultdict(list)
+    waits = collections.defaultdict(set)
+    # tid -> the arguments of its call strace left unfinished; None for the call each thread was in
+    # when strace attached, which the kernel restarted with what was left of its timeout
+    started = {}
     with open(log) as f:
         for line in f:
             m = re.match(r"^(\d+)\s+[\d:.]+\s+(?:<\.\.\. )?(\w+)", line)
             if not m:
                 continue
             tid, call = int(m.group(1)), m.group(2)
+            if line.rstrip().endswith("<unfinished ...>"):
+                started[tid] = line.split("(", 1)[1].rsplit("<unfinished", 1)[0] if tid in started else None
+                continue
+            if "= 0 (Timeout)" in line:
+                resumed = " resumed>" in line
+                arguments = started.get(tid) if resumed else line.split("(", 1)[1].rsplit(") =", 1)[0]
+                timeout = timed_wait(call, arguments or "")
+                if timeout:
+                    waits[tid].add(round(timeout, 3))
+            started.setdefault(tid, None)
             if call in ("restart_syscall", "exit") or "resumed" not in line and "unfinished" in line:
                 continue
             if call == "timerfd_settime":
@@ -129,7 +170,7 @@ def strace_summary(pid, window):
                     arms[tid].append(int(v.group(1)) + int(v.group(2)) / 1e9)
             returns[tid][call] += 1
     periods = {tid: sorted({round(b - a, 3) for a, b in zip(times, times[1:])}) for tid, times in arms.items()}
-    return returns, periods
+    return returns, periods, waits
 
 
 daemon = subprocess.Popen([f"{bin_dir}/rcagentd", "--config", conf], stderr=subprocess.DEVNULL)
@@ -164,7 +205,7 @@ try:
     if os.environ.get("RCBENCH_IDLE_SMAPS"):  # a copy of the whole smaps, to look at by hand
         shutil.copy(f"/proc/{pid}/smaps", os.environ["RCBENCH_IDLE_SMAPS"])
     rows = mappings(pid, os.path.realpath(f"{bin_dir}/rcagentd"))
-    traced = strace_summary(pid, 10)
+    traced = strace_summary(pid, STRACE_SECONDS)
     # The daemon gives back the pages a fetch round mapped 10 s after the round, and once more 20 s
     # later; the fetch maps back what it runs. What one forced fetch (the socket, a file read, a JSON
     # parse, a SQLite commit) leaves 2 s after it, and 35 s after it, once the daemon is idle again:
@@ -198,23 +239,28 @@ try:
               f"({', '.join(f'{k} {v}' for k, v in sorted(perf.items()) if v)})")
     timer_only = None
     if traced:
-        returns, periods = traced
-        print("  strace, 10 s after the window (attaching wakes every thread once): what each returned from")
+        returns, periods, waits = traced
+        print(f"  strace, {STRACE_SECONDS} s after the window (attaching wakes every thread once): what each returned from")
         for tid, calls in sorted(returns.items()):
             name = after.get(tid, before.get(tid, ("?",)))[0]
             period = f"; re-armed its timerfd every {', '.join(f'{p:g}' for p in periods[tid])} s" if periods.get(tid) else ""
-            print(f"    {tid:>7} {name:<16} {dict(calls)}{period}")
+            waited = f"; timed waits of {', '.join(f'{w:g}' for w in sorted(waits[tid]))} s ran out" if waits.get(tid) else ""
+            print(f"    {tid:>7} {name:<16} {dict(calls)}{period}{waited}")
         # Judged on the window itself: a thread that woke is a timer's if strace saw it re-arm a
-        # timerfd with a period that explains its count, and a pool thread that ended during the
-        # window woke once, when its timed wait for work ran out.
+        # timerfd, or a timed wait (poll, select) of its run out, with a period that explains its
+        # count (the slack of 2 covers what the timer's work brings back: the answer to a keepalive
+        # ping), and a pool thread that ended during the window woke once, when its timed wait for
+        # work ran out.
         timer_only = True
         for t in per_thread:
             if t["alive"] == "ended during the window":
                 t["cause"] = "an idle dispatch pool thread retiring (its timed wait ran out)"
             elif t["wakeups"]:
-                shortest = min(periods.get(t["tid"]) or [0])
+                timers = [(p, f"a timer every {p:g} s") for p in periods.get(t["tid"], []) if p > 0]
+                timers += [(w, f"a timed wait of {w:g} s running out") for w in waits.get(t["tid"], ()) if w > 0]
+                shortest, cause = min(timers) if timers else (0, "")
                 if shortest > 0 and t["wakeups"] <= elapsed / shortest * 1.1 + 2:
-                    t["cause"] = f"a timer every {shortest:g} s"
+                    t["cause"] = cause
                 else:
                     t["cause"] = "not a timer"
                     timer_only = False
@@ -261,7 +307,8 @@ try:
          "verdict": "-" if timer_only is None else "met" if timer_only else "missed",
          "peers": {"threads": per_thread, "perf_sched_switch": perf,
                    "strace": {str(k): dict(v) for k, v in traced[0].items()} if traced else None,
-                   "timer_periods_s": {str(k): v for k, v in traced[1].items()} if traced else None}},
+                   "timer_periods_s": {str(k): v for k, v in traced[1].items()} if traced else None,
+                   "timed_waits_s": {str(k): sorted(v) for k, v in traced[2].items()} if traced else None}},
     ]
     if os.environ.get("RCBENCH_OUT"):
         with open(os.path.join(os.environ["RCBENCH_OUT"], f"{prefix.replace('_', '-')}.json"), "w") as f:
