@@ -80,7 +80,6 @@ public enum Daemon {
         let store = try StateRecovery.open(config: config, log: log)
         let deviceId = try store.status().deviceId ?? DeviceID.generate()
         let (configuration, source) = Configuration.build(config, deviceId: deviceId, log: log)
-        StateRecovery.loadDefaults(into: store, config: config, log: log)
         let agent = try Agent(
             config: config, store: store, source: source, log: log, notifier: notifier)
         // Before anything is served; through the agent, so the hooks hear of it: a trial the daemon

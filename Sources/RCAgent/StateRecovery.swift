@@ -6,12 +6,16 @@ import RCSystem
 
 /// Opens the state database for the daemon. A database SQLite cannot read is moved aside as
 /// `state.db.corrupt-<time>` (with its WAL), a fresh one starts from the defaults and is marked
-/// stale, and the log says so. Nothing else ever discards the last good snapshot. The store keeps the
-/// reader file (`reader.db`, what users the daemon does not trust read) up to date.
+/// stale, and the log says so. Nothing else ever discards the last good snapshot. The defaults file
+/// is loaded, then the store keeps the reader file (`reader.db`, what users the daemon does not
+/// trust read) up to date.
 enum StateRecovery {
     static func open(config: AgentConfig, log: Logger) throws -> StateStore {
         let store = try openOrRecover(config: config, log: log)
         warnIfOthersCanWrite(directoryOf: config.databasePath, log: log)
+        // Before the reader file is first written: new defaults are then in that one write, not in
+        // a second one straight after it.
+        loadDefaults(into: store, config: config, log: log)
         let reader = StateStore.readerPath(forDatabase: config.databasePath)
         store.maintainReaderFile(at: reader) { error in
             log.error(

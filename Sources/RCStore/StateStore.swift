@@ -284,8 +284,13 @@ public final class StateStore {
 
     // MARK: - Writing
 
-    /// Replaces the defaults with `values` (setDefaults replaces the whole map).
-    public func replaceDefaults(_ values: [String: String]) throws(StoreError) {
+    /// Replaces the defaults with `values` (setDefaults replaces the whole map), unless they are
+    /// stored already, byte for byte: a daemon loads the same defaults file at every start and
+    /// reload, and rewriting it cost a synced commit and a new reader file each time. Returns
+    /// whether anything was written.
+    @discardableResult
+    public func replaceDefaults(_ values: [String: String]) throws(StoreError) -> Bool {
+        if try storesDefaults(values) { return false }
         readerMirror = nil  // the reader file copies them again
         try write {
             try db.run("DELETE FROM defaults")
@@ -295,6 +300,19 @@ public final class StateStore {
                 while try insert.step() != nil {}
             }
         }
+        return true
+    }
+
+    /// Whether the stored defaults are `values`, each key and value the same bytes (`==` on `String`
+    /// would take a canonically equivalent spelling for the same text, and keep the old bytes).
+    private func storesDefaults(_ values: [String: String]) throws(StoreError) -> Bool {
+        let stored = try wrap { () throws(SQLiteError) in
+            // BINARY collation: the keys in the order of their bytes.
+            try db.query("SELECT key, value FROM defaults ORDER BY key") { ($0.text(0) ?? "", $0.text(1) ?? "") }
+        }
+        guard stored.count == values.count else { return false }
+        let wanted = values.sorted { $0.key.precedesByBytes($1.key) }
+        return zip(stored, wanted).allSatisfy { $0.0.sameBytes(as: $1.key) && $0.1.sameBytes(as: $1.value) }
     }
 
     // MARK: - Plumbing

@@ -30,6 +30,33 @@ import Testing
             .update(values: RemoteValues(values), templateVersion: version, etag: nil), at: at, activate: true)
     }
 
+    /// Loading the same defaults again (every daemon start and reload) writes nothing: no commit, no
+    /// new reader file. A value that is the same text in another spelling (NFD against NFC) is a
+    /// change, stored as given; so are a changed key set and a changed value.
+    @Test func theSameDefaultsAgainWriteNothingAndAnyOtherBytesAreWritten() throws {
+        try withStore { store, dir in
+            let reader = dir.file("reader.db")
+            let composed = "caf\u{E9}"
+            #expect(try store.replaceDefaults(["k": composed, "d": "x"]))
+            let written = try #require(inode(reader))
+            let version = try store.version()
+            #expect(try store.replaceDefaults(["d": "x", "k": composed]) == false)
+            #expect(try store.version() == version)
+            #expect(inode(reader) == written)
+
+            let decomposed = "cafe\u{301}"
+            #expect(decomposed == composed)  // one text to Swift's ==, other bytes to SQLite and readers
+            #expect(try store.replaceDefaults(["k": decomposed, "d": "x"]))
+            #expect(inode(reader) != written)
+            let stored = try #require(try StateStore.openReaderFile(path: reader)?.value(forKey: "k")?.text)
+            #expect(Array(stored.utf8) == Array(decomposed.utf8))
+            for other in [["k": decomposed], ["k": decomposed, "d": "y"], ["k": decomposed, "e": "x"], [:]] {
+                #expect(try store.replaceDefaults(other), "\(other)")
+                #expect(try store.allValues().count == other.count)
+            }
+        }
+    }
+
     @Test func theReaderFileHoldsWhatReadersReadAfterEachCommit() throws {
         try withStore { store, dir in
             try store.replaceDefaults(["d": "default", "k": "fallback"])
