@@ -87,10 +87,10 @@ final class MetricsServer: Sendable {
         let context = Unmanaged.passUnretained(handler).toOpaque()
         // The handler outlives the daemon: `stop()` (or deinit) stops the daemon, and with it every
         // call into `answer`, before `handler` is released.
-        // `poll`, not epoll: with epoll (libmicrohttpd 0.9.75) a connection accepted just after
-        // all the connections were cut went unanswered until the 10 s idle timeout woke the
-        // thread, in 3 of 24 runs of drippingClientsAreCutAtTheRequestDeadline under load (none
-        // of 24 with poll). At 128 connections at most, one poll over all of them costs nothing.
+        // `poll`, not epoll: with epoll (libmicrohttpd 0.9.75) a connection made just after all
+        // the connections were cut went unanswered until the 10 s idle timeout woke the thread,
+        // in 3 of 24 runs of drippingClientsAreCutAtTheRequestDeadline under load (none of 24
+        // with poll). At 128 connections at most, one poll over all of them costs nothing.
         let started = rc_mhd_start(
             MHD_USE_POLL_INTERNAL_THREAD.rawValue, fd, UInt32(limits.connections), UInt32(limits.idleTimeout),
             limits.memoryPerConnection, Self.answer, context, Self.connectionChanged, Self.requestCompleted)
