@@ -6,9 +6,9 @@ document fetched), then twice under `strace -f` (two lines; both should agree).
 
 Usage: bench/restart-syncs.py BIN_DIR [BIN_DIR...]      (several: each in turn, for a before/after)
 """
-import os, shutil, subprocess, sys, time
+import collections, os, re, shutil, subprocess, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentsetup import FileAgent
+from agentsetup import FileAgent, listening, wait_for
 
 
 def start(bin_dir, agent, trace):
@@ -19,8 +19,7 @@ def start(bin_dir, agent, trace):
     if trace:
         command = ["strace", "-f", "-e", "trace=fsync,fdatasync,rename,renameat2", "-o", log] + command
     process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
-    while subprocess.run([f"{bin_dir}/rcagent", "status"], env=agent.env, capture_output=True).returncode != 0:
-        time.sleep(0.05)
+    wait_for(lambda: listening(agent.sock), "the daemon never listened on its socket")
     subprocess.run([f"{bin_dir}/rcagent", "fetch", "--wait"], env=agent.env, capture_output=True)
     time.sleep(1)  # what the start does after its first answer (the reader file, the fetch's commit)
     if trace:  # the daemon, not strace: strace would detach and leave it running
@@ -38,8 +37,8 @@ for bin_dir in map(os.path.abspath, sys.argv[1:]):
         f.write('{"state": "UPDATE", "templateVersion": "1", "entries": {"k": "w"}}')
     start(bin_dir, agent, trace=False)
     for _ in range(2):
-        text = start(bin_dir, agent, trace=True)
-        syncs = text.count("fsync(") + text.count("fdatasync(")
-        print(f"{bin_dir}: a restart with the same defaults and document: {syncs} syncs, "
-              f"{text.count('rename')} renames (reader file installs)")
+        calls = collections.Counter(re.findall(r"^\d+\s+(\w+)\(", start(bin_dir, agent, trace=True), re.M))
+        print(f"{bin_dir}: a restart with the same defaults and document: "
+              f"{calls['fsync'] + calls['fdatasync']} syncs, "
+              f"{calls['rename'] + calls['renameat2']} renames (reader file installs)")
     shutil.rmtree(agent.work, ignore_errors=True)
