@@ -114,7 +114,9 @@ let package = Package(
         .testTarget(name: "RCAdminTests", dependencies: ["RCAdmin", "RCCore", "RCSystem", "RCMQTT", "TestSupport"]),
         .testTarget(
             name: "RCNetworkTests",
-            dependencies: ["RCHTTP", "RCFirebase", "RCGoogle", "RCMQTT", "RCCore", "RCSystem", "TestSupport"]),
+            dependencies: [
+                "RCHTTP", "RCFirebase", "RCGoogle", "RCMQTT", "RCCore", "RCSystem", "CLazyLibraries", "TestSupport",
+            ]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

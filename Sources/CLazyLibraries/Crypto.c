@@ -58,4 +58,5 @@
       (key, bytes, length))
 
 RC_LAZY_DEFINE(rc_lazy_crypto, "libcrypto.so.3", "libssl3",
-               "SHA-256, RSA and Ed25519 (templates' percent conditions, rcadmin's service-account tokens, signed documents)", CRYPTO_FUNCTIONS)
+               "SHA-256, RSA and Ed25519 (templates' percent conditions, rcadmin's service-account tokens, signed documents)", NULL,
+               CRYPTO_FUNCTIONS)

@@ -13,6 +13,9 @@ typedef struct {
     const char *package;
     /// For the abort message of a wrapper called without rc_lazy_require (see CLazyLibraries.h).
     const char *features;
+    /// Libraries it needs that are loaded alone, in this order, before it (NULL-terminated, or
+    /// NULL): see load() in LazyLibraries.c.
+    const char *const *first;
     const char *const *names;
     /// Filled once by the loader (under pthread_once, so every reader after it sees them).
     void **slots;
@@ -37,13 +40,16 @@ void *rc_lazy_function(rc_lazy_library library, size_t index);
     void name parameters { ((void(*) parameters)rc_lazy_function(RC_LAZY_THIS, RC_LAZY_INDEX_##name)) arguments; }
 #define RC_LAZY_BY_HAND(type, name, parameters, arguments)
 
+#define RC_LAZY_FIRST(...) ((const char *const[]){__VA_ARGS__, NULL})
+
 /// The table entry `variable` for the list `LIST` and its wrappers (RC_LAZY_THIS names the library).
-#define RC_LAZY_DEFINE(variable, soname, package, features, LIST)                                  \
+/// `first`: the libraries loaded before it (`RC_LAZY_FIRST(...)`), or NULL.
+#define RC_LAZY_DEFINE(variable, soname, package, features, first, LIST)                           \
     enum { LIST(RC_LAZY_INDEX, RC_LAZY_INDEX, RC_LAZY_INDEX) RC_LAZY_COUNT };                      \
     static const char *const rc_lazy_names[] = {LIST(RC_LAZY_NAME, RC_LAZY_NAME, RC_LAZY_NAME)};   \
     static void *rc_lazy_slots[RC_LAZY_COUNT];                                                     \
-    const rc_lazy_definition variable = {soname, package, features, rc_lazy_names, rc_lazy_slots, \
-                                         RC_LAZY_COUNT};                                           \
+    const rc_lazy_definition variable = {soname, package, features, first, rc_lazy_names,          \
+                                         rc_lazy_slots, RC_LAZY_COUNT};                            \
     LIST(RC_LAZY_FUNCTION, RC_LAZY_PROCEDURE, RC_LAZY_BY_HAND)
 
 #endif

@@ -32,7 +32,7 @@ typedef struct MHD_Daemon *(*rc_mhd_start_daemon_va)(unsigned int, uint16_t, MHD
       (struct MHD_Connection * connection, unsigned int status_code, struct MHD_Response *response),             \
       (connection, status_code, response))
 
-RC_LAZY_DEFINE(rc_lazy_microhttpd, "libmicrohttpd.so.12", "libmicrohttpd12", "the fleet exporter (HTTP server)",
+RC_LAZY_DEFINE(rc_lazy_microhttpd, "libmicrohttpd.so.12", "libmicrohttpd12", "the fleet exporter (HTTP server)", NULL,
                MICROHTTPD_FUNCTIONS)
 
 // The variadic one, forwarded to the library's va_list form: only the library reads its options.

@@ -59,4 +59,5 @@ typedef int (*rc_mosquitto_password_callback)(char *, int, int, void *);
     F(const char *, mosquitto_reason_string, (int code), (code))
 
 RC_LAZY_DEFINE(rc_lazy_mosquitto, "libmosquitto.so.1", "libmosquitto1",
-               "MQTT (push over [Push] MQTT=, rcadmin's MQTT pings and relay)", MOSQUITTO_FUNCTIONS)
+               "MQTT (push over [Push] MQTT=, rcadmin's MQTT pings and relay)",
+               RC_LAZY_FIRST("libcrypto.so.3", "libssl.so.3"), MOSQUITTO_FUNCTIONS)

@@ -23,5 +23,5 @@
     F(int, pcre2_set_heap_limit_8, (pcre2_match_context_8 * context, uint32_t limit), (context, limit))          \
     F(int, pcre2_set_match_limit_8, (pcre2_match_context_8 * context, uint32_t limit), (context, limit))
 
-RC_LAZY_DEFINE(rc_lazy_pcre2, "libpcre2-8.so.0", "libpcre2-8-0", "regular expressions (templates' regex conditions)",
+RC_LAZY_DEFINE(rc_lazy_pcre2, "libpcre2-8.so.0", "libpcre2-8-0", "regular expressions (templates' regex conditions)", NULL,
                PCRE2_FUNCTIONS)

@@ -36,4 +36,8 @@ const char *rc_lazy_require(rc_lazy_library library);
 const char *rc_lazy_soname(rc_lazy_library library);
 const char *rc_lazy_package(rc_lazy_library library);
 
+/// The libraries loaded alone before `library` (NULL-terminated; NULL when none): its own
+/// dependencies, which a test checks against the system's libraries.
+const char *const *rc_lazy_loaded_first(rc_lazy_library library);
+
 #endif
