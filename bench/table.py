@@ -2,7 +2,8 @@
 """Prints the figures of one or more bench/run.py result files (default bench/results.json) as the
 markdown table at the top of BENCHMARKS.md: figure, script, measured, target, verdict, then the
 commit, date and load of each run. `make bench` runs the fleet last; a run of part of the scripts
-(`bench/run.py BIN fleet`) writes a file of its own that can be passed beside the main one.
+(`bench/run.py BIN fleet`) writes a file of its own that can be passed beside the main one: a
+figure in a later file takes the place of the same figure (its id) in an earlier one.
 
 Usage: bench/table.py [RESULTS.json ...]
 """
@@ -22,6 +23,7 @@ paths = sys.argv[1:] or [os.path.join(here, "results.json")]
 print("| figure | script | measured | target | verdict |")
 print("|---|---|---|---|---|")
 runs = []
+rows = {}  # by id, in the order first seen; a later file's figure takes an earlier one's place
 for path in paths:
     with open(path) as f:
         results = json.load(f)
@@ -31,13 +33,15 @@ for path in paths:
                 f"{machine['load_average_at_end'][0]:.1f} at the end"
                 + (f", failed: {', '.join(results['failed'])}" if results["failed"] else ""))
     for figure in results["figures"]:
-        unit = figure.get("unit", "")
-        target = figure.get("target")
-        goal = f"{target['op']} {show(target['value'], unit)}" if target else figure.get("target_text", "-")
-        verdict = figure["verdict"]
-        print(f"| {cell(figure['figure'])} | `{figure['script'].removeprefix('bench/')}` | "
-              f"{cell(show(figure.get('value'), unit))} | {cell(goal)} | "
-              f"{'**' + verdict + '**' if verdict == 'missed' else verdict} |")
+        rows[figure.get("id") or figure["figure"]] = figure
+for figure in rows.values():
+    unit = figure.get("unit", "")
+    target = figure.get("target")
+    goal = f"{target['op']} {show(target['value'], unit)}" if target else figure.get("target_text", "-")
+    verdict = figure["verdict"]
+    print(f"| {cell(figure['figure'])} | `{figure['script'].removeprefix('bench/')}` | "
+          f"{cell(show(figure.get('value'), unit))} | {cell(goal)} | "
+          f"{'**' + verdict + '**' if verdict == 'missed' else verdict} |")
 print()
 for run in runs:
     print(f"Run: {run}.")
