@@ -31,7 +31,7 @@ STATIC_CXX := $(ROOT)/.build/static-libstdc++
 # -disable-concrete-type-metadata-mangled-name-accessors: the first use of a generic type
 # (Array<Key>, a closure's context) gets its metadata from an accessor function instead of by
 # demangling its name at run time (swift_getTypeByMangledName), which every new daemon paid 3.2 M
-# instructions for, and `rcagent get` 0.2 M of its 2.6 M; the executable grows by 15 KB
+# instructions for, and `rcagent get` 0.2 M of its 2.6 M; the executable grows by 15-30 KB
 # (BENCHMARKS.md, issue 30).
 RELEASE    := $(SWIFT) build $(SWIFTPM_FLAGS) -c release --static-swift-stdlib --disable-local-rpath -Xswiftc -gnone \
 	-Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors -Xlinker -L$(STATIC_CXX)
