@@ -431,7 +431,9 @@ private func socketDescriptors(of pid: Int32) -> [(fd: String, closeOnExec: Bool
 /// (the harness's clients, other tests' connections) that a plain spawn passes on; started this way,
 /// every socket the daemon has is one it opened or accepted itself. A Python launcher forks it off
 /// into a session of its own (the test's process runner stops what a child leaves in its group)
-/// and exits.
+/// and exits once the child is out of its group: the child's copies of a pipe close at setsid, then
+/// closerange. Printing the pid and exiting at once let the runner kill the child with the group
+/// when it had not reached setsid yet (an empty log and no READY=1, one run in 40 to 80).
 private final class CleanDaemon {
     let pid: Int32
     let notify: NotifySocket
@@ -440,6 +442,7 @@ private final class CleanDaemon {
     static let launcher = """
         import os, sys
         log = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+        started, in_session = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.setsid()
@@ -447,6 +450,8 @@ private final class CleanDaemon {
             os.dup2(log, 2)
             os.closerange(3, 1 << 16)
             os.execv(sys.argv[2], sys.argv[2:])
+        os.close(in_session)
+        os.read(started, 1)  # end of file: the child has left this process group
         print(pid)
         """
 
