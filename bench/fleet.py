@@ -600,8 +600,8 @@ def ping(broker, version):
     """`rcadmin notify-stale` on the broker (the first node for NATS). Right after a node of the
     cluster died its surviving nodes refuse MQTT connections until the streams it led have new
     leaders: an operator would try again, so does this (10 times, 0.5 s apart). Returns when the
-    attempt the broker took began (time.time(), time.monotonic()): the round is timed from there,
-    and the refused attempts before it are printed and returned as seconds."""
+    attempt the broker took began, as time.time() and time.monotonic() (the round is timed from
+    there), and the seconds since the first attempt (the refused ones, each printed)."""
     first = time.monotonic()
     for attempt in range(10):
         wall, began = time.time(), time.monotonic()
