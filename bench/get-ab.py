@@ -40,17 +40,7 @@ def setup(build, name):
     subprocess.run([f"{build}/rcagent", "mark-stale", "--reason", "bench"], env=env, check=True,
                    stdout=subprocess.DEVNULL)
     db = f"{home}/state/state.db"
-    # Since schema 7 the active values are a view of the value set the active snapshot names.
-    schema = subprocess.run(["sqlite3", db, "SELECT type FROM sqlite_master WHERE name = 'active_values'"],
-                            capture_output=True, text=True, check=True).stdout.strip()
-    if schema == "view":
-        rows = "INSERT INTO value_sets (id) VALUES (1000);\n" \
-            "INSERT OR REPLACE INTO snapshots (kind, pending, set_id) VALUES ('active', 0, 1000);\n" + \
-            "".join(f"INSERT INTO set_values VALUES (1000, 'key_{i}', 'value of key {i}');\n" for i in range(1, 3001))
-    else:
-        rows = "".join(f"INSERT INTO active_values VALUES ('key_{i}', 'value of key {i}');\n" for i in range(1, 3001))
-    subprocess.run(["sqlite3", db], input=f"BEGIN;\n{rows}COMMIT;\n", text=True, check=True)
-    subprocess.run(["sqlite3", db, "PRAGMA wal_checkpoint(TRUNCATE)"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([os.path.join(os.path.dirname(os.path.abspath(__file__)), "fill-values.py"), db], check=True)
     # `get` reads the reader file: mark-stale rewrites it from the filled database.
     subprocess.run([f"{build}/rcagent", "mark-stale", "--reason", "bench"], env=env, check=True,
                    stdout=subprocess.DEVNULL)
@@ -75,14 +65,17 @@ select = "select value from active_values where key='key_1500'"
 sqlite3 = shutil.which("sqlite3")
 commands = {
     "new rcagent get": ([f"{new_home}/bin/rcagent", "get", "key_1500"], new_env),
-    "sqlite3 select": ([sqlite3, f"{new_home}/state/state.db", select], new_env),
-    # The same lookup on the file `get` reads (a table, opened immutable): since schema 7 the state
-    # database's active_values is a view, whose subquery the peer above pays for too.
+    # The same lookup on the file `get` reads, opened as the sqlite3 shell opens any file. Since
+    # schema 8 the state database holds the values as one record a set, which SQL cannot look into;
+    # before, this peer read the state database (a view over rows since schema 7).
+    "sqlite3 select": ([sqlite3, f"{new_home}/state/reader.db", select], new_env),
+    # ... and opened immutable, as `get` opens it: no lock taken.
     "sqlite3 reader.db": ([sqlite3, f"file:{new_home}/state/reader.db?immutable=1", select], new_env),
 }
 if old:
     old_env, old_home = setup(old, "old")
     commands["old rcagent get"] = ([f"{old_home}/bin/rcagent", "get", "key_1500"], old_env)
+    # The old build's own peer, as that build's figure was measured.
     commands["sqlite3 old db"] = ([sqlite3, f"{old_home}/state/state.db", select], old_env)
 for name, (argv, env) in commands.items():
     out = subprocess.run(argv, env=env, capture_output=True, text=True).stdout

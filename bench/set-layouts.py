@@ -44,8 +44,9 @@ class Layout:
             self.db.execute("CREATE TABLE value_sets (id INTEGER PRIMARY KEY AUTOINCREMENT, keys INTEGER, data BLOB)")
         else:
             self.db.execute("CREATE TABLE value_sets (id INTEGER PRIMARY KEY AUTOINCREMENT, first_row, last_row)")
-            self.db.execute("CREATE TABLE set_values (set_id INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, "
-                            "PRIMARY KEY (set_id, key))" + (" WITHOUT ROWID" if name == "norowid" else ""))
+            self.db.execute("CREATE TABLE set_values (set_id INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL"
+                            + (")" if name == "noindex" else ", PRIMARY KEY (set_id, key))")
+                            + (" WITHOUT ROWID" if name == "norowid" else ""))
         self.active = self.dropped = None
         self.times = {"insert": [], "read old": [], "commit": [], "delete": [], "WAL KiB": []}
         self.activate(1, timed=False)
@@ -67,14 +68,14 @@ class Layout:
         else:
             new = db.execute("INSERT INTO value_sets DEFAULT VALUES RETURNING id").fetchone()[0]
             db.execute("INSERT INTO set_values SELECT ?, key, value FROM temp.source ORDER BY rowid", (new,))
-            if self.name == "rows":
+            if self.name in ("rows", "noindex"):
                 last = db.execute("SELECT last_insert_rowid()").fetchone()[0]
                 db.execute("UPDATE value_sets SET first_row = ?, last_row = ? WHERE id = ?", (last - KEYS + 1, last, new))
         t1 = time.perf_counter()
         if self.active is not None:
             if self.name == "record":
                 read = len(db.execute("SELECT data FROM value_sets WHERE id = ?", (self.active,)).fetchone()[0])
-            elif self.name == "rows":
+            elif self.name in ("rows", "noindex"):
                 read = db.execute("SELECT count(*) FROM set_values, value_sets AS s WHERE s.id = ? AND "
                                   "set_values.rowid BETWEEN s.first_row AND s.last_row AND length(value) >= 0",
                                   (self.active,)).fetchone()[0]
@@ -98,7 +99,10 @@ class Layout:
             return
         t0 = time.perf_counter()
         self.db.execute("BEGIN IMMEDIATE")
-        if self.name != "record":
+        if self.name == "noindex":
+            self.db.execute("DELETE FROM set_values WHERE rowid BETWEEN (SELECT first_row FROM value_sets WHERE id = ?1) "
+                            "AND (SELECT last_row FROM value_sets WHERE id = ?1)", (self.dropped,))
+        elif self.name != "record":
             self.db.execute("DELETE FROM set_values WHERE set_id = ?", (self.dropped,))
         self.db.execute("DELETE FROM value_sets WHERE id = ?", (self.dropped,))
         self.db.execute("COMMIT")
@@ -110,7 +114,7 @@ class Layout:
             self.db.execute("PRAGMA wal_checkpoint(RESTART)")
 
 
-layouts = [Layout(name) for name in ("rows", "norowid", "record")]
+layouts = [Layout(name) for name in ("rows", "norowid", "noindex", "record")]
 try:
     for version in range(2, rounds + 2):
         for layout in random.sample(layouts, len(layouts)):

@@ -277,6 +277,24 @@ final class Database {
         while try statement.step() != nil {}
     }
 
+    /// Writes the blob in column `column` of row `row` of `table` (made to its size already, as
+    /// `zeroblob(N)`) through SQLite's incremental blob I/O: `fill` is handed a function that writes
+    /// bytes at an offset. A blob written so is never whole in memory.
+    func writeBlob(
+        table: String, column: String, row: Int64,
+        _ fill: ((UnsafeRawBufferPointer, Int) throws(SQLiteError) -> Void) throws(SQLiteError) -> Void
+    ) throws(SQLiteError) {
+        var blob: OpaquePointer?
+        let opened = sqlite3_blob_open(handle, "main", table, column, row, 1, &blob)
+        defer { sqlite3_blob_close(blob) }
+        guard opened == SQLITE_OK, let blob else { throw error(opened, sql: nil) }
+        try fill { (bytes, offset) throws(SQLiteError) in
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+            let rc = sqlite3_blob_write(blob, base, Int32(bytes.count), Int32(offset))
+            guard rc == SQLITE_OK else { throw error(rc, sql: nil) }
+        }
+    }
+
     /// Runs `body` in one `BEGIN IMMEDIATE` transaction: committed when it returns, rolled back
     /// when it throws, and the first error is the one rethrown.
     func transaction<T>(_ body: () throws -> T) throws -> T {
@@ -400,6 +418,30 @@ final class Statement {
         if let failed { throw failed }
     }
 
+    /// Binds `bytes` as text to parameter `index` without copying them (`SQLITE_STATIC`): they must
+    /// stay where they are until the statement is reset.
+    func bindBorrowedText(_ bytes: UnsafeRawBufferPointer, at index: Int32) throws(SQLiteError) {
+        let rc =
+            if let base = bytes.baseAddress, !bytes.isEmpty {
+                sqlite3_bind_text(handle, index, base.assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil)
+            } else {
+                sqlite3_bind_text(handle, index, "", 0, rc_sqlite_transient())
+            }
+        guard rc == SQLITE_OK else { throw failure(rc) }
+    }
+
+    /// Binds `value` to parameter `index`.
+    func bind(_ value: Int64, at index: Int32) throws(SQLiteError) {
+        let rc = sqlite3_bind_int64(handle, index, value)
+        guard rc == SQLITE_OK else { throw failure(rc) }
+    }
+
+    /// Runs the statement, bound already, to its end; then resets it.
+    func runToEnd() throws(SQLiteError) {
+        defer { reset() }
+        while try step() != nil {}
+    }
+
     /// Binds text with its length, not as a C string, so text holding a NUL is kept whole, never cut there.
     private func bindText(_ text: String, _ index: Int32) -> Int32 {
         var text = text
@@ -461,6 +503,15 @@ struct Row {
             return UnsafeRawBufferPointer(start: nil, count: 0)
         }
         return UnsafeRawBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, column)))
+    }
+
+    /// Column `column`'s blob as SQLite holds it, read in place (no copy): valid until the
+    /// statement's next step or reset. Empty when it is NULL or empty.
+    func blob(_ column: Int32) -> UnsafeRawBufferPointer {
+        guard let handle, let bytes = sqlite3_column_blob(handle, column) else {
+            return UnsafeRawBufferPointer(start: nil, count: 0)
+        }
+        return UnsafeRawBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, column)))
     }
 
     /// Whether column `column` holds exactly the bytes of `text` (compared in place, not copied).

@@ -1,3 +1,5 @@
+import RCCore
+
 /// The database schema as an append-only list of migrations; `PRAGMA user_version` counts how
 /// many have run. Never edit a released migration: add a new one.
 enum Schema {
@@ -169,9 +171,51 @@ enum Schema {
         CREATE VIEW active_values (key, value) AS
             SELECT key, value FROM set_values WHERE set_id = (SELECT set_id FROM snapshots WHERE kind = 'active');
         """,
+        // 8: each value set is one record (``ValueRecord``): its keys and values in the set's row,
+        // not a row a key. ``foldValueRows(_:)`` then fills the records from the rows and drops them
+        // (``valueRowsDropped``), with the views over them and the rows' range.
+        """
+        ALTER TABLE value_sets ADD COLUMN keys INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE value_sets ADD COLUMN data BLOB NOT NULL DEFAULT x'';
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }
+
+    /// Runs the migrations after `version` on `db` (in the caller's transaction), each with the
+    /// work its SQL cannot do, setting `user_version` after each.
+    static func migrate(_ db: Database, from version: Int) throws(SQLiteError) {
+        for (index, migration) in migrations.enumerated().dropFirst(version) {
+            try db.execute(migration)
+            if index + 1 == 8 { try foldValueRows(db) }
+            try db.execute("PRAGMA user_version = \(index + 1)")
+        }
+    }
+
+    /// Migration 8's fold: each value set's rows, read in key order through their index, written as
+    /// its record, a set at a time; then the rows go.
+    static func foldValueRows(_ db: Database) throws(SQLiteError) {
+        for set in try db.query("SELECT id FROM value_sets ORDER BY id", row: { $0.integer(0) ?? 0 }) {
+            let rows = try db.query(
+                "SELECT key, value FROM set_values WHERE set_id = ? ORDER BY key", [.integer(set)]
+            ) { (key: $0.text(0) ?? "", value: $0.text(1) ?? "") }
+            let values = RemoteValues(rows)
+            try db.run(
+                "UPDATE value_sets SET keys = ?, data = zeroblob(?) WHERE id = ?",
+                [.integer(Int64(values.count)), .integer(Int64(ValueRecord.size(of: values))), .integer(set)])
+            try ValueRecord.write(values, toSet: set, on: db)
+        }
+        try db.execute(valueRowsDropped)
+    }
+
+    /// The end of migration 8: the rows folded into records go, with what read them.
+    static let valueRowsDropped = """
+        DROP VIEW fetched_values;
+        DROP VIEW active_values;
+        DROP TABLE set_values;
+        ALTER TABLE value_sets DROP COLUMN first_row;
+        ALTER TABLE value_sets DROP COLUMN last_row;
+        """
 
     /// What ``migrations`` leave in a new, empty database, in one script: the schema as
     /// `sqlite_master` holds it after all of them, and the rows they insert. A new database is made
@@ -256,17 +300,7 @@ enum Schema {
             started_at INTEGER NOT NULL,
             deadline INTEGER NOT NULL
         );
-        CREATE TABLE value_sets (id INTEGER PRIMARY KEY AUTOINCREMENT, first_row INTEGER, last_row INTEGER);
-        CREATE TABLE set_values (
-            set_id INTEGER NOT NULL,
-            key TEXT NOT NULL,
-            value TEXT NOT NULL,
-            PRIMARY KEY (set_id, key)
-        );
-        CREATE VIEW fetched_values (key, value) AS
-            SELECT key, value FROM set_values WHERE set_id = (SELECT set_id FROM snapshots WHERE kind = 'fetched');
-        CREATE VIEW active_values (key, value) AS
-            SELECT key, value FROM set_values WHERE set_id = (SELECT set_id FROM snapshots WHERE kind = 'active');
+        CREATE TABLE value_sets (id INTEGER PRIMARY KEY AUTOINCREMENT, keys INTEGER NOT NULL DEFAULT 0, data BLOB NOT NULL DEFAULT x'');
         INSERT INTO fetch_state (id) VALUES (1);
         INSERT INTO stale (id, is_set) VALUES (1, 0);
         INSERT INTO value_sets (id) VALUES (1);

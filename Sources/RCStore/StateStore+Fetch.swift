@@ -68,8 +68,7 @@ extension StateStore {
             switch record {
             case let .update(values, templateVersion, etag):
                 // A new value set; the one fetched before goes unless a history entry names it.
-                let set = try newValueSet()
-                try insertValues(values, into: set)
+                let set = try newValueSet(values)
                 try db.run(
                     """
                     INSERT OR REPLACE INTO snapshots (kind, template_version, etag, fetched_at, pending, set_id)
@@ -183,23 +182,23 @@ extension StateStore {
     /// replaced by value set `new` (`.null`: no remote values), in key order as SQLite's BINARY
     /// collation sorts them; with `withValues`, each with its value before and after.
     ///
-    /// One merge of the two sets read in key order (by rowid, ``setRows(_:_:)``, or `new` from
-    /// ``storedSet`` when this transaction stored it), comparing keys and values in place: a key in
-    /// both sets costs no lookup and no copy unless its value changed; a key in one of them is
-    /// compared with its default. The join that did this by three index seeks a key, and the copy
-    /// of the set into a table of its own, were two thirds of a 3,000-key activation; reading back
-    /// the rows just stored, a fifth of the merge (BENCHMARKS.md).
+    /// One merge of the two sets' records read in place in key order (``storedRecord(_:_:)``, or
+    /// `new` from ``storedSet`` when this transaction stored it), comparing keys and values where
+    /// they lie: a key in both sets costs no lookup and no copy unless its value changed; a key in
+    /// one of them is compared with its default. The join that did this by three index seeks a key,
+    /// and the copy of the set into a table of its own, were two thirds of a 3,000-key activation;
+    /// reading back the values just stored, a fifth of the merge (BENCHMARKS.md).
     func valueChanges(from old: SQLValue, to new: SQLValue, withValues: Bool)
         throws(SQLiteError) -> (keys: [String], changes: [KeyChange]?)
     {
         let held = storedSet.flatMap { $0.id == new.integer ? $0 : nil }
-        let before = try setRows(old, "old")
-        defer { before.reset() }
-        let after = held == nil ? try setRows(new, "new") : nil
-        defer { after?.reset() }
+        var before = try storedRecord(old, "old")
+        defer { before.close() }
+        var after = held == nil ? try storedRecord(new, "new") : nil
+        defer { after?.close() }
         var heldPosition = 0
-        func nextNew() throws(SQLiteError) -> NewRow? {
-            guard let held else { return try after?.step().map(NewRow.stored) }
+        func nextNew() throws(SQLiteError) -> NewEntry? {
+            guard let held else { return try after?.reader.next().map(NewEntry.stored) }
             guard heldPosition < held.count else { return nil }
             defer { heldPosition += 1 }
             return .held(held[heldPosition])
@@ -222,31 +221,31 @@ extension StateStore {
             try defaults.bind([.text(key)])
             return try defaults.step()?.text(0)
         }
-        // The remote rows that differ, whatever the defaults say: the reader file's `active_values`
+        // The remote values that differ, whatever the defaults say: the reader file's `active_values`
         // changes by these alone (``SetDelta``).
         var delta = SetDelta(from: old.integer, to: new.integer)
-        var a = try before.step()
+        var a = try before.reader.next()
         var b = try nextNew()
         while a != nil || b != nil {
             let order = if let a, let b { b.keyOrder(of: a) } else { a == nil ? 1 : -1 }
             if order == 0, let was = a, let now = b {
-                if !now.hasValue(of: was) {
+                if !now.hasValue(was.value) {
                     let key = now.key
-                    change(key, old: was.text(1), new: now.value, .remote)
+                    change(key, old: was.valueText, new: now.value, .remote)
                     delta.add(key)
                 }
-                a = try before.step()
+                a = try before.reader.next()
                 b = try nextNew()
                 delta.rows += 1
             } else if order < 0, let was = a {
                 // Gone from the remote values: `get` falls back to the default, if any.
-                let key = was.text(0) ?? ""
+                let key = was.keyText
                 let fallback = try defaultValue(key)
-                if !(fallback.map { was.hasText(1, $0) } ?? false) {
-                    change(key, old: was.text(1), new: fallback, fallback == nil ? nil : .default)
+                if !(fallback.map { NewEntry.held((key, $0)).hasValue(was.value) } ?? false) {
+                    change(key, old: was.valueText, new: fallback, fallback == nil ? nil : .default)
                 }
                 delta.add(key)
-                a = try before.step()
+                a = try before.reader.next()
             } else if let now = b {
                 // New among the remote values: it was its default, if any.
                 let key = now.key
@@ -264,47 +263,49 @@ extension StateStore {
     }
 }
 
-/// The merge's current row of the set activated: read from the database, or held in memory.
-private enum NewRow {
-    case stored(Row)
+/// The merge's current entry of the set activated: read from its record, or held in memory.
+private enum NewEntry {
+    case stored(ValueRecord.Entry)
     case held((key: String, value: String))
 
     var key: String {
         switch self {
-        case let .stored(row): row.text(0) ?? ""
+        case let .stored(entry): entry.keyText
         case let .held(entry): entry.key
         }
     }
 
-    var value: String? {
+    var value: String {
         switch self {
-        case let .stored(row): row.text(1)
+        case let .stored(entry): entry.valueText
         case let .held(entry): entry.value
         }
     }
 
-    /// How `row`'s key (column 0) orders against this row's, as SQLite's BINARY collation does:
+    /// How `entry`'s key orders against this entry's, as SQLite's BINARY collation does:
     /// negative, zero or positive.
-    func keyOrder(of row: Row) -> Int {
+    func keyOrder(of entry: ValueRecord.Entry) -> Int {
         switch self {
-        case let .stored(own): row.compareText(0, with: own, 0)
-        case let .held(entry): row.compareText(0, with: entry.key)
+        case let .stored(own): return ValueRecord.Reader.order(entry.key, own.key)
+        case let .held(own):
+            var key = own.key
+            return key.withUTF8 { ValueRecord.Reader.order(entry.key, UnsafeRawBufferPointer($0)) }
         }
     }
 
-    /// Whether this row's value is `row`'s (column 1), byte for byte.
-    func hasValue(of row: Row) -> Bool {
+    /// Whether this entry's value is `bytes`, byte for byte.
+    func hasValue(_ bytes: UnsafeRawBufferPointer) -> Bool {
         switch self {
-        case let .stored(own): own.compareText(1, with: row, 1) == 0
-        case let .held(entry): row.hasText(1, entry.value)
+        case let .stored(own): return ValueRecord.Reader.order(own.value, bytes) == 0
+        case let .held(own):
+            var value = own.value
+            return value.withUTF8 { ValueRecord.Reader.order(UnsafeRawBufferPointer($0), bytes) == 0 }
         }
     }
 
-    /// Whether this row's value is `text`, byte for byte.
+    /// Whether this entry's value is `text`, byte for byte.
     func hasValue(_ text: String) -> Bool {
-        switch self {
-        case let .stored(own): own.hasText(1, text)
-        case let .held(entry): entry.value.sameBytes(as: text)
-        }
+        var text = text
+        return text.withUTF8 { hasValue(UnsafeRawBufferPointer($0)) }
     }
 }

@@ -197,138 +197,47 @@ extension StateStore {
             """, [version.map(SQLValue.text) ?? .null, .integer(activatedAt ?? now.milliseconds), try activeValueSet()])
     }
 
-    /// A new, empty value set's id.
-    func newValueSet() throws(SQLiteError) -> SQLValue {
-        .integer(try db.query("INSERT INTO value_sets DEFAULT VALUES RETURNING id") { $0.integer(0) ?? 0 }.first ?? 0)
+    /// Stores `values` as a new value set, one record (``ValueRecord``), and returns its id. The
+    /// values are kept as ``storedSet``, for an activation in the same transaction to merge from
+    /// memory and a reader file built after it to copy from there.
+    func newValueSet(_ values: RemoteValues) throws(SQLiteError) -> SQLValue {
+        let id =
+            try db.query(
+                "INSERT INTO value_sets (keys, data) VALUES (?, zeroblob(?)) RETURNING id",
+                [.integer(Int64(values.count)), .integer(Int64(ValueRecord.size(of: values)))]
+            ) { $0.integer(0) ?? 0 }.first ?? 0
+        try ValueRecord.write(values, toSet: id, on: db)
+        storedSet = HeldSet(id: id, values: values)
+        return .integer(id)
     }
 
-    /// Stores `values` as value set `set`, ``RowsInsert/rowsPerStatement`` rows per statement while that
-    /// many are left. One row per statement cost 3 µs a row, most of it starting the statement again
-    /// (its cursors, its seek from the root); a hundred at a time, about 1 µs (BENCHMARKS.md).
-    /// In key order (SQLite's BINARY collation: the bytes, as ``RemoteValues`` holds them), on
-    /// consecutive rowids, and the set says which (``setRows(_:_:)`` reads them by rowid); the rows
-    /// are kept as ``storedSet``, for an activation in the same transaction to merge from memory.
-    func insertValues(_ values: RemoteValues, into set: SQLValue) throws(SQLiteError) {
-        if let (first, last) = try insertRows(values, into: set) {
-            try db.run(
-                "UPDATE value_sets SET first_row = ?, last_row = ? WHERE id = ?",
-                [.integer(first), .integer(last), set])
+    /// Value set `set`'s record (a `.null` set, or one not stored: no keys), read in place by a
+    /// statement of its own for each `side` (two sides are read at once). The statement stays on
+    /// its row while the record is read: the caller resets it (``StoredRecord/close()``).
+    func storedRecord(_ set: SQLValue, _ side: String) throws(SQLiteError) -> StoredRecord {
+        guard let id = set.integer else { return StoredRecord(statement: nil, reader: .empty) }
+        let statement = try db.cachedStatement("SELECT keys, data FROM value_sets AS \(side) WHERE id = ?")
+        try statement.bind([set])
+        guard let row = try statement.step() else {
+            statement.reset()
+            return StoredRecord(statement: nil, reader: .empty)
         }
-        storedSet = HeldSet(id: set.integer, values: values)
+        return StoredRecord(
+            statement: statement, reader: ValueRecord.Reader(row.blob(1), keys: Int(row.integer(0) ?? 0), set: id))
     }
-
-    /// Inserts `rows` into value set `set`, in their order; the first and last rowid when they were
-    /// consecutive (SQLite gives a new row the largest rowid plus one; should it ever not, past
-    /// 2^63 - 1, where it picks at random, the set is read through its index instead).
-    private func insertRows(_ rows: RemoteValues, into set: SQLValue) throws(SQLiteError) -> (Int64, Int64)? {
-        var range: (first: Int64, last: Int64)?
-        var consecutive = true
-        try Self.setValuesInsert.run(rows, on: db, after: [set]) { inserted, batch in
-            if let range, inserted != range.last + Int64(batch) { consecutive = false }
-            range = (range?.first ?? inserted - Int64(batch) + 1, inserted)
-        }
-        guard consecutive, let range else { return nil }
-        return range
-    }
-
-    static let setValuesInsert = RowsInsert("INSERT INTO set_values (set_id, key, value) VALUES ", row: "(?1, ?, ?)")
-
-    /// Value set `set`'s keys and values in key order (a `.null` set: none), from a statement of
-    /// its own for each `side` (two sides are read at once): by rowid when the set says which rows
-    /// hold it, through its index otherwise (a set stored before schema 7).
-    ///
-    /// A range is used only while its first and last rows are the set's: a copy of the database
-    /// that inserts the rows again (`sqlite3 .dump` and a restore) numbers them anew, in the same
-    /// order, and the range then names rows of another set or none. A set's rows stay consecutive
-    /// through such a copy, so its two ends being the set's means the whole range is.
-    func setRows(_ set: SQLValue, _ side: String) throws(SQLiteError) -> Statement {
-        let statement: Statement
-        if let (first, last) = try setRange(set) {
-            statement = try db.cachedStatement(
-                "SELECT key, value FROM set_values AS \(side) WHERE rowid BETWEEN ? AND ?")
-            try statement.bind([.integer(first), .integer(last)])
-        } else {
-            statement = try db.cachedStatement(
-                "SELECT key, value FROM set_values AS \(side) WHERE set_id = ? ORDER BY key")
-            try statement.bind([set])
-        }
-        return statement
-    }
-
-    /// The first and last rowid of value set `set`'s rows, while those two rows are the set's (see
-    /// ``setRows(_:_:)``): `nil` for a set stored before schema 7 or one whose rows were renumbered.
-    func setRange(_ set: SQLValue) throws(SQLiteError) -> (first: Int64, last: Int64)? {
-        let range = try db.query(Self.setRangeSQL, [set]) { ($0.integer(0), $0.integer(1)) }.first
-        guard case let (first?, last?)? = range else { return nil }
-        return (first, last)
-    }
-
-    /// Value set `?1`'s range of rows, when its first and last rows are the set's (``setRows(_:_:)``).
-    private static let setRangeSQL = """
-        SELECT first_row, last_row FROM value_sets AS s WHERE id = ?1
-            AND (SELECT set_id FROM set_values WHERE rowid = s.first_row) = ?1
-            AND (SELECT set_id FROM set_values WHERE rowid = s.last_row) = ?1
-        """
 
     /// Drops the value sets that neither a snapshot nor a history entry names (few: one per kept
-    /// entry and the fetched snapshot). `NOT EXISTS`, not `NOT IN`: both tables are a few rows, and
-    /// `NOT IN` built two temporary b-trees at every fetch (10% of the daemon's CPU for a small one,
-    /// BENCHMARKS.md). Run by ``write(readerVisible:_:)`` before it commits, once, when the body set
-    /// ``setsMayBeUnused``.
-    ///
-    /// Their rows stay until ``collectDroppedSets()``: deleting the 3,000 rows of the set an
-    /// activation pushed out of the history was an eighth of the activation's time (BENCHMARKS.md),
-    /// and nothing reads them any more. Every query names its set, and a set's id is never given
-    /// again (`AUTOINCREMENT`), so rows of a dropped set are never read as another's.
+    /// entry and the fetched snapshot), records and all: a few pages each. `NOT EXISTS`, not
+    /// `NOT IN`: both tables are a few rows, and `NOT IN` built two temporary b-trees at every fetch
+    /// (10% of the daemon's CPU for a small one, BENCHMARKS.md). Run by ``write(readerVisible:_:)``
+    /// before it commits, once, when the body set ``setsMayBeUnused``. A set's id is never given
+    /// again (`AUTOINCREMENT`).
     func dropUnusedValueSets() throws(SQLiteError) {
-        uncommittedDrops += try db.query(
+        try db.run(
             """
             DELETE FROM value_sets WHERE NOT EXISTS (SELECT 1 FROM history WHERE set_id = value_sets.id)
                 AND NOT EXISTS (SELECT 1 FROM snapshots WHERE set_id = value_sets.id)
-            RETURNING id
-            """
-        ) { $0.integer(0) ?? 0 }
-    }
-
-    /// Deletes the rows of the value sets dropped since the last call, in a transaction of its own
-    /// that readers do not see: the daemon runs it after it has answered for the write that dropped
-    /// them. The first call after open looks at every set stored (a seek per set: a few dozen), so
-    /// rows left by a writer that stopped first are found too; later ones at the sets dropped since.
-    ///
-    /// Committed without waiting for the disk (not `durable`): losing this deletion to a power cut
-    /// loses nothing anyone reads, and the next start's sweep finds the rows again. The next
-    /// durable commit's sync writes it out with its own, in order (the log is appended).
-    public func collectDroppedSets() throws(StoreError) {
-        guard hasDroppedSetRows else { return }
-        let sweep = sweepForDroppedSets
-        let candidates = droppedSets
-        try write(readerVisible: false, durable: false) {
-            if sweep {
-                var after = Int64.min
-                while let set = try nextStoredSet(after: after) {
-                    try deleteRowsIfDropped(set)
-                    after = set
-                }
-            } else {
-                for set in candidates { try deleteRowsIfDropped(set) }
-            }
-        }
-        sweepForDroppedSets = false
-        droppedSets.removeFirst(candidates.count)
-    }
-
-    /// Deletes set `set`'s rows unless the set is still stored: the ids come from committed drops
-    /// or from the rows themselves, and a set's row is the only proof it is gone.
-    private func deleteRowsIfDropped(_ set: Int64) throws(SQLiteError) {
-        let kept = try db.query("SELECT 1 FROM value_sets WHERE id = ?", [.integer(set)]) { _ in true }
-        if kept.isEmpty { try db.run("DELETE FROM set_values WHERE set_id = ?", [.integer(set)]) }
-    }
-
-    /// The smallest value set id above `after` that has rows stored: one seek in their index.
-    private func nextStoredSet(after: Int64) throws(SQLiteError) -> Int64? {
-        try db.query("SELECT set_id FROM set_values WHERE set_id > ? ORDER BY set_id LIMIT 1", [.integer(after)]) {
-            $0.integer(0)
-        }.first ?? nil
+            """)
     }
 
     /// Adds the snapshot now active (it names the fetched snapshot's value set) as the newest entry and drops the oldest beyond `keep`, with the value sets
@@ -406,9 +315,9 @@ extension StateStore {
     }
 }
 
-/// An `INSERT` of a document's keys and values, in their order: ``rowsPerStatement`` rows a
-/// statement, the rest one by one, each key and value bound in place (``Statement/runBorrowing(_:)``)
-/// after the values every row shares (bound as `?1`...).
+/// An `INSERT` of a set's keys and values, in their order: ``rowsPerStatement`` rows a statement,
+/// the rest one by one, each key and value bound in place, never copied: from a document's
+/// ``RemoteValues`` (``Statement/runBorrowing(_:)``) or from a stored record.
 struct RowsInsert {
     static let rowsPerStatement = 100
     let single: String
@@ -420,26 +329,46 @@ struct RowsInsert {
         batch = single + String(repeating: ", " + row, count: Self.rowsPerStatement - 1)
     }
 
-    /// Inserts `rows` through `db`, after the values `leading`; `inserted` hears of each
-    /// statement's last rowid and its number of rows.
-    func run(
-        _ rows: RemoteValues, on db: Database, after leading: [SQLValue] = [],
-        inserted: (Int64, Int) -> Void = { _, _ in }
-    ) throws(SQLiteError) {
-        var bound = leading
-        bound.reserveCapacity(leading.count + 2 * Self.rowsPerStatement)
+    /// Inserts `rows` through `db`.
+    func run(_ rows: RemoteValues, on db: Database) throws(SQLiteError) {
+        var bound: [SQLValue] = []
+        bound.reserveCapacity(2 * Self.rowsPerStatement)
         var remaining = rows.count
         var batch = 0
         for (key, value) in rows {
             if batch == 0 { batch = Self.rowsPerStatement <= remaining ? Self.rowsPerStatement : 1 }
             bound.append(.text(key))
             bound.append(.text(value))
-            guard bound.count == leading.count + 2 * batch else { continue }
+            guard bound.count == 2 * batch else { continue }
             try db.cachedStatement(batch == 1 ? single : self.batch).runBorrowing(bound)
-            inserted(db.lastInsertRowID, batch)
             remaining -= batch
             batch = 0
-            bound.removeSubrange(leading.count...)
+            bound.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// Inserts the entries `record` has left through `db`, bound where the record holds them.
+    func run(_ record: inout ValueRecord.Reader, on db: Database) throws(SQLiteError) {
+        var entries: [ValueRecord.Entry] = []
+        entries.reserveCapacity(Self.rowsPerStatement)
+        func insert() throws(SQLiteError) {
+            let statement = try db.cachedStatement(entries.count == 1 ? single : batch)
+            for (index, entry) in entries.enumerated() {
+                try statement.bindBorrowedText(entry.key, at: Int32(2 * index + 1))
+                try statement.bindBorrowedText(entry.value, at: Int32(2 * index + 2))
+            }
+            try statement.runToEnd()
+            entries.removeAll(keepingCapacity: true)
+        }
+        while let entry = try record.next() {
+            entries.append(entry)
+            if entries.count == Self.rowsPerStatement { try insert() }
+        }
+        let rest = entries
+        entries.removeAll(keepingCapacity: true)
+        for entry in rest {
+            entries.append(entry)
+            try insert()
         }
     }
 }
@@ -456,4 +385,14 @@ struct HeldSet {
 
     /// The row at `position` in key order.
     subscript(position: Int) -> (key: String, value: String) { values[position] }
+}
+
+/// A value set's record being read (``StateStore/storedRecord(_:_:)``): its reader, valid while the
+/// statement that read it stays on its row.
+struct StoredRecord {
+    let statement: Statement?
+    var reader: ValueRecord.Reader
+
+    /// Ends the read: the record's bytes are gone from here on.
+    func close() { statement?.reset() }
 }

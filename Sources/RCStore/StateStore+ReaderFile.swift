@@ -233,12 +233,7 @@ extension StateStore {
             if let mirror, mirror.activeSet == active {
                 // The same set: its rows never change.
             } else if let mirror, let delta = lastSetDelta, delta.pays(from: mirror.activeSet, to: active) {
-                for key in delta.keys {
-                    try staging.run("DELETE FROM active_values WHERE key = ?", [.text(key)])
-                    try staging.run(
-                        "INSERT INTO active_values SELECT key, value FROM live.set_values WHERE set_id = ? AND key = ?",
-                        [.of(active), .text(key)])
-                }
+                try apply(delta, to: staging, active: active)
             } else {
                 activeValueCopies += 1
                 try copyActiveValues(into: staging, active: active, fromMemory: false)
@@ -286,17 +281,13 @@ extension StateStore {
 
     /// Copies the active values (value set `active`) whole into `copy`'s `active_values` (the state
     /// database attached as `live`). With `fromMemory`, from the values of the set this write
-    /// stored and committed (``storedSet``) when that set is `active`; otherwise from the state
-    /// database, by rowid when the set says which rows hold it and its two ends are its own (as
-    /// `setRows` reads a set), else through its index. The second statement runs only when the
-    /// first copied nothing: its test of the range is made for each row it reads, and cost a sixth
-    /// of the copy when it copied nothing (BENCHMARKS.md).
+    /// stored and committed (``storedSet``) when that set is `active`; otherwise from its record in
+    /// the state database, read in place.
     ///
-    /// From memory for a reader file built in place (a big document's): a value is then not read
-    /// back whole beside the record that inserts it. For one 4 MB value this copy was the daemon's
-    /// peak, the value three times over (the document's, the one read back, the record): 3.0x the
-    /// document, 2.0x from memory. Not for the staging database: for 3,000 small values, binding
-    /// each from Swift was no cheaper than SQLite's own copy (daemon CPU 1.06x, `bench/template-ab.py`).
+    /// From memory for a reader file built in place (a big document's): the record is then not
+    /// read back whole beside the statements that insert its values. For one 4 MB value this copy
+    /// was the daemon's peak, the value three times over (the document's, the one read back, the
+    /// statement's): 3.0x the document, 2.0x from memory.
     func copyActiveValues(into copy: Database, active: Int64?, fromMemory: Bool) throws(SQLiteError) {
         try copy.run("DELETE FROM active_values")
         if fromMemory, let stored = storedSet, let id = stored.id, id == active {
@@ -304,16 +295,47 @@ extension StateStore {
             activeValueCopiesFromMemory += 1
             return
         }
-        try copy.run(
-            """
-            INSERT INTO active_values SELECT v.key, v.value FROM live.value_sets AS s, live.set_values AS v
-            WHERE s.id = (SELECT set_id FROM live.snapshots WHERE kind = 'active')
-                AND (SELECT set_id FROM live.set_values WHERE rowid = s.first_row) = s.id
-                AND (SELECT set_id FROM live.set_values WHERE rowid = s.last_row) = s.id
-                AND v.rowid BETWEEN s.first_row AND s.last_row
-            """)
-        guard copy.changes == 0 else { return }
-        try copy.run("INSERT INTO active_values SELECT * FROM live.active_values")
+        guard var record = try Self.liveRecord(active, on: copy) else { return }
+        defer { record.close() }
+        try Self.activeValuesInsert.run(&record.reader, on: copy)
+    }
+
+    /// Changes `staging`'s `active_values` by `delta`, to value set `active`'s: each key the delta
+    /// names deleted, then inserted from the set's record (one walk of it: the delta's keys are in
+    /// key order) when the set has it.
+    private func apply(_ delta: SetDelta, to staging: Database, active: Int64?) throws(SQLiteError) {
+        var record = try Self.liveRecord(active, on: staging)
+        defer { record?.close() }
+        var entry = try record?.reader.next()
+        for key in delta.keys {
+            try staging.run("DELETE FROM active_values WHERE key = ?", [.text(key)])
+            let found = try ValueRecord.withBytes(of: key) { (target) throws(SQLiteError) -> ValueRecord.Entry? in
+                while let current = entry, ValueRecord.Reader.order(current.key, target) < 0 {
+                    entry = try record?.reader.next()
+                }
+                guard let current = entry, ValueRecord.Reader.order(current.key, target) == 0 else { return nil }
+                return current
+            }
+            guard let found else { continue }
+            let insert = try staging.cachedStatement(Self.activeValuesInsert.single)
+            try insert.bindBorrowedText(found.key, at: 1)
+            try insert.bindBorrowedText(found.value, at: 2)
+            try insert.runToEnd()
+        }
+    }
+
+    /// Value set `set`'s record in the state database attached to `copy` as `live`, read in place
+    /// (`nil`: no set, or none stored by that id).
+    private static func liveRecord(_ set: Int64?, on copy: Database) throws(SQLiteError) -> StoredRecord? {
+        guard let set else { return nil }
+        let statement = try copy.cachedStatement("SELECT keys, data FROM live.value_sets WHERE id = ?")
+        try statement.bind([.integer(set)])
+        guard let row = try statement.step() else {
+            statement.reset()
+            return nil
+        }
+        return StoredRecord(
+            statement: statement, reader: ValueRecord.Reader(row.blob(1), keys: Int(row.integer(0) ?? 0), set: set))
     }
 
     static let activeValuesInsert = RowsInsert("INSERT INTO active_values (key, value) VALUES ", row: "(?, ?)")
@@ -359,19 +381,19 @@ extension StateStore {
     /// The statements that create the reader file's tables for this state database:
     /// only what readers read. Every reader parses the whole schema before its first statement
     /// (`rcagent get` spent 15% of its instructions there): no value sets, no removed-activity ids,
-    /// no indexes beyond the keys'; the fetched values (never copied here) an empty table of that
-    /// name, the active values (a view of their set in the state database) a table of their own.
+    /// no indexes beyond the keys'; the active values (a record in the state database) a table of
+    /// their own, and the fetched values (never copied here) an empty table of that name.
     func readerSchema() throws(SQLiteError) -> [String] {
         try db.query(
             """
-            SELECT CASE name WHEN 'fetched_values' THEN 'CREATE TABLE fetched_values (key TEXT PRIMARY KEY, value TEXT)'
-                WHEN 'active_values' THEN 'CREATE TABLE active_values (key TEXT PRIMARY KEY, value TEXT NOT NULL)'
-                ELSE sql END
-            FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite%' AND type IN ('table', 'view')
-                AND name NOT IN ('set_values', 'value_sets', 'removed_activities')
+            SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite%' AND type = 'table'
+                AND name NOT IN ('value_sets', 'removed_activities')
             ORDER BY rowid
             """
-        ) { $0.text(0) ?? "" }
+        ) { $0.text(0) ?? "" } + [
+            "CREATE TABLE fetched_values (key TEXT PRIMARY KEY, value TEXT)",
+            "CREATE TABLE active_values (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        ]
     }
 
     /// A new empty file at `prefix` + six random characters with `mode` (0644 for the reader file,

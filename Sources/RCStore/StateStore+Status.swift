@@ -30,22 +30,24 @@ extension StateStore {
     private func readStatus() throws(SQLiteError) -> StoreStatus {
         let deviceId = try db.query("SELECT value FROM meta WHERE key = 'device_id'") { $0.text(0) }.first ?? nil
         let stale = try staleFlag()
-        // Only the migrated state database is sure to have the column (a reader may open an older one).
-        let setColumn = holdsValueSets ? "set_id" : "NULL"
+        // A record's key count in the state database; elsewhere (the reader file, an older state
+        // database a reader opened) the snapshot's values are rows, counted.
+        let keysColumn = holdsValueSets ? "(SELECT keys FROM value_sets WHERE id = snapshots.set_id)" : "NULL"
         func snapshot(_ kind: String, table: String) throws(SQLiteError) -> (SnapshotInfo, Bool) {
             let row = try db.query(
-                "SELECT template_version, etag, \(kind == "active" ? "activated_at" : "fetched_at"), pending, \(setColumn) FROM snapshots WHERE kind = ?",
+                "SELECT template_version, etag, \(kind == "active" ? "activated_at" : "fetched_at"), pending, \(keysColumn) FROM snapshots WHERE kind = ?",
                 [.text(kind)]
             ) { row in
                 (
                     SnapshotInfo(
                         templateVersion: row.text(0), etag: row.text(1), at: row.integer(2).map(Timestamp.init),
-                        keys: 0), row.integer(3) == 1, row.integer(4)
+                        keys: Int(row.integer(4) ?? 0)), row.integer(3) == 1
                 )
             }.first
-            var (info, pending, set) =
-                row ?? (SnapshotInfo(templateVersion: nil, etag: nil, at: nil, keys: 0), false, nil)
-            info.keys = Int(try keyCount(set: set, table: table))
+            var (info, pending) = row ?? (SnapshotInfo(templateVersion: nil, etag: nil, at: nil, keys: 0), false)
+            if !holdsValueSets {
+                info.keys = Int(try db.query("SELECT count(*) FROM \(table)") { $0.integer(0) ?? 0 }.first ?? 0)
+            }
             return (info, pending)
         }
         let (active, _) = try snapshot("active", table: "active_values")
@@ -60,15 +62,5 @@ extension StateStore {
                 throttledUntil: row.integer(4).map(Timestamp.init), backoffStep: Int(row.integer(5) ?? 0),
                 nextFetchAt: row.integer(6).map(Timestamp.init))
         }.first!
-    }
-
-    /// How many keys a snapshot holds (`set`: its value set, `nil` outside the migrated state
-    /// database; `table`: the view or table of its values): the set's size from its range of rows
-    /// while the range holds the set (``setRange(_:)``); counted otherwise. Counting 3,000 rows through the index,
-    /// for each snapshot at every status read after a fetch, was 3.3% of a 3,000-parameter template
-    /// fetch's CPU (BENCHMARKS.md, issue 30).
-    private func keyCount(set: Int64?, table: String) throws(SQLiteError) -> Int64 {
-        if let set, let (first, last) = try setRange(.integer(set)) { return last - first + 1 }
-        return try db.query("SELECT count(*) FROM \(table)") { $0.integer(0) ?? 0 }.first ?? 0
     }
 }

@@ -48,21 +48,14 @@ public final class StateStore {
     /// reader file's copy took them from ``storedSet``: for the tests.
     var activeValueCopies = 0
     var activeValueCopiesFromMemory = 0
-    /// Value sets the transaction under way dropped (``dropUnusedValueSets()``), and those of
-    /// committed transactions whose rows are still stored (``collectDroppedSets()``).
-    var uncommittedDrops: [Int64] = []
-    var droppedSets: [Int64] = []
-    /// Whether rows of sets dropped before this store opened may be stored: a writer may have
-    /// stopped before collecting. The first collection looks at every set stored.
-    var sweepForDroppedSets = true
     /// Whether the write under way stopped naming a value set (a snapshot replaced, history
     /// trimmed): it then drops the sets nothing names any more, once, before it commits.
     var setsMayBeUnused = false
-    /// Whether the rows of a dropped value set may still be stored (``collectDroppedSets()``).
-    public var hasDroppedSetRows: Bool { sweepForDroppedSets || !droppedSets.isEmpty }
     /// Whether a commit leaves its write-ahead log for ``syncLog(_:overlapped:during:)`` to sync (WAL mode).
     var syncsLog = false
-    /// Whether this is the state database, migrated, with its value sets (not the reader file).
+    /// Whether this is the state database at schema 8 or later, its value sets stored as records
+    /// (``ValueRecord``): not the reader file, whose `active_values` is a table, nor an older state
+    /// database a reader opened (its values are rows, read through the views of its schema).
     var holdsValueSets = false
     /// Whether the last reader file was over ``stagingLimit``: the next one is built in place.
     var readerTooBig = false
@@ -102,6 +95,7 @@ public final class StateStore {
         if version > Schema.currentVersion {
             throw .schemaTooNew(found: version, supported: Schema.currentVersion, path: path)
         }
+        store.holdsValueSets = mode != .immutable && version >= 8
         return version == 0 ? nil : store
     }
 
@@ -213,10 +207,7 @@ public final class StateStore {
         try write {
             guard try migrationsDue() else { return }
             // (A new database is made at the current version, ``create(_:owner:)``.)
-            for (index, migration) in Schema.migrations.enumerated().dropFirst(try userVersion()) {
-                try db.execute(migration)
-                try db.execute("PRAGMA user_version = \(index + 1)")
-            }
+            try Schema.migrate(db, from: try userVersion())
             try db.run("INSERT OR IGNORE INTO meta (key, value) VALUES ('device_id', ?)", [.text(DeviceID.generate())])
         }
     }
@@ -235,7 +226,18 @@ public final class StateStore {
     /// The value of `key`: the active snapshot's, else the default's, else `nil`.
     public func value(forKey key: String) throws(StoreError) -> ConfigValue? {
         try Self.wrap { () throws(SQLiteError) in
-            try db.query(
+            if holdsValueSets {
+                let remote = try db.reading { () throws(SQLiteError) -> String? in
+                    var record = try storedRecord(try activeValueSet(), "active")
+                    defer { record.close() }
+                    return try record.reader.value(of: key)
+                }
+                if let remote { return ConfigValue(key: key, text: remote, source: .remote) }
+                return try db.query("SELECT value FROM defaults WHERE key = ?", [.text(key)]) {
+                    ConfigValue(key: key, text: $0.text(0) ?? "", source: .default)
+                }.first
+            }
+            return try db.query(
                 """
                 SELECT value, 1 FROM active_values WHERE key = ?1
                 UNION ALL SELECT value, 0 FROM defaults WHERE key = ?1 LIMIT 1
@@ -249,17 +251,42 @@ public final class StateStore {
     /// Every key of the active snapshot and the defaults, resolved, sorted by key.
     public func allValues(prefix: String = "") throws(StoreError) -> [ConfigValue] {
         try Self.wrap { () throws(SQLiteError) in
-            try db.query(
-                """
-                SELECT key, value, 1 FROM active_values WHERE substr(key, 1, length(?1)) = ?1
-                UNION ALL
-                SELECT key, value, 0 FROM defaults WHERE substr(key, 1, length(?1)) = ?1
-                    AND key NOT IN (SELECT key FROM active_values)
-                ORDER BY 1
-                """, [.text(prefix)]
-            ) { row in
-                ConfigValue(
-                    key: row.text(0) ?? "", text: row.text(1) ?? "", source: row.integer(2) == 1 ? .remote : .default)
+            guard holdsValueSets else {
+                return try db.query(
+                    """
+                    SELECT key, value, 1 FROM active_values WHERE substr(key, 1, length(?1)) = ?1
+                    UNION ALL
+                    SELECT key, value, 0 FROM defaults WHERE substr(key, 1, length(?1)) = ?1
+                        AND key NOT IN (SELECT key FROM active_values)
+                    ORDER BY 1
+                    """, [.text(prefix)]
+                ) { row in
+                    ConfigValue(
+                        key: row.text(0) ?? "", text: row.text(1) ?? "", source: row.integer(2) == 1 ? .remote : .default)
+                }
+            }
+            // The record's keys and the defaults', both in key order, merged: a remote value hides its default.
+            return try db.reading { () throws(SQLiteError) -> [ConfigValue] in
+                let defaults = try db.query(
+                    "SELECT key, value FROM defaults WHERE substr(key, 1, length(?1)) = ?1 ORDER BY key", [.text(prefix)]
+                ) { ConfigValue(key: $0.text(0) ?? "", text: $0.text(1) ?? "", source: .default) }
+                var record = try storedRecord(try activeValueSet(), "active")
+                defer { record.close() }
+                var merged: [ConfigValue] = []
+                var next = 0
+                try ValueRecord.withBytes(of: prefix) { (prefix) throws(SQLiteError) in
+                    while let entry = try record.reader.next() {
+                        guard entry.key.starts(with: prefix) else { continue }
+                        let key = entry.keyText
+                        while next < defaults.count, defaults[next].key.precedesByBytes(key) {
+                            merged.append(defaults[next])
+                            next += 1
+                        }
+                        if next < defaults.count, defaults[next].key.sameBytes(as: key) { next += 1 }
+                        merged.append(ConfigValue(key: key, text: entry.valueText, source: .remote))
+                    }
+                }
+                return merged + defaults[next...]
             }
         }
     }
@@ -326,15 +353,13 @@ public final class StateStore {
         lastSetDelta = nil
         storedSet = nil
         uncommitted = []
-        uncommittedDrops = []
         setsMayBeUnused = false
-        // Events and drops of a transaction that rolled back never happened; a set it stored was
+        // Events of a transaction that rolled back never happened; a set it stored was
         // never committed (its id may be taken again), and one committed is held no longer than
         // the reader file built after it needs it.
         defer {
             storedSet = nil
             uncommitted = []
-            uncommittedDrops = []
         }
         do {
             let rowsBefore = db.totalChanges
@@ -348,7 +373,6 @@ public final class StateStore {
             }
             lastWrite = (Version(own: rowsBefore, others: others), Version(own: db.totalChanges, others: others))
             committed += uncommitted
-            droppedSets += uncommittedDrops
             // A transaction that changed no row (nothing to remove, a flag already set) changed nothing.
             if readerVisible && db.totalChanges != rowsBefore { readerStale = true } else { touchReaderFile() }
             try syncLog(durable, overlapped: readerStale && readerPath != nil) { refreshReaderFile() }

@@ -74,12 +74,11 @@ import Testing
         }
     }
 
-    /// The merge of two sets (each read by rowid, or through its index when it has no range, as a
-    /// set migrated from schema 6) reports what the join it replaced reported, row for row and byte
-    /// for byte: random sets and defaults over keys of every shape (empty, a NUL byte, sharing 16
-    /// bytes or more, multi-byte UTF-8) and values that differ only in their spelling.
-    @Test(arguments: [true, false])
-    func theMergeReportsWhatTheJoinItReplacedReported(byRowid: Bool) throws {
+    /// The merge of two sets' records reports what the join it replaced reported, row for row and
+    /// byte for byte: random sets and defaults over keys of every shape (empty, a NUL byte, sharing
+    /// 16 bytes or more, multi-byte UTF-8) and values that differ only in their spelling. The join
+    /// reads the two sets as decoded from their records on their own (``StoredValueRecord``).
+    @Test func theMergeReportsWhatTheJoinItReplacedReported() throws {
         try TemporaryDirectory.with { (dir) throws in
             let path = dir.file("state.db")
             let store = try StateStore.openForWriting(path: path)
@@ -99,8 +98,6 @@ import Testing
             }
             func bytes(_ text: String?) -> String { text.map { "\(Array($0.utf8))" } ?? "nil" }
             let join = """
-                WITH a(key, value) AS (SELECT key, value FROM active_values),
-                    f(key, value) AS (SELECT key, value FROM fetched_values)
                 SELECT u.key, coalesce(a.value, d.value), coalesce(f.value, d.value),
                     CASE WHEN f.value IS NOT NULL THEN 'remote' WHEN d.value IS NOT NULL THEN 'default' END
                 FROM (SELECT key FROM a UNION SELECT key FROM f) u
@@ -118,7 +115,16 @@ import Testing
                     .update(values: RemoteValues(pick(60)), templateVersion: "b\(round)", etag: nil), at: at,
                     activate: false)
                 let db = try Database(path: path, mode: .readWrite)
-                if !byRowid { try db.execute("UPDATE value_sets SET first_row = NULL, last_row = NULL") }
+                for (table, kind) in [("a", "active"), ("f", "fetched")] {
+                    try db.execute("CREATE TEMP TABLE \(table) (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                    let hex = try db.query(
+                        "SELECT hex(data) FROM value_sets WHERE id = (SELECT set_id FROM snapshots WHERE kind = ?)",
+                        [.text(kind)]
+                    ) { $0.text(0) ?? "" }.first ?? ""
+                    for (key, value) in try #require(StoredValueRecord.decode(hex: hex)) {
+                        try db.run("INSERT INTO \(table) VALUES (?, ?)", [.text(key), .text(value)])
+                    }
+                }
                 let expected = try db.query(join) { row in
                     [bytes(row.text(0)), bytes(row.text(1)), bytes(row.text(2)), row.text(3) ?? "nil"]
                 }

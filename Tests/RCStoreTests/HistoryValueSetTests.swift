@@ -31,21 +31,18 @@ import Testing
                     at: at(Int64(version)),
                     activate: true, recording: ActivationRecording(keep: 3))
                 // Each kept entry names the set its fetch stored: 50 values per entry, no copy. The
-                // set pushed out of the history is dropped at once, its rows when collected.
+                // set pushed out of the history is dropped at once, its record with it.
                 let entries = Int64(min(version, 3))
                 #expect(try count("SELECT count(*) FROM value_sets", path) == entries)
-                #expect(try count("SELECT count(*) FROM set_values", path) == 50 * (entries + (version > 3 ? 1 : 0)))
-                try store.collectDroppedSets()
-                #expect(try count("SELECT count(*) FROM set_values", path) == 50 * entries)
+                #expect(try count("SELECT sum(keys) FROM value_sets", path) == 50 * entries)
             }
             // A fetch not activated replaces the fetched set; the history's sets stay.
             try store.recordFetch(
                 .update(values: RemoteValues(values(7)), templateVersion: "7", etag: nil), at: at(7), activate: false)
             try store.recordFetch(
                 .update(values: RemoteValues(values(8)), templateVersion: "8", etag: nil), at: at(8), activate: false)
-            try store.collectDroppedSets()
             #expect(try count("SELECT count(*) FROM value_sets", path) == 4)
-            #expect(try count("SELECT count(*) FROM set_values", path) == 200)
+            #expect(try count("SELECT sum(keys) FROM value_sets", path) == 200)
             // Every kept entry still rolls back to its own values.
             #expect(try store.rollback(to: "4", at: at(9)).get().changedKeys.count == 50)
             #expect(try store.value(forKey: "k3")?.text == "v3 of 4")
@@ -56,80 +53,56 @@ import Testing
         }
     }
 
-    /// The rows of a dropped set stay until collected, and nothing reads them meanwhile; a writer
-    /// that stopped before collecting leaves them to the next, which finds them by the ids stored.
-    @Test func theRowsOfDroppedSetsAreCollectedLaterEvenByTheNextWriter() throws {
+    /// A dropped set's record goes with it, and its id is never given again: the next set comes
+    /// after every set ever stored.
+    @Test func droppedSetsGoWithTheirRecordsAndTheirIdsAreNotGivenAgain() throws {
         try TemporaryDirectory.with { (dir) throws in
             let path = dir.file("state.db")
             do {
                 let store = try StateStore.openForWriting(path: path)
-                try store.collectDroppedSets()
-                #expect(!store.hasDroppedSetRows)
                 for version in 1...4 {
                     try store.recordFetch(
                         .update(values: RemoteValues(values(version)), templateVersion: "\(version)", etag: nil),
                         at: at(Int64(version)), activate: true, recording: ActivationRecording(keep: 1))
                 }
-                #expect(store.hasDroppedSetRows)
                 #expect(try count("SELECT count(*) FROM value_sets", path) == 1)
-                #expect(try count("SELECT count(*) FROM set_values", path) == 200)
+                #expect(try count("SELECT sum(length(data)) FROM value_sets", path) > 50 * 8)
                 #expect(try store.allValues().map(\.text).sorted() == values(4).values.sorted())
                 #expect(try store.status().active.keys == 50)
             }
             let next = try StateStore.openForWriting(path: path)
-            #expect(next.hasDroppedSetRows, "a new writer cannot know")
-            try next.collectDroppedSets()
-            #expect(!next.hasDroppedSetRows)
-            #expect(try count("SELECT count(*) FROM set_values", path) == 50)
             #expect(try next.allValues().map(\.text).sorted() == values(4).values.sorted())
-            // Ids are never given again: the next set comes after every set ever stored.
             let fourth = try count("SELECT set_id FROM snapshots WHERE kind = 'active'", path)
             try next.recordFetch(
                 .update(values: RemoteValues(values(5)), templateVersion: "5", etag: nil), at: at(5), activate: true,
                 recording: ActivationRecording(keep: 1))
             #expect(try count("SELECT set_id FROM snapshots WHERE kind = 'active'", path) == fourth + 1)
-            #expect(try count("SELECT min(set_id) FROM set_values", path) == fourth)
-            try next.collectDroppedSets()
-            #expect(try count("SELECT count(*) FROM set_values", path) == 50)
+            #expect(try count("SELECT count(*) FROM value_sets", path) == 1)
             #expect(try next.value(forKey: "k7")?.text == "v7 of 5")
             #expect(try next.integrityProblems() == nil)
         }
     }
 
-    /// A set dropped by a transaction that rolled back is still stored: collecting leaves its rows.
-    @Test func aDropThatRolledBackIsNotCollected() throws {
+    /// A set dropped by a transaction that rolled back is still stored, its record whole.
+    @Test func aDropThatRolledBackKeepsTheSet() throws {
         try TemporaryDirectory.with { (dir) throws in
             let path = dir.file("state.db")
             let store = try StateStore.openForWriting(path: path)
             try store.recordFetch(
                 .update(values: RemoteValues(values(1)), templateVersion: "1", etag: nil), at: at(1), activate: true,
                 recording: ActivationRecording(keep: 1))
-            try store.collectDroppedSets()
-            #expect(!store.hasDroppedSetRows)
-
             // Nothing names the set inside this transaction, so it is dropped; then it rolls back.
             #expect(throws: StoreError.self) {
                 try store.write {
                     try store.db.run("DELETE FROM history")
                     try store.db.run("DELETE FROM snapshots")
                     try store.dropUnusedValueSets()
-                    #expect(store.uncommittedDrops.count == 1)
+                    #expect(try store.db.query("SELECT count(*) FROM value_sets") { $0.integer(0) } == [0])
                     throw StoreError.integrityCheckFailed("abandoned on purpose")
                 }
             }
-            #expect(!store.hasDroppedSetRows, "a drop that rolled back is not remembered")
-            try store.collectDroppedSets()
-            #expect(try count("SELECT count(*) FROM set_values", path) == 50)
+            #expect(try count("SELECT sum(keys) FROM value_sets", path) == 50)
             #expect(try store.value(forKey: "k7")?.text == "v7 of 1")
-
-            // A committed drop is collected, by its id.
-            try store.recordFetch(
-                .update(values: RemoteValues(values(2)), templateVersion: "2", etag: nil), at: at(2), activate: true,
-                recording: ActivationRecording(keep: 1))
-            #expect(store.hasDroppedSetRows)
-            try store.collectDroppedSets()
-            #expect(!store.hasDroppedSetRows)
-            #expect(try count("SELECT count(*) FROM set_values", path) == 50)
             #expect(try store.integrityProblems() == nil)
         }
     }
@@ -240,9 +213,9 @@ import Testing
                     at: at(Int64(version)),
                     activate: true, recording: ActivationRecording(keep: 5))
             }
-            #expect(try count("SELECT count(*) FROM set_values", path) == 100)
+            #expect(try count("SELECT sum(keys) FROM value_sets", path) == 100)
             #expect(try store.rollback(at: at(3)).get().changedKeys.count == 50)
-            #expect(try count("SELECT count(*) FROM set_values", path) == 100)
+            #expect(try count("SELECT sum(keys) FROM value_sets", path) == 100)
             #expect(
                 try count(
                     "SELECT set_id FROM snapshots WHERE kind = 'active'", path)
@@ -280,8 +253,8 @@ import Testing
             let store = try StateStore.openForWriting(path: path)
             #expect(try count("PRAGMA user_version", path) == Int64(Schema.currentVersion))
             #expect(
-                try count("SELECT count(*) FROM sqlite_master WHERE name = 'active_values' AND type = 'view'", path)
-                    == 1)
+                try count("SELECT count(*) FROM sqlite_master WHERE name IN ('active_values', 'set_values')", path)
+                    == 0)
             #expect(try store.value(forKey: "url")?.text == "b")
             #expect(try store.value(forKey: "title")?.source == .remote)
             #expect(try store.status().active.keys == 2)
@@ -289,6 +262,55 @@ import Testing
             // The migrated set is the active snapshot's, and a rollback to the entry before it works.
             #expect(try store.rollback(to: "1", at: at(3)).get().changedKeys == ["url"])
             #expect(try store.value(forKey: "url")?.text == "a")
+            #expect(try store.integrityProblems() == nil)
+        }
+    }
+
+    /// A database of schema 7 kept each set's values as rows: migration 8 folds each set into its
+    /// record, byte for byte (a NUL byte, an empty value, spellings Swift's `==` calls equal, rows
+    /// stored out of key order), with every snapshot and history entry still naming its set; rows
+    /// of a set already dropped go with the table.
+    @Test func aSchemaSevenDatabaseFoldsEachSetsRowsIntoItsRecord() throws {
+        try TemporaryDirectory.with { (dir) throws in
+            let path = dir.file("state.db")
+            do {
+                let old = try Database(path: path, mode: .readWrite)
+                try old.execute("PRAGMA journal_mode=WAL")
+                for migration in Schema.migrations.prefix(7) { try old.execute(migration) }
+                try old.execute("PRAGMA user_version = 7")
+                try old.execute(
+                    """
+                    INSERT INTO meta (key, value) VALUES ('device_id', 'dev-1');
+                    INSERT INTO value_sets (id) VALUES (2), (3);
+                    INSERT INTO set_values (set_id, key, value) VALUES
+                        (2, 'url', 'a'), (2, 'caf' || char(233), 'NFC'), (2, 'cafe' || char(769), 'NFD'),
+                        (2, 'empty', ''), (2, 'nul' || char(0) || 'key', 'x' || char(0) || 'y'),
+                        (3, 'url', 'b'), (3, 'title', 'Shop'),
+                        (9, 'url', 'dropped');
+                    INSERT INTO history (id, template_version, activated_at, source, changed_keys, outcome, set_id)
+                        VALUES (1, '1', 1000, 'fetch', 2, 'superseded', 2), (2, '2', 2000, 'fetch', 1, 'active', 3);
+                    INSERT INTO snapshots (kind, template_version, activated_at, set_id) VALUES ('active', '2', 2000, 3);
+                    INSERT INTO snapshots (kind, template_version, fetched_at, pending, set_id) VALUES ('fetched', '2', 2000, 0, 3);
+                    """)
+            }
+            let store = try StateStore.openForWriting(path: path)
+            #expect(try count("PRAGMA user_version", path) == 8)
+            #expect(
+                try count(
+                    "SELECT count(*) FROM sqlite_master WHERE name IN ('set_values', 'active_values', 'fetched_values')",
+                    path) == 0)
+            #expect(try count("SELECT sum(keys) FROM value_sets WHERE id IN (2, 3)", path) == 7)
+            #expect(try store.value(forKey: "url")?.text == "b")
+            #expect(try store.status().active.keys == 2)
+            #expect(try store.rollback(to: "1", at: at(3)).get().changedKeys.count == 6)
+            let expected: [(String, String)] = [
+                ("caf\u{e9}", "NFC"), ("cafe\u{301}", "NFD"), ("empty", ""), ("nul\u{0}key", "x\u{0}y"), ("url", "a"),
+            ]
+            let all = try store.allValues()
+            #expect(all.map { Array($0.key.utf8) } == expected.map { Array($0.0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) })
+            for (key, value) in expected {
+                #expect(try store.value(forKey: key).map { Array($0.text.utf8) } == Array(value.utf8), "\(key)")
+            }
             #expect(try store.integrityProblems() == nil)
         }
     }

@@ -113,14 +113,25 @@ import Testing
         }
     }
 
-    /// The reader file's `active_values` and the state database's, byte for byte, in key order.
+    /// The reader file's `active_values` and the state database's active record (decoded on its
+    /// own, ``StoredValueRecord``), byte for byte, in key order.
     private func expectSameBytes(
         _ store: StateStore, _ path: String, _ step: String, sourceLocation: Testing.SourceLocation = #_sourceLocation
     ) throws {
-        let sql = "SELECT hex(CAST(key AS BLOB)) || ' ' || hex(CAST(value AS BLOB)) FROM active_values ORDER BY key"
         let reader = try Database(path: path, mode: .readOnly)
-        let truth = try store.wrap { () throws(SQLiteError) in try store.db.query(sql) { $0.text(0) ?? "" } }
-        #expect(try reader.query(sql) { $0.text(0) ?? "" } == truth, "\(step)", sourceLocation: sourceLocation)
+        let copied = try reader.query("SELECT hex(CAST(key AS BLOB)), hex(CAST(value AS BLOB)) FROM active_values ORDER BY key") {
+            "\($0.text(0) ?? "") \($0.text(1) ?? "")"
+        }
+        let hex = try store.wrap { () throws(SQLiteError) in
+            try store.db.query(
+                "SELECT hex(data) FROM value_sets WHERE id = (SELECT set_id FROM snapshots WHERE kind = 'active')"
+            ) { $0.text(0) ?? "" }.first ?? ""
+        }
+        func hexOf(_ text: String) -> String {
+            text.utf8.map { ($0 < 16 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined()
+        }
+        let truth = try #require(StoredValueRecord.decode(hex: hex)).map { "\(hexOf($0.key)) \(hexOf($0.value))" }
+        #expect(copied == truth, "\(step)", sourceLocation: sourceLocation)
     }
 
     /// A reader file built in place (too big for the staging database) after an activation in the

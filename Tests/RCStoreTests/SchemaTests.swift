@@ -13,10 +13,7 @@ import Testing
             let migrated = dir.file("migrated.db")
             do {
                 let db = try Database(path: migrated, mode: .readWrite)
-                for (index, migration) in Schema.migrations.enumerated() {
-                    try db.execute(migration)
-                    try db.execute("PRAGMA user_version = \(index + 1)")
-                }
+                try db.transaction { try Schema.migrate(db, from: 0) }
             }
             let fresh = dir.file("state.db")
             _ = try StateStore.openForWriting(path: fresh)

@@ -87,7 +87,7 @@ import Testing
             #expect(
                 tables == [
                     "activities", "defaults", "events", "fetch_state", "history", "meta", "rejected_versions",
-                    "removed_activities", "set_values", "snapshots", "stale", "trial",
+                    "removed_activities", "snapshots", "stale", "trial",
                     "value_sets",
                 ])
             #expect(try store.integrityProblems() == nil)

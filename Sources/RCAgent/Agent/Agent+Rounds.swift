@@ -20,9 +20,7 @@ extension Agent {
                 await round()
                 continue
             }
-            // Nothing to do until an input arrives or the earliest deadline comes: first what the
-            // last writes left for later, their answers sent.
-            writer.collectDroppedSets()
+            // Nothing to do until an input arrives or the earliest deadline comes.
             if let input = await inbox.next(until: loop.scheduler.earliest) { receive(input) }
         }
         for item in loop.scheduler.takePending() { item.reply?(.cancelled) }

@@ -24,7 +24,6 @@ final class StateWriter {
     /// `[Activation]` as configured: how many snapshots history keeps, and whether an activation is
     /// a trial (``HealthCheck`` set) and for how long.
     var activationSettings = ActivationSettings()
-    private var collectFailing = false
 
     init(store: StateStore, hooks: HookRunner, config: AgentConfig, log: Logger) {
         self.store = store
@@ -137,24 +136,6 @@ final class StateWriter {
         let result = try store.rollback(to: version, at: now)
         if case let .success(activation) = result { events.rolledBack(activation) }
         return result
-    }
-
-    /// Deletes the rows of the value sets earlier writes dropped (``StateStore/collectDroppedSets()``):
-    /// the agent calls it when it has nothing else to do, its answers sent. Nothing the status shows
-    /// changes, so the board keeps its status. A failure is logged (once until it succeeds) and the
-    /// next idle moment tries again; the rows harm nobody meanwhile.
-    func collectDroppedSets() {
-        guard store.hasDroppedSetRows else { return }
-        do {
-            try store.collectDroppedSets()
-            board.apply(store.lastWrite) { _ in }
-            collectFailing = false
-        } catch {
-            if !collectFailing {
-                log.warning("Failed to delete the values of dropped value sets (trying again when idle): \(error)")
-            }
-            collectFailing = true
-        }
     }
 
     /// Moves the stored fetch times back by `step` (the wall clock stepped back behind them).

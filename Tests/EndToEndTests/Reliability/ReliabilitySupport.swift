@@ -25,8 +25,18 @@ struct StateSnapshot {
             }
         }
         integrity = try query("PRAGMA integrity_check").map { $0.joined() }.joined(separator: "; ")
-        active = Dictionary(try query("SELECT key, value FROM active_values").map { ($0[0], $0[1]) }) { $1 }
-        fetched = Dictionary(try query("SELECT key, value FROM fetched_values").map { ($0[0], $0[1]) }) { $1 }
+        // Each snapshot's values: its value set's record, decoded here (``StoredValueRecord``).
+        func values(_ kind: String) throws -> [String: String] {
+            let hex = try query(
+                "SELECT hex(data) FROM value_sets WHERE id = (SELECT set_id FROM snapshots WHERE kind = '\(kind)')")
+            guard let record = hex.first?.first else { return [:] }
+            guard let entries = StoredValueRecord.decode(hex: record) else {
+                throw DaemonError("the \(kind) snapshot's record is not well formed")
+            }
+            return Dictionary(entries.map { ($0.key, $0.value) }) { $1 }
+        }
+        active = try values("active")
+        fetched = try values("fetched")
         let versions = Dictionary(
             try query("SELECT kind, coalesce(template_version, '') FROM snapshots").map { ($0[0], $0[1]) }
         ) { $1 }
