@@ -21,7 +21,8 @@ extension StateStore {
         try db.query("PRAGMA data_version") { $0.integer(0) ?? 0 }.first ?? 0
     }
 
-    /// Seven statements in one read transaction: a status of one commit, never parts of two.
+    /// Five statements in one read transaction (seven in the reader file, whose snapshots' keys are
+    /// counted): a status of one commit, never parts of two.
     public func status() throws(StoreError) -> StoreStatus {
         statusReads += 1
         return try Self.wrap { () throws(SQLiteError) in try db.reading(readStatus) }

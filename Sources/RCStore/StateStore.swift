@@ -291,7 +291,7 @@ public final class StateStore {
         }
     }
 
-    /// How many times ``status()`` ran on this store (seven statements each): for the tests that
+    /// How many times ``status()`` ran on this store (five statements each in the state database): for the tests that
     /// count the daemon's reads.
     public internal(set) var statusReads = 0
 
