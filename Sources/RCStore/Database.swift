@@ -430,6 +430,18 @@ final class Statement {
         guard rc == SQLITE_OK else { throw failure(rc) }
     }
 
+    /// Binds `bytes` as a blob to parameter `index` without copying them (`SQLITE_STATIC`): they
+    /// must stay where they are until the statement is reset.
+    func bindBorrowedBlob(_ bytes: UnsafeRawBufferPointer, at index: Int32) throws(SQLiteError) {
+        let rc =
+            if let base = bytes.baseAddress, !bytes.isEmpty {
+                sqlite3_bind_blob(handle, index, base, Int32(bytes.count), nil)
+            } else {
+                sqlite3_bind_zeroblob(handle, index, 0)
+            }
+        guard rc == SQLITE_OK else { throw failure(rc) }
+    }
+
     /// Binds `value` to parameter `index`.
     func bind(_ value: Int64, at index: Int32) throws(SQLiteError) {
         let rc = sqlite3_bind_int64(handle, index, value)

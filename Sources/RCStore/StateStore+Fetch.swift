@@ -50,16 +50,15 @@ extension StateStore {
         var big = false
         if case let .update(values, _, _) = record {
             var bytes = 0
-            var largest = 0
             for (key, value) in values {
                 bytes += key.utf8.count + value.utf8.count
-                largest = max(largest, value.utf8.count)
             }
             big = bytes > Database.bigDocumentBytes
-            // A value over the staging database's limit: the reader file is built in place at once.
-            // Trying the staging first made that value whole in memory (twice: read, then its
-            // record) only to fail at the limit (a 4 MB value: 3.24x the document at the peak, 3.01x).
-            if largest > Self.stagingLimit { readerTooBig = true }
+            // Values over the staging database's limit: the reader file is built in place at once.
+            // Trying the staging first made a big value whole in memory (twice: read, then its
+            // record) only to fail at the limit (a 4 MB value: 3.24x the document at the peak, 3.01x),
+            // and copied many small ones up to the limit for nothing.
+            if bytes > Self.stagingLimit { readerTooBig = true }
         }
         if big { Database.limitCacheMemory(Database.bigDocumentCacheMemoryLimit) }
         defer { if big { Database.limitCacheMemory() } }

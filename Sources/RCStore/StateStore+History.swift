@@ -200,13 +200,38 @@ extension StateStore {
     /// Stores `values` as a new value set, one record (``ValueRecord``), and returns its id. The
     /// values are kept as ``storedSet``, for an activation in the same transaction to merge from
     /// memory and a reader file built after it to copy from there.
+    ///
+    /// A record up to ``Database/bigDocumentBytes`` (a 3,000-key template's is about 100 KiB) is
+    /// made in memory and bound whole; a bigger one is made to its size and written a chunk at a time
+    /// (``ValueRecord/write(_:toSet:on:)``), never whole in memory. That way costs a statement SQLite
+    /// compiles for the blob's handle at each write.
     func newValueSet(_ values: RemoteValues) throws(SQLiteError) -> SQLValue {
-        let id =
-            try db.query(
-                "INSERT INTO value_sets (keys, data) VALUES (?, zeroblob(?)) RETURNING id",
-                [.integer(Int64(values.count)), .integer(Int64(ValueRecord.size(of: values)))]
-            ) { $0.integer(0) ?? 0 }.first ?? 0
-        try ValueRecord.write(values, toSet: id, on: db)
+        let size = ValueRecord.size(of: values)
+        let keys = SQLValue.integer(Int64(values.count))
+        var id: Int64 = 0
+        if size <= Database.bigDocumentBytes {
+            let insert = try db.cachedStatement("INSERT INTO value_sets (keys, data) VALUES (?, ?) RETURNING id")
+            defer { insert.reset() }
+            try insert.bind([keys])
+            var written = false
+            // Room for the whole record and a length more: handed over once.
+            try ValueRecord.encode(values, chunk: size + 16) { (record, _) throws(SQLiteError) in
+                try insert.bindBorrowedBlob(record, at: 2)
+                id = try insert.step()?.integer(0) ?? 0
+                written = true
+            }
+            if !written {  // no keys: an empty record
+                try insert.bindBorrowedBlob(UnsafeRawBufferPointer(start: nil, count: 0), at: 2)
+                id = try insert.step()?.integer(0) ?? 0
+            }
+        } else {
+            id =
+                try db.query(
+                    "INSERT INTO value_sets (keys, data) VALUES (?, zeroblob(?)) RETURNING id",
+                    [keys, .integer(Int64(size))]
+                ) { $0.integer(0) ?? 0 }.first ?? 0
+            try ValueRecord.write(values, toSet: id, on: db)
+        }
         storedSet = HeldSet(id: id, values: values)
         return .integer(id)
     }

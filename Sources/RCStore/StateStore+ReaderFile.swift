@@ -196,7 +196,7 @@ extension StateStore {
             try copy.run("ATTACH DATABASE ? AS live", [.text(self.path)])  // not allowed inside a transaction
             try copy.run("BEGIN")
             for statement in Self.stateCopy + Self.defaultsCopy { try copy.run(statement) }
-            try copyActiveValues(into: copy, active: try Self.activeSet(of: copy), fromMemory: true)
+            try copyActiveValues(into: copy, active: try Self.activeSet(of: copy))
             try copy.run("COMMIT")
             try copy.execute("DETACH DATABASE live")
         }
@@ -236,7 +236,7 @@ extension StateStore {
                 try apply(delta, to: staging, active: active)
             } else {
                 activeValueCopies += 1
-                try copyActiveValues(into: staging, active: active, fromMemory: false)
+                try copyActiveValues(into: staging, active: active)
             }
             try staging.run("COMMIT")
             readerMirror = ReaderMirror(activeSet: active, others: others)
@@ -280,17 +280,17 @@ extension StateStore {
     }
 
     /// Copies the active values (value set `active`) whole into `copy`'s `active_values` (the state
-    /// database attached as `live`). With `fromMemory`, from the values of the set this write
-    /// stored and committed (``storedSet``) when that set is `active`; otherwise from its record in
-    /// the state database, read in place.
+    /// database attached as `live`): from the values of the set this write stored and committed
+    /// (``storedSet``) when that set is `active`, otherwise from its record in the state database,
+    /// read in place.
     ///
-    /// From memory for a reader file built in place (a big document's): the record is then not
-    /// read back whole beside the statements that insert its values. For one 4 MB value this copy
-    /// was the daemon's peak, the value three times over (the document's, the one read back, the
-    /// statement's): 3.0x the document, 2.0x from memory.
-    func copyActiveValues(into copy: Database, active: Int64?, fromMemory: Bool) throws(SQLiteError) {
+    /// From memory whenever the write stored the set: its record is then not read back whole beside
+    /// the document's own values. Read back, a 4 MiB document's record was the daemon's peak (3.79x
+    /// the document for 44,000 keys, `bench/bigdoc.py`); for one 4 MB value, read back as rows, the
+    /// value three times over (3.0x; 2.0x from memory).
+    func copyActiveValues(into copy: Database, active: Int64?) throws(SQLiteError) {
         try copy.run("DELETE FROM active_values")
-        if fromMemory, let stored = storedSet, let id = stored.id, id == active {
+        if let stored = storedSet, let id = stored.id, id == active {
             try Self.activeValuesInsert.run(stored.values, on: copy)
             activeValueCopiesFromMemory += 1
             return

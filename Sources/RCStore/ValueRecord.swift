@@ -10,6 +10,9 @@ import RCCore
 /// 3,000-parameter fetch's CPU; as one record the insert and the delete are each a few overflow
 /// pages (`bench/set-layouts.py`, BENCHMARKS.md, issue 30).
 enum ValueRecord {
+    /// The most bytes ``encode(_:chunk:to:)`` hands over at once, by default.
+    static let chunk = 64 << 10
+
     /// The record's size in bytes for `values`.
     static func size(of values: RemoteValues) -> Int {
         var size = 0
@@ -25,7 +28,7 @@ enum ValueRecord {
     /// its offset in the record: a big document's record is never whole in memory. Texts longer
     /// than a chunk go through it in pieces.
     static func encode(
-        _ values: RemoteValues, chunk: Int = 64 << 10,
+        _ values: RemoteValues, chunk: Int = Self.chunk,
         to write: (UnsafeRawBufferPointer, Int) throws(SQLiteError) -> Void
     ) throws(SQLiteError) {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(chunk, 16), alignment: 1)

@@ -134,9 +134,9 @@ import Testing
         #expect(copied == truth, "\(step)", sourceLocation: sourceLocation)
     }
 
-    /// A reader file built in place (too big for the staging database) after an activation in the
-    /// write that stored its values takes them from memory (the set is not read back whole); any
-    /// other copy reads the state database. Either way the file holds the same bytes: keys and
+    /// A reader file built after an activation in the write that stored its values takes them from
+    /// memory (the set's record is not read back whole), in place (too big for the staging
+    /// database) or staged; any other copy reads the set's record. Either way the file holds the same bytes: keys and
     /// values with NUL bytes, empty values, keys sharing their first 16 bytes, spellings Swift's
     /// `==` calls equal, more rows than one statement inserts.
     @Test func aBigActivationsOwnValuesAreCopiedFromMemoryAndExactly() throws {
@@ -184,12 +184,12 @@ import Testing
             #expect(store.activeValueCopiesFromMemory == 1)
             try expectSameBytes(store, path, "activated after a failed activation")
             // Small again: built in place once more (from memory), then in the staging database,
-            // which copies from the state database.
+            // from memory too.
             try activate(RemoteValues(values("small")), 4)
             #expect(!store.readerTooBig && store.activeValueCopiesFromMemory == 2)
             try expectSameBytes(store, path, "a small state, built in place")
             try activate(RemoteValues(values("small again")), 5)
-            #expect(store.readerStaging != nil && store.activeValueCopiesFromMemory == 2)
+            #expect(store.readerStaging != nil && store.activeValueCopiesFromMemory == 3)
             try expectSameBytes(store, path, "a small state, staged")
         }
     }
