@@ -293,6 +293,11 @@ import Testing
                     INSERT INTO snapshots (kind, template_version, fetched_at, pending, set_id) VALUES ('fetched', '2', 2000, 0, 3);
                     """)
             }
+            // A newer `rcagent` reads it as it is until the daemon migrates it: rows, through its views.
+            let early = try #require(try StateStore.openForReading(path: path))
+            #expect(try early.value(forKey: "url")?.text == "b")
+            #expect(try early.allValues().map(\.key) == ["title", "url"])
+            #expect(try early.status().active.keys == 2)
             let store = try StateStore.openForWriting(path: path)
             #expect(try count("PRAGMA user_version", path) == 8)
             #expect(
