@@ -73,7 +73,10 @@ public enum Daemon {
         // First, before anything starts: a SIGTERM from now on is a stop, however early.
         let lifecycle = try Lifecycle(signals: [SIGTERM, SIGINT, SIGHUP])
         let notifier = SystemdNotifier()
-        // Before touching the state: a live daemon on our socket owns it.
+        // Before touching the state: one daemon per state directory, held until this process ends,
+        // and a live daemon on our socket owns it.
+        let lock = try DaemonLock(config: config, log: log)
+        defer { withExtendedLifetime(lock) {} }
         if UnixSocket.answers(config.socket) {
             throw SystemError("bind \(config.socket) (another rcagentd is running there)", errno: EADDRINUSE)
         }

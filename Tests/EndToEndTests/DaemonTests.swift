@@ -204,16 +204,52 @@ import Testing
         daemon.stop()
     }
 
+    /// A second daemon with a state directory of its own but the running one's socket stops at
+    /// the socket (one with the same state directory stops earlier, at its lock: below).
     @Test func aSecondDaemonDoesNotTakeTheSocketOfARunningOne() throws {
         let sandbox = try Sandbox()
         try sandbox.publish(Sandbox.document(version: 1))
         let first = try sandbox.startDaemon()
-        let second = try DaemonProcess(sandbox)
+        let config = try String(contentsOfFile: sandbox.configPath, encoding: .utf8)
+        let otherConfig = sandbox.root.appendingPathComponent("other.conf").path
+        try config.replacingOccurrences(of: "StateDirectory=\(sandbox.statePath)", with: "StateDirectory=\(sandbox.statePath)2")
+            .write(toFile: otherConfig, atomically: true, encoding: .utf8)
+        let second = try DaemonProcess(sandbox, arguments: ["--config", otherConfig])
         second.process.waitUntilExit()
         #expect(second.process.terminationStatus == 1)
         #expect(second.log.contains("another rcagentd is running there"), "\(second.log)")
         #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0, "the first daemon still answers")
         first.stop()
+    }
+
+    /// A second daemon on the same state directory stops at its lock, whatever socket it names
+    /// (another socket: without the lock it would have run beside the first), and the first runs
+    /// on. The lock goes with the first daemon's process: a third, started after it, runs.
+    @Test func aSecondDaemonOnTheSameStateDirectoryStopsAtItsLock() throws {
+        let sandbox = try Sandbox()
+        try sandbox.publish(Sandbox.document(version: 1))
+        let first = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--wait").status == 0)
+        let otherSocket = sandbox.root.appendingPathComponent("other.sock").path
+        let config = try String(contentsOfFile: sandbox.configPath, encoding: .utf8)
+        try #require(config.contains("Socket=\(sandbox.socketPath)"), "\(config)")
+        let otherConfig = sandbox.root.appendingPathComponent("other.conf").path
+        try config.replacingOccurrences(of: "Socket=\(sandbox.socketPath)", with: "Socket=\(otherSocket)")
+            .write(toFile: otherConfig, atomically: true, encoding: .utf8)
+        let second = try DaemonProcess(sandbox, arguments: ["--config", otherConfig])
+        // Bounded: a second daemon that is not stopped runs until killed.
+        let exited = eventually { !second.process.isRunning }
+        #expect(exited, "the second daemon runs: \(second.log)")
+        #expect(second.stop() == 1)
+        #expect(
+            second.log.contains("another rcagentd is running on \(sandbox.statePath)"),
+            "\(second.log)")
+        #expect(!FileManager.default.fileExists(atPath: otherSocket), "it never bound its socket")
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0, "the first daemon still answers")
+        first.stop()
+        let third = try sandbox.startDaemon()
+        #expect(try sandbox.cli("fetch", "--force", "--wait").status == 0, "the lock went with the first")
+        third.stop()
     }
 
     @Test func globalConfigOptionMayComeBeforeTheCommand() throws {
