@@ -90,11 +90,11 @@ jq -r '
     min_ms: (.min | ms), max_ms: (.max | ms), runs: (.times | length), rcagent_ratio: ($a / .mean * 1000 | round / 1000)}})
     | from_entries) as $peers |
   ($interleaved[0].ratios["new / sqlite3"]) as $ratio |
-  [{id: "get.ratio_sqlite3", figure: "rcagent get / sqlite3 select (3,000 keys, interleaved, median of 5 runs)",
+  [{id: "get.ratio_sqlite3", figure: "rcagent get / sqlite3 select on reader.db (3,000 keys, interleaved, median of 5 runs)",
     value: ($ratio.median * 1000 | round / 1000), unit: "x", target: {op: "<=", value: 1.15},
     note: ("bench/get-ab.py: 300 rounds a run in a random order, ratio of medians; runs: "
       + ($ratio.runs | map(. * 1000 | round / 1000 | tostring) | join(", ")))},
-   {id: "get.ratio_sqlite3_hyperfine", figure: "rcagent get / sqlite3 select (3,000 keys, one hyperfine run)",
+   {id: "get.ratio_sqlite3_hyperfine", figure: "rcagent get / sqlite3 select on reader.db (3,000 keys, one hyperfine run)",
     value: ($a / .results[1].mean * 1000 | round / 1000), unit: "x", target: null, peers: $peers,
     note: "hyperfine -N, 20 warm-up and 300 measured runs; the database checkpointed first"}]
   + [.results[] | select(.command == "baseline get") | {id: "get.ratio_baseline",
