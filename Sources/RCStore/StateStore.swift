@@ -262,13 +262,15 @@ public final class StateStore {
                     """, [.text(prefix)]
                 ) { row in
                     ConfigValue(
-                        key: row.text(0) ?? "", text: row.text(1) ?? "", source: row.integer(2) == 1 ? .remote : .default)
+                        key: row.text(0) ?? "", text: row.text(1) ?? "",
+                        source: row.integer(2) == 1 ? .remote : .default)
                 }
             }
             // The record's keys and the defaults', both in key order, merged: a remote value hides its default.
             return try db.reading { () throws(SQLiteError) -> [ConfigValue] in
                 let defaults = try db.query(
-                    "SELECT key, value FROM defaults WHERE substr(key, 1, length(?1)) = ?1 ORDER BY key", [.text(prefix)]
+                    "SELECT key, value FROM defaults WHERE substr(key, 1, length(?1)) = ?1 ORDER BY key",
+                    [.text(prefix)]
                 ) { ConfigValue(key: $0.text(0) ?? "", text: $0.text(1) ?? "", source: .default) }
                 var record = try storedRecord(try activeValueSet(), "active")
                 defer { record.close() }

@@ -212,8 +212,10 @@ import Testing
         let first = try sandbox.startDaemon()
         let config = try String(contentsOfFile: sandbox.configPath, encoding: .utf8)
         let otherConfig = sandbox.root.appendingPathComponent("other.conf").path
-        try config.replacingOccurrences(of: "StateDirectory=\(sandbox.statePath)", with: "StateDirectory=\(sandbox.statePath)2")
-            .write(toFile: otherConfig, atomically: true, encoding: .utf8)
+        try config.replacingOccurrences(
+            of: "StateDirectory=\(sandbox.statePath)", with: "StateDirectory=\(sandbox.statePath)2"
+        )
+        .write(toFile: otherConfig, atomically: true, encoding: .utf8)
         let second = try DaemonProcess(sandbox, arguments: ["--config", otherConfig])
         second.process.waitUntilExit()
         #expect(second.process.terminationStatus == 1)

@@ -117,10 +117,11 @@ import Testing
                 let db = try Database(path: path, mode: .readWrite)
                 for (table, kind) in [("a", "active"), ("f", "fetched")] {
                     try db.execute("CREATE TEMP TABLE \(table) (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-                    let hex = try db.query(
-                        "SELECT hex(data) FROM value_sets WHERE id = (SELECT set_id FROM snapshots WHERE kind = ?)",
-                        [.text(kind)]
-                    ) { $0.text(0) ?? "" }.first ?? ""
+                    let hex =
+                        try db.query(
+                            "SELECT hex(data) FROM value_sets WHERE id = (SELECT set_id FROM snapshots WHERE kind = ?)",
+                            [.text(kind)]
+                        ) { $0.text(0) ?? "" }.first ?? ""
                     for (key, value) in try #require(StoredValueRecord.decode(hex: hex)) {
                         try db.run("INSERT INTO \(table) VALUES (?, ?)", [.text(key), .text(value)])
                     }

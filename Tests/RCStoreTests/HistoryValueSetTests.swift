@@ -312,7 +312,9 @@ import Testing
                 ("caf\u{e9}", "NFC"), ("cafe\u{301}", "NFD"), ("empty", ""), ("nul\u{0}key", "x\u{0}y"), ("url", "a"),
             ]
             let all = try store.allValues()
-            #expect(all.map { Array($0.key.utf8) } == expected.map { Array($0.0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) })
+            #expect(
+                all.map { Array($0.key.utf8) }
+                    == expected.map { Array($0.0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) })
             for (key, value) in expected {
                 #expect(try store.value(forKey: key).map { Array($0.text.utf8) } == Array(value.utf8), "\(key)")
             }

@@ -119,7 +119,9 @@ import Testing
         _ store: StateStore, _ path: String, _ step: String, sourceLocation: Testing.SourceLocation = #_sourceLocation
     ) throws {
         let reader = try Database(path: path, mode: .readOnly)
-        let copied = try reader.query("SELECT hex(CAST(key AS BLOB)), hex(CAST(value AS BLOB)) FROM active_values ORDER BY key") {
+        let copied = try reader.query(
+            "SELECT hex(CAST(key AS BLOB)), hex(CAST(value AS BLOB)) FROM active_values ORDER BY key"
+        ) {
             "\($0.text(0) ?? "") \($0.text(1) ?? "")"
         }
         let hex = try store.wrap { () throws(SQLiteError) in

@@ -45,7 +45,9 @@ import Testing
         try TemporaryDirectory.with { (dir) throws in
             let path = dir.file("state.db")
             let store = try StateStore.openForWriting(path: path)
-            var values: [String: String] = ["nul\u{0}key": "nul\u{0}value", "empty": "", "big": String(repeating: "x", count: 300)]
+            var values: [String: String] = [
+                "nul\u{0}key": "nul\u{0}value", "empty": "", "big": String(repeating: "x", count: 300),
+            ]
             for (index, key) in Self.awkwardKeys.enumerated() { values[key] = "v\(index)" }
             for index in 0..<307 { values["k\(index)"] = "n\(index)" }
             try store.recordFetch(
@@ -59,14 +61,19 @@ import Testing
                 ) { ($0.text(0) ?? "", $0.integer(1) ?? -1) }.first)
             let stored = try #require(StoredValueRecord.decode(hex: hex))
             #expect(keys == Int64(values.count))
-            #expect(stored.map { Array($0.key.utf8) } == values.keys.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) })
+            #expect(
+                stored.map { Array($0.key.utf8) }
+                    == values.keys.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) })
             #expect(stored.allSatisfy { entry in values[entry.key].map { Array($0.utf8) } == Array(entry.value.utf8) })
             // Every value as the store reads it, and the whole list, byte for byte.
-            for (key, value) in values { #expect(try store.value(forKey: key).map { Array($0.text.utf8) } == Array(value.utf8)) }
+            for (key, value) in values {
+                #expect(try store.value(forKey: key).map { Array($0.text.utf8) } == Array(value.utf8))
+            }
             #expect(try store.value(forKey: "k99x") == nil)
             let all = try store.allValues()
             #expect(all.map { Array($0.key.utf8) } == stored.map { Array($0.key.utf8) })
-            #expect(try store.allValues(prefix: "k1").count == values.keys.filter { $0.utf8.starts(with: "k1".utf8) }.count)
+            #expect(
+                try store.allValues(prefix: "k1").count == values.keys.filter { $0.utf8.starts(with: "k1".utf8) }.count)
         }
     }
 
@@ -154,20 +161,26 @@ import Testing
         #expect(whole.count == ValueRecord.size(of: values))
         #expect(try encoded(16) == whole)
         #expect(try encoded(17) == whole)
-        let hex = whole.map { String($0, radix: 16, uppercase: true).count == 1 ? "0" + String($0, radix: 16, uppercase: true) : String($0, radix: 16, uppercase: true) }.joined()
-        #expect(StoredValueRecord.decode(hex: hex)?.map { "\($0.key)=\($0.value)" } == values.map { "\($0.key)=\($0.value)" })
+        let hex = whole.map {
+            String($0, radix: 16, uppercase: true).count == 1
+                ? "0" + String($0, radix: 16, uppercase: true) : String($0, radix: 16, uppercase: true)
+        }.joined()
+        #expect(
+            StoredValueRecord.decode(hex: hex)?.map { "\($0.key)=\($0.value)" }
+                == values.map { "\($0.key)=\($0.value)" })
     }
 
     /// A record cut short, holding another number of keys than its row says, or with a length that
     /// runs past its end or never ends, is SQLITE_CORRUPT naming the set and the byte: never a
     /// crash, a read past the record, or a wrong value.
-    @Test(arguments: [
-        ("cut short", [3, 0x61, 0x62], 1, "at byte 0: a text of 3 bytes runs past its end"),
-        ("no value", [1, 0x61], 1, "at byte 2: a length runs past its end"),
-        ("fewer keys", [1, 0x61, 1, 0x62], 2, "it ends after 1 of its 2 keys"),
-        ("more keys", [1, 0x61, 1, 0x62, 0, 0], 1, "it ends after 2 of its 1 keys"),
-        ("endless length", [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01], 1, "at byte 0: a length is too long"),
-    ] as [(String, [UInt8], Int, String)])
+    @Test(
+        arguments: [
+            ("cut short", [3, 0x61, 0x62], 1, "at byte 0: a text of 3 bytes runs past its end"),
+            ("no value", [1, 0x61], 1, "at byte 2: a length runs past its end"),
+            ("fewer keys", [1, 0x61, 1, 0x62], 2, "it ends after 1 of its 2 keys"),
+            ("more keys", [1, 0x61, 1, 0x62, 0, 0], 1, "it ends after 2 of its 1 keys"),
+            ("endless length", [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01], 1, "at byte 0: a length is too long"),
+        ] as [(String, [UInt8], Int, String)])
     func aDamagedRecordIsAnErrorNamingIt(_ name: String, bytes: [UInt8], keys: Int, problem: String) throws {
         let failure = bytes.withUnsafeBytes { record -> SQLiteError? in
             var reader = ValueRecord.Reader(record, keys: keys, set: 42)
@@ -196,7 +209,8 @@ import Testing
                 .update(values: ["a": "1", "b": "2"], templateVersion: "1", etag: nil), at: Timestamp(milliseconds: 1),
                 activate: true)
             try Database(path: path, mode: .readWrite).execute(
-                "UPDATE value_sets SET data = substr(data, 1, 3) WHERE id = (SELECT set_id FROM snapshots WHERE kind = 'active')")
+                "UPDATE value_sets SET data = substr(data, 1, 3) WHERE id = (SELECT set_id FROM snapshots WHERE kind = 'active')"
+            )
             #expect {
                 try store.value(forKey: "b")
             } throws: { "\($0)".contains("is damaged") }
