@@ -15,23 +15,37 @@ import RCSystem
 final class DaemonLock: Sendable {
     static let fileName = "rcagentd.lock"
 
-    /// Open while the lock is held (close-on-exec: no hook or helper inherits it).
+    /// The locked file's descriptor (close-on-exec: no hook or helper inherits it). Never closed:
+    /// the lock lasts until the process ends, past the return of `Daemon.run` (a fetch abandoned by
+    /// a late stop may still commit until `exit`).
     private let descriptor: Int32
 
     /// Takes the lock for `config`'s state directory, creating the directory (as the database's
-    /// open would) and the lock file (0600) when missing. Throws when another process holds it,
-    /// naming the file; a file system without `flock` (some network ones) runs without the lock,
-    /// as before it, after a warning.
+    /// open would) and the lock file when missing: 0600, and the directory owner's when root makes
+    /// it for the daemon's user (as the database), so that neither another user can take the lock
+    /// (a file others may open, they could lock, and no daemon would start) nor root's file keep
+    /// the service's user out. Throws when another process holds it, naming the file; a file
+    /// system without `flock` (some network ones) runs without the lock, as before it, after a
+    /// warning.
     init?(config: AgentConfig, log: Logger) throws(SystemError) {
         let path = config.stateDirectory + "/" + Self.fileName
         try FileBytes.makeDirectories(
             config.stateDirectory, whenRefused: FileBytes.createItHint(config.stateDirectory))
-        let fd = Posix.retrying { open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0o600) }
+        // Read-only: `flock` needs no more. O_NONBLOCK: a FIFO planted here does not block the open.
+        let fd = Posix.retrying {
+            open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0o600)
+        }
         guard fd >= 0 else { throw SystemError("open \(path)") }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
             close(fd)
             throw SystemError("lock \(path) (it is not a regular file)", errno: EEXIST)
+        }
+        var directory = stat()
+        if geteuid() == 0, stat(config.stateDirectory, &directory) == 0, directory.st_uid != 0,
+            info.st_uid != directory.st_uid
+        {
+            _ = fchown(fd, directory.st_uid, directory.st_gid)
         }
         guard Posix.retrying({ flock(fd, LOCK_EX | LOCK_NB) }) == 0 else {
             let failure = errno
@@ -47,6 +61,4 @@ final class DaemonLock: Sendable {
         }
         descriptor = fd
     }
-
-    deinit { close(descriptor) }
 }

@@ -172,11 +172,14 @@ enum Schema {
             SELECT key, value FROM set_values WHERE set_id = (SELECT set_id FROM snapshots WHERE kind = 'active');
         """,
         // 8: each value set is one record (``ValueRecord``): its keys and values in the set's row,
-        // not a row a key. ``foldValueRows(_:)`` then fills the records from the rows and drops them
-        // (``valueRowsDropped``), with the views over them and the rows' range.
+        // not a row a key. The rows' range goes first (dropping a column rewrites the table: while
+        // the records are empty, not after); ``foldValueRows(_:)`` then fills the records from the
+        // rows and drops them (``valueRowsDropped``), with the views over them.
         """
         ALTER TABLE value_sets ADD COLUMN keys INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE value_sets ADD COLUMN data BLOB NOT NULL DEFAULT x'';
+        ALTER TABLE value_sets DROP COLUMN first_row;
+        ALTER TABLE value_sets DROP COLUMN last_row;
         """,
     ]
 
@@ -213,8 +216,6 @@ enum Schema {
         DROP VIEW fetched_values;
         DROP VIEW active_values;
         DROP TABLE set_values;
-        ALTER TABLE value_sets DROP COLUMN first_row;
-        ALTER TABLE value_sets DROP COLUMN last_row;
         """
 
     /// What ``migrations`` leave in a new, empty database, in one script: the schema as

@@ -227,15 +227,17 @@ public final class StateStore {
     public func value(forKey key: String) throws(StoreError) -> ConfigValue? {
         try Self.wrap { () throws(SQLiteError) in
             if holdsValueSets {
-                let remote = try db.reading { () throws(SQLiteError) -> String? in
+                // One read transaction: the record and the defaults of one commit.
+                return try db.reading { () throws(SQLiteError) -> ConfigValue? in
                     var record = try storedRecord(try activeValueSet(), "active")
                     defer { record.close() }
-                    return try record.reader.value(of: key)
+                    if let remote = try record.reader.value(of: key) {
+                        return ConfigValue(key: key, text: remote, source: .remote)
+                    }
+                    return try db.query("SELECT value FROM defaults WHERE key = ?", [.text(key)]) {
+                        ConfigValue(key: key, text: $0.text(0) ?? "", source: .default)
+                    }.first
                 }
-                if let remote { return ConfigValue(key: key, text: remote, source: .remote) }
-                return try db.query("SELECT value FROM defaults WHERE key = ?", [.text(key)]) {
-                    ConfigValue(key: key, text: $0.text(0) ?? "", source: .default)
-                }.first
             }
             return try db.query(
                 """

@@ -109,15 +109,16 @@ enum ValueRecord {
         var valueText: String { String(decoding: value, as: UTF8.self) }
     }
 
-    /// Walks a record's entries in order. A record whose lengths run past its end, or that holds
-    /// another number of keys than its row says, is damage: SQLITE_CORRUPT, naming the set and the
-    /// byte, as SQLite names damage it finds itself.
+    /// Walks a record's entries in order. A record whose lengths run past its end, whose keys are
+    /// out of order, or that holds another number of keys than its row says, is damage:
+    /// SQLITE_CORRUPT, naming the set and the byte, as SQLite names damage it finds itself.
     struct Reader {
         private let bytes: UnsafeRawBufferPointer
         private let keys: Int
         private let set: Int64
         private var offset = 0
         private var read = 0
+        private var previous: UnsafeRawBufferPointer?
 
         /// A reader of no entries.
         static var empty: Reader { Reader(UnsafeRawBufferPointer(start: nil, count: 0), keys: 0, set: 0) }
@@ -128,14 +129,21 @@ enum ValueRecord {
             self.set = set
         }
 
+        /// The next entry; `nil` after the last. Each key must sort after the one before it (every
+        /// walk, the merge's and the lookups', relies on the order): one comparison an entry.
         mutating func next() throws(SQLiteError) -> Entry? {
             guard offset < bytes.count else {
                 guard read == keys else { throw damage("it ends after \(read) of its \(keys) keys") }
                 return nil
             }
+            let start = offset
             let key = try text()
+            if let previous, Self.order(previous, key) >= 0 {
+                throw damage("key \(read + 1) does not sort after the key before it", at: start)
+            }
             let value = try text()
             read += 1
+            previous = key
             return Entry(key: key, value: value)
         }
 

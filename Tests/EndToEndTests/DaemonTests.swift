@@ -254,6 +254,22 @@ import Testing
         third.stop()
     }
 
+    /// Root running the daemon on a state directory of another user (the package's, started by
+    /// hand) leaves a lock file that user's and private: the service, run as that user, can take it
+    /// later, and nobody else can take it to keep the daemon from starting.
+    @Test func theLockFileIsTheStateDirectoryOwnersAndPrivate() throws {
+        let sandbox = try Sandbox()
+        try FileManager.default.createDirectory(atPath: sandbox.statePath, withIntermediateDirectories: true)
+        try #require(chown(sandbox.statePath, 65_534, 65_534) == 0)
+        try sandbox.publish(Sandbox.document(version: 1))
+        let daemon = try sandbox.startDaemon()
+        var info = stat()
+        try #require(stat(sandbox.statePath + "/rcagentd.lock", &info) == 0)
+        #expect(info.st_uid == 65_534 && info.st_gid == 65_534)
+        #expect(info.st_mode & 0o777 == 0o600)
+        daemon.stop()
+    }
+
     @Test func globalConfigOptionMayComeBeforeTheCommand() throws {
         let sandbox = try Sandbox()
         let result = try sandbox.run("rcagent", ["--config", sandbox.configPath, "get", "greeting"])

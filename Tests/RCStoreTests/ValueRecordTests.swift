@@ -170,16 +170,18 @@ import Testing
                 == values.map { "\($0.key)=\($0.value)" })
     }
 
-    /// A record cut short, holding another number of keys than its row says, or with a length that
-    /// runs past its end or never ends, is SQLITE_CORRUPT naming the set and the byte: never a
+    /// A record cut short, holding another number of keys than its row says, with keys out of order
+    /// or twice, or with a length that runs past its end or never ends, is SQLITE_CORRUPT naming the set and the byte: never a
     /// crash, a read past the record, or a wrong value.
     @Test(
         arguments: [
             ("cut short", [3, 0x61, 0x62], 1, "at byte 0: a text of 3 bytes runs past its end"),
             ("no value", [1, 0x61], 1, "at byte 2: a length runs past its end"),
             ("fewer keys", [1, 0x61, 1, 0x62], 2, "it ends after 1 of its 2 keys"),
-            ("more keys", [1, 0x61, 1, 0x62, 0, 0], 1, "it ends after 2 of its 1 keys"),
+            ("more keys", [1, 0x61, 1, 0x62, 1, 0x63, 0], 1, "it ends after 2 of its 1 keys"),
             ("endless length", [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01], 1, "at byte 0: a length is too long"),
+            ("out of order", [1, 0x62, 0, 1, 0x61, 0], 2, "at byte 3: key 2 does not sort after the key before it"),
+            ("a key twice", [1, 0x61, 0, 1, 0x61, 0], 2, "at byte 3: key 2 does not sort after the key before it"),
         ] as [(String, [UInt8], Int, String)])
     func aDamagedRecordIsAnErrorNamingIt(_ name: String, bytes: [UInt8], keys: Int, problem: String) throws {
         let failure = bytes.withUnsafeBytes { record -> SQLiteError? in
