@@ -32,9 +32,14 @@ final class DaemonLock: Sendable {
         try FileBytes.makeDirectories(
             config.stateDirectory, whenRefused: FileBytes.createItHint(config.stateDirectory))
         // Read-only: `flock` needs no more. O_NONBLOCK: a FIFO planted here does not block the open.
-        let fd = Posix.retrying {
-            open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0o600)
-        }
+        // Created only when missing: on a file system mounted read-only, O_CREAT fails even for a
+        // file that exists (EROFS), and a lock there still works.
+        let flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY
+        var fd = Posix.retrying { open(path, flags) }
+        if fd < 0 && errno == ENOENT { fd = Posix.retrying { open(path, flags | O_CREAT, 0o600) } }
+        // A read-only state directory without the file: nothing to lock, and the database's open
+        // says what is wrong next (rcagentd(8), "Storage failures").
+        if fd < 0 && errno == EROFS { return nil }
         guard fd >= 0 else { throw SystemError("open \(path)") }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
