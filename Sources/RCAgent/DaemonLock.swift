@@ -46,11 +46,8 @@ final class DaemonLock: Sendable {
             close(fd)
             throw SystemError("lock \(path) (it is not a regular file)", errno: EEXIST)
         }
-        var directory = stat()
-        if geteuid() == 0, stat(config.stateDirectory, &directory) == 0, directory.st_uid != 0,
-            info.st_uid != directory.st_uid
-        {
-            _ = fchown(fd, directory.st_uid, directory.st_gid)
+        if let (uid, gid) = FileBytes.ownerForRootWrites(in: config.stateDirectory), info.st_uid != uid {
+            _ = fchown(fd, uid, gid)
         }
         guard Posix.retrying({ flock(fd, LOCK_EX | LOCK_NB) }) == 0 else {
             let failure = errno

@@ -442,12 +442,6 @@ final class Statement {
         guard rc == SQLITE_OK else { throw failure(rc) }
     }
 
-    /// Binds `value` to parameter `index`.
-    func bind(_ value: Int64, at index: Int32) throws(SQLiteError) {
-        let rc = sqlite3_bind_int64(handle, index, value)
-        guard rc == SQLITE_OK else { throw failure(rc) }
-    }
-
     /// Runs the statement, bound already, to its end; then resets it.
     func runToEnd() throws(SQLiteError) {
         defer { reset() }

@@ -16,13 +16,7 @@ extension StateStore {
             config.stateDirectory, whenRefused: FileBytes.createItHint(config.stateDirectory))
         // root writing for the daemon's user (`rcagent mark-stale` with the daemon stopped): the files
         // keep the state directory's owner, or the daemon could no longer write its own database.
-        var owner: (uid_t, gid_t)?
-        if geteuid() == 0 {
-            var directory = stat()
-            if stat(config.stateDirectory, &directory) == 0, directory.st_uid != 0 {
-                owner = (directory.st_uid, directory.st_gid)
-            }
-        }
+        let owner = FileBytes.ownerForRootWrites(in: config.stateDirectory)
         // Before SQLite opens them: closing any descriptor of a file drops every POSIX lock this
         // process holds on it, SQLite's included (its lock on -shm tells others the file is in use).
         makePrivate(path, owner: owner)

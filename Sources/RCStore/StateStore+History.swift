@@ -236,19 +236,10 @@ extension StateStore {
         return .integer(id)
     }
 
-    /// Value set `set`'s record (a `.null` set, or one not stored: no keys), read in place by a
-    /// statement of its own for each `side` (two sides are read at once). The statement stays on
-    /// its row while the record is read: the caller resets it (``StoredRecord/close()``).
+    /// Value set `set`'s record, read in place by a statement of its own for each `side` (two
+    /// sides are read at once): ``StoredRecord/read(_:from:on:)``.
     func storedRecord(_ set: SQLValue, _ side: String) throws(SQLiteError) -> StoredRecord {
-        guard let id = set.integer else { return StoredRecord(statement: nil, reader: .empty) }
-        let statement = try db.cachedStatement("SELECT keys, data FROM value_sets AS \(side) WHERE id = ?")
-        try statement.bind([set])
-        guard let row = try statement.step() else {
-            statement.reset()
-            return StoredRecord(statement: nil, reader: .empty)
-        }
-        return StoredRecord(
-            statement: statement, reader: ValueRecord.Reader(row.blob(1), keys: Int(row.integer(0) ?? 0), set: id))
+        try StoredRecord.read(set.integer, from: "value_sets AS \(side)", on: db)
     }
 
     /// Drops the value sets that neither a snapshot nor a history entry names (few: one per kept
@@ -374,27 +365,23 @@ struct RowsInsert {
 
     /// Inserts the entries `record` has left through `db`, bound where the record holds them.
     func run(_ record: inout ValueRecord.Reader, on db: Database) throws(SQLiteError) {
-        var entries: [ValueRecord.Entry] = []
-        entries.reserveCapacity(Self.rowsPerStatement)
-        func insert() throws(SQLiteError) {
-            let statement = try db.cachedStatement(entries.count == 1 ? single : batch)
-            for (index, entry) in entries.enumerated() {
+        func insert(_ rows: ArraySlice<ValueRecord.Entry>) throws(SQLiteError) {
+            let statement = try db.cachedStatement(rows.count == 1 ? single : batch)
+            for (index, entry) in rows.enumerated() {
                 try statement.bindBorrowedText(entry.key, at: Int32(2 * index + 1))
                 try statement.bindBorrowedText(entry.value, at: Int32(2 * index + 2))
             }
             try statement.runToEnd()
-            entries.removeAll(keepingCapacity: true)
         }
+        var entries: [ValueRecord.Entry] = []
+        entries.reserveCapacity(Self.rowsPerStatement)
         while let entry = try record.next() {
             entries.append(entry)
-            if entries.count == Self.rowsPerStatement { try insert() }
+            guard entries.count == Self.rowsPerStatement else { continue }
+            try insert(entries[...])
+            entries.removeAll(keepingCapacity: true)
         }
-        let rest = entries
-        entries.removeAll(keepingCapacity: true)
-        for entry in rest {
-            entries.append(entry)
-            try insert()
-        }
+        for index in entries.indices { try insert(entries[index...index]) }
     }
 }
 
@@ -412,11 +399,26 @@ struct HeldSet {
     subscript(position: Int) -> (key: String, value: String) { values[position] }
 }
 
-/// A value set's record being read (``StateStore/storedRecord(_:_:)``): its reader, valid while the
-/// statement that read it stays on its row.
+/// A value set's record being read: its reader, valid while the statement that read it stays on
+/// its row.
 struct StoredRecord {
     let statement: Statement?
     var reader: ValueRecord.Reader
+
+    /// Value set `set`'s record in `table` (`value_sets`, under an alias or in an attached
+    /// database) on `db`: no keys for a `nil` set or one not stored. The statement stays on its row
+    /// while the record is read: the caller ends the read (``close()``).
+    static func read(_ set: Int64?, from table: String, on db: Database) throws(SQLiteError) -> StoredRecord {
+        guard let set else { return StoredRecord(statement: nil, reader: .empty) }
+        let statement = try db.cachedStatement("SELECT keys, data FROM \(table) WHERE id = ?")
+        try statement.bind([.integer(set)])
+        guard let row = try statement.step() else {
+            statement.reset()
+            return StoredRecord(statement: nil, reader: .empty)
+        }
+        return StoredRecord(
+            statement: statement, reader: ValueRecord.Reader(row.blob(1), keys: Int(row.integer(0) ?? 0), set: set))
+    }
 
     /// Ends the read: the record's bytes are gone from here on.
     func close() { statement?.reset() }

@@ -295,7 +295,7 @@ extension StateStore {
             activeValueCopiesFromMemory += 1
             return
         }
-        guard var record = try Self.liveRecord(active, on: copy) else { return }
+        var record = try StoredRecord.read(active, from: "live.value_sets", on: copy)
         defer { record.close() }
         try Self.activeValuesInsert.run(&record.reader, on: copy)
     }
@@ -304,14 +304,14 @@ extension StateStore {
     /// names deleted, then inserted from the set's record (one walk of it: the delta's keys are in
     /// key order) when the set has it.
     private func apply(_ delta: SetDelta, to staging: Database, active: Int64?) throws(SQLiteError) {
-        var record = try Self.liveRecord(active, on: staging)
-        defer { record?.close() }
-        var entry = try record?.reader.next()
+        var record = try StoredRecord.read(active, from: "live.value_sets", on: staging)
+        defer { record.close() }
+        var entry = try record.reader.next()
         for key in delta.keys {
             try staging.run("DELETE FROM active_values WHERE key = ?", [.text(key)])
             let found = try ValueRecord.withBytes(of: key) { (target) throws(SQLiteError) -> ValueRecord.Entry? in
                 while let current = entry, ValueRecord.Reader.order(current.key, target) < 0 {
-                    entry = try record?.reader.next()
+                    entry = try record.reader.next()
                 }
                 guard let current = entry, ValueRecord.Reader.order(current.key, target) == 0 else { return nil }
                 return current
@@ -322,20 +322,6 @@ extension StateStore {
             try insert.bindBorrowedText(found.value, at: 2)
             try insert.runToEnd()
         }
-    }
-
-    /// Value set `set`'s record in the state database attached to `copy` as `live`, read in place
-    /// (`nil`: no set, or none stored by that id).
-    private static func liveRecord(_ set: Int64?, on copy: Database) throws(SQLiteError) -> StoredRecord? {
-        guard let set else { return nil }
-        let statement = try copy.cachedStatement("SELECT keys, data FROM live.value_sets WHERE id = ?")
-        try statement.bind([.integer(set)])
-        guard let row = try statement.step() else {
-            statement.reset()
-            return nil
-        }
-        return StoredRecord(
-            statement: statement, reader: ValueRecord.Reader(row.blob(1), keys: Int(row.integer(0) ?? 0), set: set))
     }
 
     static let activeValuesInsert = RowsInsert("INSERT INTO active_values (key, value) VALUES ", row: "(?, ?)")

@@ -238,6 +238,15 @@ extension FileBytes {
         return names
     }
 
+    /// Who files root makes in `directory` for another user should belong to: the directory's
+    /// owner and group when this process is root and the directory belongs to someone else (the
+    /// daemon's user's state directory, written by root with the daemon stopped); `nil` otherwise.
+    public static func ownerForRootWrites(in directory: String) -> (uid_t, gid_t)? {
+        var info = stat()
+        guard geteuid() == 0, stat(directory, &info) == 0, info.st_uid != 0 else { return nil }
+        return (info.st_uid, info.st_gid)
+    }
+
     /// Creates `path` and its missing parents with `mode`. A refusal (`EACCES`, `EPERM`) says what to
     /// do after the system's reason when `whenRefused` is given.
     public static func makeDirectories(_ path: String, mode: mode_t = 0o755, whenRefused: String? = nil)
