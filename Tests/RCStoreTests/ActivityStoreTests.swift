@@ -272,20 +272,15 @@ import Testing
         try TemporaryDirectory.with { (dir) throws in
             let path = dir.file("state.db")
             // A database as the first release left it: its one migration, a device id, values.
-            do {
-                let old = try Database(path: path, mode: .readWrite)
-                try old.execute("PRAGMA journal_mode=WAL")
-                try old.execute(Schema.migrations[0])
-                try old.execute("PRAGMA user_version = 1")
-                try old.execute(
-                    """
+            try makeDatabase(
+                at: path, schemaVersion: 1,
+                rows: """
                     INSERT INTO meta (key, value) VALUES ('device_id', 'dev-1');
                     INSERT INTO defaults (key, value) VALUES ('color', 'blue');
                     INSERT INTO active_values (key, value) VALUES ('speed', '3');
                     INSERT INTO snapshots (kind, template_version, activated_at) VALUES ('active', '7', 1);
                     INSERT INTO events (at, kind, detail) VALUES (1, 'activated', '{}');
                     """)
-            }
             // A newer CLI reading it before the daemon migrated it: no activities yet, no error.
             let early = try #require(try StateStore.openForReading(path: path))
             #expect(try early.activities(now: t0).isEmpty)

@@ -157,13 +157,9 @@ import Testing
             let path = dir.file("state.db")
             // A database as the issue-27 release left it: two entries with their copies of the
             // values, the second active, and a newer fetch pending.
-            do {
-                let old = try Database(path: path, mode: .readWrite)
-                try old.execute("PRAGMA journal_mode=WAL")
-                for migration in Schema.migrations.prefix(5) { try old.execute(migration) }
-                try old.execute("PRAGMA user_version = 5")
-                try old.execute(
-                    """
+            try makeDatabase(
+                at: path, schemaVersion: 5,
+                rows: """
                     INSERT INTO meta (key, value) VALUES ('device_id', 'dev-1');
                     INSERT INTO active_values (key, value) VALUES ('url', 'b'), ('title', 'Shop');
                     INSERT INTO fetched_values (key, value) VALUES ('url', 'c'), ('title', 'Shop');
@@ -174,7 +170,6 @@ import Testing
                     INSERT INTO history_values (history_id, key, value)
                         VALUES (1, 'url', 'a'), (1, 'title', 'Shop'), (2, 'url', 'b'), (2, 'title', 'Shop');
                     """)
-            }
             let store = try StateStore.openForWriting(path: path)
             #expect(try count("PRAGMA user_version", path) == Int64(Schema.currentVersion))
             #expect(try count("SELECT count(*) FROM sqlite_master WHERE name = 'history_values'", path) == 0)
@@ -231,13 +226,9 @@ import Testing
     func aSchemaSixDatabaseMigratesItsActiveValuesToASet(withSnapshot: Bool) throws {
         try TemporaryDirectory.with { (dir) throws in
             let path = dir.file("state.db")
-            do {
-                let old = try Database(path: path, mode: .readWrite)
-                try old.execute("PRAGMA journal_mode=WAL")
-                for migration in Schema.migrations.prefix(6) { try old.execute(migration) }
-                try old.execute("PRAGMA user_version = 6")
-                try old.execute(
-                    """
+            try makeDatabase(
+                at: path, schemaVersion: 6,
+                rows: """
                     INSERT INTO meta (key, value) VALUES ('device_id', 'dev-1');
                     INSERT INTO active_values (key, value) VALUES ('url', 'b'), ('title', 'Shop');
                     INSERT INTO value_sets (id) VALUES (2);
@@ -245,10 +236,9 @@ import Testing
                     INSERT INTO history (id, template_version, activated_at, source, changed_keys, outcome, set_id)
                         VALUES (1, '1', 1000, 'fetch', 2, 'superseded', 2), (2, '2', 2000, 'fetch', 1, 'active', NULL);
                     """)
-                if withSnapshot {
-                    try old.execute(
-                        "INSERT INTO snapshots (kind, template_version, activated_at) VALUES ('active', '2', 2000)")
-                }
+            if withSnapshot {
+                try Database(path: path, mode: .readWrite).execute(
+                    "INSERT INTO snapshots (kind, template_version, activated_at) VALUES ('active', '2', 2000)")
             }
             let store = try StateStore.openForWriting(path: path)
             #expect(try count("PRAGMA user_version", path) == Int64(Schema.currentVersion))
@@ -273,13 +263,9 @@ import Testing
     @Test func aSchemaSevenDatabaseFoldsEachSetsRowsIntoItsRecord() throws {
         try TemporaryDirectory.with { (dir) throws in
             let path = dir.file("state.db")
-            do {
-                let old = try Database(path: path, mode: .readWrite)
-                try old.execute("PRAGMA journal_mode=WAL")
-                for migration in Schema.migrations.prefix(7) { try old.execute(migration) }
-                try old.execute("PRAGMA user_version = 7")
-                try old.execute(
-                    """
+            try makeDatabase(
+                at: path, schemaVersion: 7,
+                rows: """
                     INSERT INTO meta (key, value) VALUES ('device_id', 'dev-1');
                     INSERT INTO value_sets (id) VALUES (2), (3);
                     INSERT INTO set_values (set_id, key, value) VALUES
@@ -292,7 +278,6 @@ import Testing
                     INSERT INTO snapshots (kind, template_version, activated_at, set_id) VALUES ('active', '2', 2000, 3);
                     INSERT INTO snapshots (kind, template_version, fetched_at, pending, set_id) VALUES ('fetched', '2', 2000, 0, 3);
                     """)
-            }
             // A newer `rcagent` reads it as it is until the daemon migrates it: rows, through its views.
             let early = try #require(try StateStore.openForReading(path: path))
             #expect(try early.value(forKey: "url")?.text == "b")

@@ -30,11 +30,7 @@ import Testing
     @Test func anExistingDatabaseStillMigratesFromItsVersion() throws {
         try TemporaryDirectory.with { (dir) throws in
             let path = dir.file("state.db")
-            do {
-                let old = try Database(path: path, mode: .readWrite)
-                try old.execute(Schema.migrations[0])
-                try old.execute("PRAGMA user_version = 1")
-            }
+            try makeDatabase(at: path, schemaVersion: 1)
             _ = try StateStore.openForWriting(path: path)
             let raw = try Database(path: path, mode: .readOnly)
             #expect(try raw.query("PRAGMA user_version") { $0.integer(0) } == [Int64(Schema.currentVersion)])

@@ -79,14 +79,9 @@ import Testing
     @Test func migratedEventsGetTheirSizes() throws {
         try TemporaryDirectory.with { (dir) throws in
             let path = dir.file("state.db")
-            do {
-                let old = try Database(path: path, mode: .readWrite)
-                try old.execute("PRAGMA journal_mode=WAL")
-                try old.execute(Schema.migrations[0])
-                try old.execute(Schema.migrations[1])
-                try old.execute("PRAGMA user_version = 2")
-                try old.execute("INSERT INTO events (at, kind, detail) VALUES (1, 'activated', '{\"a\":\"é\"}')")
-            }
+            try makeDatabase(
+                at: path, schemaVersion: 2,
+                rows: "INSERT INTO events (at, kind, detail) VALUES (1, 'activated', '{\"a\":\"é\"}')")
             _ = try StateStore.openForWriting(path: path)
             let raw = try Database(path: path, mode: .readOnly)
             #expect(try raw.query("SELECT size FROM events") { $0.integer(0) } == [Int64("activated".utf8.count + 10)])
