@@ -10,6 +10,7 @@ BUILD_DEPS := libsqlite3-dev libsystemd-dev libcurl4-openssl-dev libssl-dev libm
 # bench start their own processes (config, pid file, logs and data in a temporary directory), never
 # the packages' system services, which they do not need.
 TEST_DEPS  := $(BUILD_DEPS) sqlite3 python3 openssl mosquitto mosquitto-clients iproute2 dash libsystemd-shared strace nginx nats-server prometheus prometheus-node-exporter faketime go-md2man man-db groff-base
+ORDER_DEPS := $(BUILD_DEPS) valgrind binutils python3
 BENCH_DEPS := $(BUILD_DEPS) sqlite3 hyperfine jq python3 mosquitto mosquitto-clients redis-server redis-tools linux-perf strace dpkg-dev binutils go-md2man nginx nats-server
 DEB_DEPS   := $(BUILD_DEPS) dpkg-dev lintian systemd binutils go-md2man python3 mosquitto mosquitto-clients procps openssl man-db groff-base
 RELIABILITY_DEPS := $(TEST_DEPS)
@@ -33,11 +34,17 @@ STATIC_CXX := $(ROOT)/.build/static-libstdc++
 # demangling its name at run time (swift_getTypeByMangledName), which every new daemon paid 3.2 M
 # instructions for, and `rcagent get` 0.2 M of its 2.6 M; the executable grows by 15-30 KB
 # (BENCHMARKS.md, issue 30).
+# Function sections and packaging/rcagent.order: each function in a section of its own, and those
+# the CLI's common commands run laid out together, first `rcagent get`'s. Spread over the executable
+# they cost a page fault each 64 KiB window; together `get` runs in 0.94x the time (BENCHMARKS.md,
+# issue 30). `make order` regenerates the file (packaging/order.py) and relinks.
+ORDER_FILE := $(ROOT)/packaging/rcagent.order
 RELEASE    := $(SWIFT) build $(SWIFTPM_FLAGS) -c release --static-swift-stdlib --disable-local-rpath -Xswiftc -gnone \
-	-Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors -Xlinker -L$(STATIC_CXX)
+	-Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors -Xlinker -L$(STATIC_CXX) \
+	-Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections -Xlinker --section-ordering-file=$(ORDER_FILE)
 RELEASE_BIN = $(shell $(SWIFT) build $(SWIFTPM_FLAGS) -c release --show-bin-path)
 
-.PHONY: all build release test test-reliability fuzz lint format run run-config bench deb deb-check clean deps-build deps-test deps-bench deps-deb deps-reliability
+.PHONY: all build release order deps-order test test-reliability fuzz lint format run run-config bench deb deb-check clean deps-build deps-test deps-bench deps-deb deps-reliability
 
 all: build
 
@@ -53,6 +60,7 @@ endef
 deps-build: ; $(call ensure_packages,$(BUILD_DEPS))
 deps-test:  ; $(call ensure_packages,$(TEST_DEPS))
 deps-bench: ; $(call ensure_packages,$(BENCH_DEPS))
+deps-order: ; $(call ensure_packages,$(ORDER_DEPS))
 deps-deb:   ; $(call ensure_packages,$(DEB_DEPS))
 deps-reliability: ; $(call ensure_packages,$(RELIABILITY_DEPS))
 
@@ -65,6 +73,12 @@ release: deps-build
 	@mkdir -p $(STATIC_CXX) && ln -sf "$$(g++ -print-file-name=libstdc++.a)" $(STATIC_CXX)/libstdc++.a
 	$(RELEASE)
 	ln -sf rcagent "$(RELEASE_BIN)/rcagentd"
+
+# The link reads the order file but SwiftPM does not watch it: the executable is removed to relink.
+order: deps-order release
+	python3 packaging/order.py "$(RELEASE_BIN)" $(ORDER_FILE)
+	rm -f "$(RELEASE_BIN)/rcagent"
+	$(RELEASE)
 
 # The reliability suites (Tests/EndToEndTests/Reliability, suites named Reliability*) run on their
 # own: `make test-reliability`, which CI runs after `make test`.

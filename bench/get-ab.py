@@ -75,8 +75,9 @@ commands = {
 if old:
     old_env, old_home = setup(old, "old")
     commands["old rcagent get"] = ([f"{old_home}/bin/rcagent", "get", "key_1500"], old_env)
-    # The old build's own peer, as that build's figure was measured.
-    commands["sqlite3 old db"] = ([sqlite3, f"{old_home}/state/state.db", select], old_env)
+    # The old build's own peer: the reader file it wrote (a build before schema 8 also answers from
+    # its state database; one from schema 8 on only from the reader file).
+    commands["sqlite3 old db"] = ([sqlite3, f"{old_home}/state/reader.db", select], old_env)
 for name, (argv, env) in commands.items():
     out = subprocess.run(argv, env=env, capture_output=True, text=True).stdout
     if out != "value of key 1500\n":

@@ -81,6 +81,14 @@ jq -r '
   (.results[] | select(.command == "baseline get") | "ratio rcagent/baseline: \($a / .mean * 1000 | round / 1000) (target <= 1.0)")
 ' "$work/get.json"
 
+# Page faults of one run of each (perf stat, 50 runs): what separates the two once the instructions are
+# alike, and where a stale packaging/rcagent.order shows first (get's code spread over more of the
+# executable's 64 KiB windows, a fault each).
+faults() { perf stat -x, -e page-faults -r 50 "$@" 2>&1 >/dev/null | awk -F, '$3 == "page-faults" { print $1 }'; }
+get_faults=$(faults "$bin/rcagent" get $key)
+sqlite_faults=$(faults sqlite3 "file:$work/state/reader.db?immutable=1" "select value from active_values where key='$key'")
+echo "page faults a run: rcagent get $get_faults, sqlite3 reader.db $sqlite_faults" >&2
+
 # For bench/run.py: the ratio against sqlite3 (the figure with a target), and every command's mean with
 # the peers' statistics and rcagent's ratio to each.
 [ -n "${RCBENCH_OUT:-}" ] && jq --slurpfile interleaved "$work/interleaved.json" '
@@ -97,6 +105,9 @@ jq -r '
    {id: "get.ratio_sqlite3_hyperfine", figure: "rcagent get / sqlite3 select on reader.db (3,000 keys, one hyperfine run)",
     value: ($a / .results[1].mean * 1000 | round / 1000), unit: "x", target: null, peers: $peers,
     note: "hyperfine -N, 20 warm-up and 300 measured runs; the database checkpointed first"}]
+  + [{id: "get.page_faults", figure: "page faults of one rcagent get (sqlite3 on reader.db: peer)",
+    value: '"$get_faults"', unit: "", target: null, peers: {"sqlite3 reader.db": '"$sqlite_faults"'},
+    note: "perf stat -e page-faults -r 50, each"}]
   + [.results[] | select(.command == "baseline get") | {id: "get.ratio_baseline",
     figure: "rcagent get / the baseline build'"'"'s (same run)", value: ($a / .mean * 1000 | round / 1000), unit: "x",
     target: {op: "<=", value: 1.0}, note: "RCBENCH_BASELINE='"${RCBENCH_BASELINE:-}"'"}]
