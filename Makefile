@@ -38,10 +38,13 @@ STATIC_CXX := $(ROOT)/.build/static-libstdc++
 # the CLI's common commands run laid out together, first `rcagent get`'s. Spread over the executable
 # they cost a page fault each 64 KiB window; together `get` runs in 0.94x the time (BENCHMARKS.md,
 # issue 30). `make order` regenerates the file (packaging/order.py) and relinks.
+# -static-libgcc: libgcc's unwinder linked in (the runtime's C++ and backtracer call it) instead of
+# libgcc_s.so loaded at every start: `get` in 0.96x the time (BENCHMARKS.md, issue 30).
 ORDER_FILE := $(ROOT)/packaging/rcagent.order
 RELEASE    := $(SWIFT) build $(SWIFTPM_FLAGS) -c release --static-swift-stdlib --disable-local-rpath -Xswiftc -gnone \
 	-Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors -Xlinker -L$(STATIC_CXX) \
-	-Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections -Xlinker --section-ordering-file=$(ORDER_FILE)
+	-Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections -Xlinker --section-ordering-file=$(ORDER_FILE) \
+	-Xswiftc -Xclang-linker -Xswiftc -static-libgcc
 RELEASE_BIN = $(shell $(SWIFT) build $(SWIFTPM_FLAGS) -c release --show-bin-path)
 
 .PHONY: all build release order deps-order test test-reliability fuzz lint format run run-config bench deb deb-check clean deps-build deps-test deps-bench deps-deb deps-reliability

@@ -80,6 +80,8 @@ for program in rcagent rcadmin; do
         fail "$program links a library it should load on first use"
     fi
 done
+# libgcc's unwinder is linked in (-static-libgcc, Makefile): loading libgcc_s cost `rcagent get` 4%.
+if readelf -d "$work/extract/usr/bin/rcagent" | grep -E 'NEEDED.*libgcc_s'; then fail "rcagent loads libgcc_s"; fi
 
 step "no library search path in the binaries: a library beside a copy of them is never loaded"
 # DT_RUNPATH=$ORIGIN (SwiftPM's default) made the loader look beside the executable first, for
