@@ -39,7 +39,8 @@ STATIC_CXX := $(ROOT)/.build/static-libstdc++
 # they cost a page fault each 64 KiB window; together `get` runs in 0.94x the time (BENCHMARKS.md,
 # issue 30). `make order` regenerates the file (packaging/order.py) and relinks.
 # -static-libgcc: libgcc's unwinder linked in (the runtime's C++ and backtracer call it) instead of
-# libgcc_s.so loaded at every start: `get` in 0.96x the time (BENCHMARKS.md, issue 30).
+# libgcc_s.so loaded at every start of the CLI: `get` in 0.96x the time (BENCHMARKS.md, issue 30).
+# (The daemon still loads it: glibc's pthread_exit, which dispatchMain calls, unwinds with it.)
 ORDER_FILE := $(ROOT)/packaging/rcagent.order
 RELEASE    := $(SWIFT) build $(SWIFTPM_FLAGS) -c release --static-swift-stdlib --disable-local-rpath -Xswiftc -gnone \
 	-Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors -Xlinker -L$(STATIC_CXX) \
@@ -72,16 +73,18 @@ build: deps-build
 	$(SWIFT) build $(SWIFTPM_FLAGS)
 	ln -sf rcagent "$$($(SWIFT) build $(SWIFTPM_FLAGS) --show-bin-path)/rcagentd"
 
+# The link reads the order file but SwiftPM does not watch it: executables older than it are removed,
+# which makes SwiftPM link them again.
 release: deps-build
 	@mkdir -p $(STATIC_CXX) && ln -sf "$$(g++ -print-file-name=libstdc++.a)" $(STATIC_CXX)/libstdc++.a
+	@bin="$(RELEASE_BIN)"; for program in rcagent rcadmin; do \
+		if [ "$(ORDER_FILE)" -nt "$$bin/$$program" ]; then rm -f "$$bin/$$program"; fi; done
 	$(RELEASE)
 	ln -sf rcagent "$(RELEASE_BIN)/rcagentd"
 
-# The link reads the order file but SwiftPM does not watch it: the executable is removed to relink.
 order: deps-order release
 	python3 packaging/order.py "$(RELEASE_BIN)" $(ORDER_FILE)
-	rm -f "$(RELEASE_BIN)/rcagent"
-	$(RELEASE)
+	$(MAKE) release
 
 # The reliability suites (Tests/EndToEndTests/Reliability, suites named Reliability*) run on their
 # own: `make test-reliability`, which CI runs after `make test`.

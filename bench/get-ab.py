@@ -75,8 +75,8 @@ commands = {
 if old:
     old_env, old_home = setup(old, "old")
     commands["old rcagent get"] = ([f"{old_home}/bin/rcagent", "get", "key_1500"], old_env)
-    # The old build's own peer: the reader file it wrote (a build before schema 8 also answers from
-    # its state database; one from schema 8 on only from the reader file).
+    # The old build's own peer: the reader file it wrote (the OLD build must have one: issue 25 on;
+    # from schema 8 on SQL can look a key up nowhere else).
     commands["sqlite3 old db"] = ([sqlite3, f"{old_home}/state/reader.db", select], old_env)
 for name, (argv, env) in commands.items():
     out = subprocess.run(argv, env=env, capture_output=True, text=True).stdout

@@ -84,7 +84,11 @@ jq -r '
 # Page faults of one run of each (perf stat, 50 runs): what separates the two once the instructions are
 # alike, and where a stale packaging/rcagent.order shows first (get's code spread over more of the
 # executable's 64 KiB windows, a fault each).
-faults() { perf stat -x, -e page-faults -r 50 "$@" 2>&1 >/dev/null | awk -F, '$3 == "page-faults" { print $1 }'; }
+# A count perf cannot give (not permitted, not supported) is null in the figures, not a failed run.
+faults() {
+  perf stat -x, -e page-faults -r 50 "$@" 2>&1 >/dev/null |
+    awk -F, '$3 ~ /^page-faults/ && $1 ~ /^[0-9.]+$/ { n = $1 } END { print (n == "" ? "null" : n) }'
+}
 get_faults=$(faults "$bin/rcagent" get $key)
 sqlite_faults=$(faults sqlite3 "file:$work/state/reader.db?immutable=1" "select value from active_values where key='$key'")
 echo "page faults a run: rcagent get $get_faults, sqlite3 reader.db $sqlite_faults" >&2

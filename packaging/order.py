@@ -6,7 +6,7 @@ in a section of its own (the release build compiles with function sections) and 
 Why: `rcagent get` runs about 550 of the executable's ~40,000 functions. Laid out in source order
 they sit on some 60 of its 64 KiB windows, and the first instruction fetched in each window is a
 page fault (the kernel maps a faulting file page's window around it). Placed together they fault in
-about 25, and `get` ran 0.94x the time of the same build unordered (BENCHMARKS.md, issue 30).
+23, and `get` ran 0.94x the time of the same build unordered (BENCHMARKS.md, issue 30).
 
 How: each command below runs once under `valgrind --tool=callgrind` on a copy of the build without
 its debug sections (valgrind cannot read the release build's), against a 3,000-key state directory
@@ -69,7 +69,7 @@ def aliases(executable):
     return {name: names for names in at.values() for name in names}
 
 
-work = tempfile.mkdtemp(prefix="rcorder-")
+work = os.path.realpath(tempfile.mkdtemp(prefix="rcorder-"))  # callgrind names the executable by its real path
 try:
     executable = f"{work}/rcagent"
     subprocess.run(["objcopy", "--strip-debug", f"{build}/rcagent", executable], check=True)
@@ -82,6 +82,10 @@ try:
     subprocess.run([executable, "mark-stale", "--reason", "order"], env=env, check=True, stdout=subprocess.DEVNULL)
     subprocess.run([os.path.join(here, "..", "bench", "fill-values.py"), f"{work}/state/state.db"], check=True)
     subprocess.run([executable, "mark-stale", "--reason", "order"], env=env, check=True, stdout=subprocess.DEVNULL)
+    # The profile is of the path it names only if the lookup finds its key.
+    found = subprocess.run([executable] + COMMANDS[0], env=env, capture_output=True, text=True).stdout
+    if found != "value of key 1500\n":
+        sys.exit(f"rcagent {' '.join(COMMANDS[0])} answered {found!r}, not the filled value")
 
     functions, listed = [], set()
     for i, arguments in enumerate(COMMANDS):
@@ -89,7 +93,10 @@ try:
         subprocess.run(["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={profile}",
                         executable] + arguments, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for name in executed(profile, executable):
-            if name not in listed and not name.startswith("0x"):  # callgrind's name for code without a symbol
+            # Callgrind marks a recursive call's cost name'N; names code without a symbol 0x..., and
+            # what runs before main "(below main)".
+            name = re.sub(r"'\d+$", "", name)
+            if name not in listed and not name.startswith("0x") and " " not in name:
                 listed.add(name)
                 functions.append(name)
     if len(functions) < 100:
@@ -98,12 +105,15 @@ try:
     sections, written = [], set()
     for name in functions:
         for alias in other_names.get(name, [name]):
-            if alias not in written:
-                written.add(alias)
-                sections.append(f".text.{alias}")
-    # Static constructors (every start runs them) are compiled into .text.startup, not a section of their own.
+            # gcc puts the cold part of NAME, the symbol NAME.cold, in the section .text.unlikely.NAME.
+            section = f".text.unlikely.{alias[:-5]}" if alias.endswith(".cold") else f".text.{alias}"
+            if section not in written:
+                written.add(section)
+                sections.append(section)
+    # The static constructors every start runs: clang names their sections `.text.startup`, gcc (the
+    # static libstdc++) `.text.startup.NAME`; without this line gold leaves them among the runtime's code.
     with open(out, "w") as f:
-        f.write("\n".join([".text.startup"] + sections) + "\n")
-    print(f"{out}: {len(functions)} functions run by {len(COMMANDS)} commands, {len(sections)} sections")
+        f.write("\n".join([".text.startup*"] + sections) + "\n")
+    print(f"{out}: {len(functions)} functions run by {len(COMMANDS)} commands, {len(sections) + 1} lines")
 finally:
     subprocess.run(["rm", "-rf", work])
