@@ -40,7 +40,8 @@ STATIC_CXX := $(ROOT)/.build/static-libstdc++
 # issue 30). `make order` regenerates the file (packaging/order.py) and relinks.
 # -static-libgcc: libgcc's unwinder linked in (the runtime's C++ and backtracer call it) instead of
 # libgcc_s.so loaded at every start of the CLI: `get` in 0.96x the time (BENCHMARKS.md, issue 30).
-# (The daemon still loads it: glibc's pthread_exit, which dispatchMain calls, unwinds with it.)
+# The daemon still loads it: glibc's pthread_exit, which dispatchMain calls, unwinds with it, so the
+# package names libgcc-s1 in its Depends (packaging/debian/rcagent.control.in).
 ORDER_FILE := $(ROOT)/packaging/rcagent.order
 RELEASE    := $(SWIFT) build $(SWIFTPM_FLAGS) -c release --static-swift-stdlib --disable-local-rpath -Xswiftc -gnone \
 	-Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors -Xlinker -L$(STATIC_CXX) \

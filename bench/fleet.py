@@ -820,6 +820,22 @@ def restart_case(broker, processes, version):
         back_count = sum(made_after_restart(d) for d in list(device_ids.values()))
         print(f"{broker.name} restart: only {back_count} of {len(device_ids)} agents report online "
               f"{back:.0f} s after it was up", flush=True)
+        # What the first few missing agents last said, what reached the subscriber from them since the
+        # restart, and their own log since: whether the report was lost, stale or never sent.
+        missing = [(i, d) for i, d in sorted(device_ids.items()) if not made_after_restart(d)]
+        for i, d in missing[:5]:
+            entry = reports.latest.get(d)
+            last = entry[1] if entry else {}
+            arrived = [body for when, device, body in reports.since(t0) if device == d]
+            try:
+                with open(f"{work}/a{i}/daemon.log", "rb") as f:
+                    f.seek(log_sizes[i])
+                    lines = f.read().decode(errors="replace").splitlines()
+            except OSError:
+                lines = []
+            print(f"  a{i} ({d}): latest report online={last.get('online')} at={last.get('at')}; "
+                  f"{len(arrived)} reports since the restart ({', '.join(str(b.get('online')) for b in arrived)}); "
+                  f"its log since: {len(lines)} lines, the last: {' | '.join(lines[-3:])[:600]}", flush=True)
     # Each agent re-fetches once when it has reconnected (libmosquitto's reconnect delay grows while
     # the broker is down, and the fetch waits out Jitter): wait for one per agent, then until they
     # stop coming, so that more than one per agent would be seen.
