@@ -35,10 +35,10 @@ COMMANDS = [
 
 
 def executed(callgrind_out, executable):
-    """The functions callgrind attributes cost to in `executable`, in the order it lists them.
-    Its file names each object and function once, as `ob=(N) name` / `fn=(N) name` (also in the
-    cob=/cfn= of a call), and by number alone after that."""
-    objects, names, order, seen, current = {}, {}, [], set(), None
+    """The functions callgrind attributes cost to in `executable`. Its file names each object and
+    function once, as `ob=(N) name` / `fn=(N) name` (also in the cob=/cfn= of a call), and by number
+    alone after that."""
+    objects, names, found, current = {}, {}, set(), None
     for line in open(callgrind_out):
         m = re.match(r"(c?ob)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
         if m:
@@ -51,11 +51,9 @@ def executed(callgrind_out, executable):
         if m:
             if m.group(3):
                 names[m.group(2)] = m.group(3)
-            name = names[m.group(2)]
-            if m.group(1) == "fn" and current == executable and name not in seen:
-                seen.add(name)
-                order.append(name)
-    return order
+            if m.group(1) == "fn" and current == executable:
+                found.add(names[m.group(2)])
+    return found
 
 
 def aliases(executable):
@@ -78,7 +76,9 @@ try:
                 f"[Source]\nType=file\nPath={work}/remote.json\n")
     with open(f"{work}/defaults.json", "w") as f:
         f.write("{}")
-    env = dict(os.environ, RCAGENT_CONFIG=f"{work}/agent.conf")
+    # Swift seeds its hashing per process, and a dictionary's order can change which functions run
+    # (a comparison on a collision): fixed, the same build gives the same file every time.
+    env = dict(os.environ, RCAGENT_CONFIG=f"{work}/agent.conf", SWIFT_DETERMINISTIC_HASHING="1")
     subprocess.run([executable, "mark-stale", "--reason", "order"], env=env, check=True, stdout=subprocess.DEVNULL)
     subprocess.run([os.path.join(here, "..", "bench", "fill-values.py"), f"{work}/state/state.db"], check=True)
     subprocess.run([executable, "mark-stale", "--reason", "order"], env=env, check=True, stdout=subprocess.DEVNULL)
@@ -92,13 +92,13 @@ try:
         profile = f"{work}/callgrind.{i}"
         subprocess.run(["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={profile}",
                         executable] + arguments, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for name in executed(profile, executable):
-            # Callgrind marks a recursive call's cost name'N; names code without a symbol 0x..., and
-            # what runs before main "(below main)".
-            name = re.sub(r"'\d+$", "", name)
-            if name not in listed and not name.startswith("0x") and " " not in name:
-                listed.add(name)
-                functions.append(name)
+        # Callgrind marks a recursive call's cost name'N; names code without a symbol 0x..., and what
+        # runs before main "(below main)". Its order varies from run to run (addresses); each
+        # command's new functions are sorted by name, so the file changes only when the code does.
+        names = {re.sub(r"'\d+$", "", name) for name in executed(profile, executable)}
+        new = sorted(name for name in names - listed if not name.startswith("0x") and " " not in name)
+        listed.update(new)
+        functions += new
     if len(functions) < 100:
         sys.exit(f"only {len(functions)} functions seen: did valgrind run? ({' '.join(COMMANDS[0])})")
     other_names = aliases(executable)
