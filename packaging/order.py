@@ -6,7 +6,7 @@ in a section of its own (the release build compiles with function sections) and 
 Why: `rcagent get` runs about 550 of the executable's ~40,000 functions. Laid out in source order
 they sit on some 60 of its 64 KiB windows, and the first instruction fetched in each window is a
 page fault (the kernel maps a faulting file page's window around it). Placed together they fault in
-23, and `get` ran 0.94x the time of the same build unordered (BENCHMARKS.md, issue 30).
+24, and `get` ran 0.94x the time of the same build unordered (BENCHMARKS.md, issue 30).
 
 How: each command below runs once under `valgrind --tool=callgrind` on a copy of the build without
 its debug sections (valgrind cannot read the release build's), against a 3,000-key state directory
