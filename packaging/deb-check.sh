@@ -10,6 +10,9 @@
 # Depends: an MQTT config names the missing libmosquitto, a file source serves. Needs root.
 # Usage: packaging/deb-check.sh BIN_DIR
 set -eu
+# The installed config is the one under test: a RCAGENT_CONFIG left in the shell (as `make run`
+# suggests exporting) would point the installed programs at another state directory.
+unset RCAGENT_CONFIG
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$1
 work=$(mktemp -d)
