@@ -770,19 +770,21 @@ def agent_logs_sizes():
     return sizes
 
 
+def agent_log_since(i, size):
+    """What agent i logged after its log was `size` bytes long (b"" when it cannot be read)."""
+    try:
+        with open(f"{work}/a{i}/daemon.log", "rb") as f:
+            f.seek(size)
+            return f.read()
+    except OSError:
+        return b""
+
+
 def connections_since(sizes):
     """Per agent, the push channel's MQTT connections it logged since `agent_logs_sizes()` said
     `sizes`. Each connection the broker accepts refetches once (a ping may have come while the
     device was away), so these bound the fetches a broker's trouble may cost."""
-    counts = []
-    for i, since in enumerate(sizes):
-        try:
-            with open(f"{work}/a{i}/daemon.log", "rb") as f:
-                f.seek(since)
-                counts.append(f.read().count(b"MQTT connected to "))
-        except OSError:
-            counts.append(0)
-    return counts
+    return [agent_log_since(i, since).count(b"MQTT connected to ") for i, since in enumerate(sizes)]
 
 
 def fetches_per_agent(requests):
@@ -828,12 +830,7 @@ def restart_case(broker, processes, version):
             entry = reports.latest.get(d)
             last = entry[1] if entry else {}
             arrived = [body for when, device, body in reports.since(t0) if device == d]
-            try:
-                with open(f"{work}/a{i}/daemon.log", "rb") as f:
-                    f.seek(log_sizes[i])
-                    lines = f.read().decode(errors="replace").splitlines()
-            except OSError:
-                lines = []
+            lines = agent_log_since(i, log_sizes[i]).decode(errors="replace").splitlines()
             print(f"  a{i} ({d}): latest report online={last.get('online')} at={last.get('at')}; "
                   f"{len(arrived)} reports since the restart ({', '.join(str(b.get('online')) for b in arrived)}); "
                   f"its log since: {len(lines)} lines, the last: {' | '.join(lines[-3:])[:600]}", flush=True)
