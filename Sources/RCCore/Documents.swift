@@ -80,22 +80,27 @@ public enum RemoteDocument: Sendable, Equatable {
     /// template (`parameters`). Template conditions are not evaluated yet: each parameter's
     /// `defaultValue` applies, and `useInAppDefault` leaves the key to the local defaults.
     public static func parse(_ bytes: [UInt8], name: String) throws(DocumentError) -> RemoteDocument {
-        let json: JSONValue
-        do { json = try JSONValue.parse(bytes) } catch {
+        let shape: DocumentShape
+        do { shape = try DocumentShape(bytes: bytes) } catch {
             throw DocumentError(document: name, reason: error.description)
         }
-        return try read(json, name: name)
+        return try read(shape, name: name)
     }
 
     /// The same from a document already parsed.
-    public static func read(_ json: JSONValue, name: String) throws(DocumentError)
-        -> RemoteDocument
-    {
-        guard json.objectMembers != nil else {
-            throw DocumentError(document: name, reason: "expected a JSON object, got \(json.typeName)")
+    public static func read(_ json: JSONValue, name: String) throws(DocumentError) -> RemoteDocument {
+        try read(DocumentShape(json), name: name)
+    }
+
+    /// The same from a document's shape.
+    public static func read(_ shape: DocumentShape, name: String) throws(DocumentError) -> RemoteDocument {
+        if let type = shape.notObject {
+            throw DocumentError(document: name, reason: "expected a JSON object, got \(type)")
         }
-        if json["parameters"] != nil { return try template(json, name: name) }
-        if json["entries"] != nil || json["state"] != nil { return try fetchResponse(json, name: name) }
+        if let parameters = shape.parameters {
+            return try template(parameters, version: shape["version"]?["versionNumber"], name: name)
+        }
+        if shape["entries"] != nil || shape["state"] != nil { return try fetchResponse(shape.members, name: name) }
         throw DocumentError(
             document: name,
             reason: "neither a fetch response (\"entries\"/\"state\") nor a template (\"parameters\")")
@@ -141,10 +146,10 @@ public enum RemoteDocument: Sendable, Equatable {
         }
     }
 
-    private static func template(_ json: JSONValue, name: String) throws(DocumentError)
-        -> RemoteDocument
+    private static func template(_ parameters: DocumentShape.Parameters, version: JSONValue?, name: String)
+        throws(DocumentError) -> RemoteDocument
     {
-        guard let parameters = json["parameters"]?.objectMembers else {
+        guard case let .members(parameters) = parameters else {
             throw DocumentError(document: name, reason: "\"parameters\" must be an object")
         }
         var values: [RemoteValues.Element] = []
@@ -152,26 +157,26 @@ public enum RemoteDocument: Sendable, Equatable {
         for (key, parameter) in parameters {
             // The parameter's name in an error, made only for one.
             func field() -> String { "parameters.\(RemoteEntry.quoted(key))" }
-            guard parameter.objectMembers != nil else {
-                throw DocumentError(
-                    document: name, reason: "\(field()) must be an object, got \(parameter.typeName)")
+            if let type = parameter.notObject {
+                throw DocumentError(document: name, reason: "\(field()) must be an object, got \(type)")
             }
-            guard let defaultValue = parameter["defaultValue"] else { continue }
-            if case .bool(true) = defaultValue["useInAppDefault"] { continue }
-            guard let value = defaultValue["value"] else {
+            switch parameter.defaultValue {
+            case nil, .inAppDefault?: continue
+            case let .text(text)?:
+                try RemoteEntry.check(key, text, field: field(), document: name)
+                values.append((key, text))
+            case .notObject?, .noValue?:
                 throw DocumentError(
                     document: name,
                     reason: "\(field()).defaultValue needs \"value\" or \"useInAppDefault\": true")
-            }
-            guard let text = value.stringValue else {
+            case .nullValue?:
+                throw DocumentError(document: name, reason: "\(field()).defaultValue.value must be a string, got null")
+            case let .valueNotString(type)?:
                 throw DocumentError(
-                    document: name,
-                    reason: "\(field()).defaultValue.value must be a string, got \(value.typeName)")
+                    document: name, reason: "\(field()).defaultValue.value must be a string, got \(type)")
             }
-            try RemoteEntry.check(key, text, field: field(), document: name)
-            values.append((key, text))
         }
-        let version = try templateVersion(json["version"]?["versionNumber"], field: "version.versionNumber", name: name)
+        let version = try templateVersion(version, field: "version.versionNumber", name: name)
         return .update(values: RemoteValues(values), templateVersion: version)
     }
 

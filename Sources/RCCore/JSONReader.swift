@@ -55,12 +55,19 @@ enum JSONReader {
         var scratch: [UInt8] = []
         /// Whether the last string read (its unescaped text) is ASCII.
         var lastStringIsASCII = true
+        /// The names of the objects a pull reader has open, outermost first (``PulledObject``): one
+        /// buffer for all of them, so an object's names cost no allocation of its own.
+        var pulledNames: [String] = []
+        /// Whether the names of the object a pull reader closed last came in byte order.
+        var lastObjectInOrder = true
 
         init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
         func fail(_ what: String, at offset: Int? = nil) -> JSONParseError {
             JSONParseError(reason: "\(what) at \(Self.position(of: min(offset ?? i, bytes.count), in: bytes))")
         }
+
+        func tooDeep() -> JSONParseError { fail("nesting deeper than \(JSONReader.maximumDepth) levels") }
 
         static func position(of offset: Int, in bytes: UnsafeBufferPointer<UInt8>) -> String {
             var line = 1
@@ -89,17 +96,23 @@ enum JSONReader {
 
         /// One value and nothing after it.
         mutating func document() throws(JSONParseError) -> JSONValue {
-            var open: [Container] = []
             skipSpace()
+            let value = try value(depth: 0)
+            guard i == bytes.count else { throw fail("unexpected \(describe(current)) after the value") }
+            return value
+        }
+
+        /// The value starting here, inside `depth` containers already open (a pull reader's,
+        /// ``DocumentShape``): the scanner is left after it and the space that follows.
+        mutating func value(depth: Int) throws(JSONParseError) -> JSONValue {
+            var open: [Container] = []
             while true {
                 // A value starts here.
                 var value: JSONValue
                 switch current {
                 case UInt8(ascii: "{")?, UInt8(ascii: "[")?:
                     let isObject = current == UInt8(ascii: "{")
-                    guard open.count < JSONReader.maximumDepth else {
-                        throw fail("nesting deeper than \(JSONReader.maximumDepth) levels")
-                    }
+                    guard depth + open.count < JSONReader.maximumDepth else { throw tooDeep() }
                     let start = i
                     i += 1
                     skipSpace()
@@ -131,10 +144,7 @@ enum JSONReader {
                 // After a value: add it to its container, closing containers that end here.
                 while true {
                     skipSpace()
-                    guard !open.isEmpty else {
-                        guard i == bytes.count else { throw fail("unexpected \(describe(current)) after the value") }
-                        return value
-                    }
+                    guard !open.isEmpty else { return value }
                     let top = open.count - 1
                     open[top].add(value)
                     let isObject = open[top].isObject
@@ -164,35 +174,125 @@ enum JSONReader {
         func sorted(_ container: inout Container) throws(JSONParseError) -> [(key: String, value: JSONValue)] {
             var members: [(key: String, value: JSONValue)] = []
             swap(&members, &container.members)
-            let allASCII = container.namesAreASCII
+            try sortByName(&members, name: \.key, allASCII: container.namesAreASCII, objectStart: container.start)
+            return members
+        }
+
+        /// Sorts an object's members (whatever a reader made of them) by their names' bytes, refusing a
+        /// name that appears twice, as the same bytes or as canonically equivalent ones. `allASCII`:
+        /// whether every name is ASCII, as the scanner saw them; `objectStart` places the error.
+        func sortByName<Member>(
+            _ members: inout [Member], name: (Member) -> String, allASCII: Bool, objectStart: Int
+        ) throws(JSONParseError) {
             // Documents mostly list their names in order already: then nothing moves, and the sort's
             // scratch buffer (half the members: 0.9 MB for 44,000) is never allocated. Each name
             // strictly before the next also means no name is there twice.
-            let inOrder = members.indices.dropFirst().allSatisfy {
-                members[$0 - 1].key.precedesByBytes(members[$0].key)
+            if !Self.isInByteOrder(members.lazy.map(name)) {
+                members.sort { name($0).precedesByBytes(name($1)) }
+                try refuseRepeats(inByteOrder: members.lazy.map(name), objectStart: objectStart)
             }
-            if !inOrder {
-                members.sort { $0.key.precedesByBytes($1.key) }
-                for k in members.indices.dropFirst() where members[k].key.sameBytes(as: members[k - 1].key) {
-                    throw fail(
-                        "duplicate member name \(JSONValue.string(members[k].key).compactText) in the object",
-                        at: container.start)
-                }
+            if !allASCII { try refuseEquivalents(members.lazy.map(name), objectStart: objectStart) }
+        }
+
+        /// The same check for names alone, in the order they came (a pull reader's, which keeps them
+        /// apart from what it made of the members). Returns whether they came in byte order.
+        func refuseDuplicates(_ names: ArraySlice<String>, allASCII: Bool, objectStart: Int) throws(JSONParseError)
+            -> Bool
+        {
+            // In byte order, as the tree's members are checked: the same error for the same object.
+            guard Self.isInByteOrder(names) else {
+                let sorted = names.sorted { $0.precedesByBytes($1) }
+                try refuseRepeats(inByteOrder: sorted, objectStart: objectStart)
+                if !allASCII { try refuseEquivalents(sorted, objectStart: objectStart) }
+                return false
             }
-            // ASCII names are canonically equivalent only when they are the same bytes. Otherwise a
-            // String-keyed set finds equivalents: linear, as every string here is stream-safe.
-            guard !allASCII else { return members }
+            if !allASCII { try refuseEquivalents(names, objectStart: objectStart) }
+            return true
+        }
+
+        /// Whether each name sorts strictly after the one before it.
+        static func isInByteOrder(_ names: some Collection<String>) -> Bool {
+            zip(names, names.dropFirst()).allSatisfy { $0.precedesByBytes($1) }
+        }
+
+        /// Refuses a name that is the same bytes as the one before it.
+        func refuseRepeats(inByteOrder names: some Collection<String>, objectStart: Int) throws(JSONParseError) {
+            for (previous, name) in zip(names, names.dropFirst()) where name.sameBytes(as: previous) {
+                throw fail("duplicate member name \(JSONValue.string(name).compactText) in the object", at: objectStart)
+            }
+        }
+
+        /// Refuses two names that are canonically equivalent. ASCII names are so only when they are the
+        /// same bytes; others go through a String-keyed set: linear, as every string here is stream-safe.
+        func refuseEquivalents(_ names: some Collection<String>, objectStart: Int) throws(JSONParseError) {
             var seen: [String: String] = [:]
-            seen.reserveCapacity(members.count)
-            for member in members {
-                if let earlier = seen.updateValue(member.key, forKey: member.key) {
+            seen.reserveCapacity(names.count)
+            for name in names {
+                if let earlier = seen.updateValue(name, forKey: name) {
                     throw fail(
-                        "duplicate member name \(JSONValue.string(member.key).compactText) (also written "
+                        "duplicate member name \(JSONValue.string(name).compactText) (also written "
                             + "\(JSONValue.string(earlier).compactText): one name in different Unicode "
-                            + "normalization forms) in the object", at: container.start)
+                            + "normalization forms) in the object", at: objectStart)
                 }
             }
-            return members
+        }
+
+        /// An object a pull reader goes through member by member (``openObject(depth:)``,
+        /// ``nextMember(of:)``). Its names wait in ``pulledNames`` from `namesStart` on until it ends,
+        /// for the check every object gets.
+        struct PulledObject {
+            let start: Int
+            let namesStart: Int
+            var namesAreASCII = true
+        }
+
+        /// Opens the object starting here, inside `depth` containers already open; `nil` when the value
+        /// here is not an object (the scanner has not moved).
+        mutating func openObject(depth: Int) throws(JSONParseError) -> PulledObject? {
+            guard current == UInt8(ascii: "{") else { return nil }
+            guard depth < JSONReader.maximumDepth else { throw tooDeep() }
+            let object = PulledObject(start: i, namesStart: pulledNames.count)
+            i += 1
+            skipSpace()
+            return object
+        }
+
+        /// The next member's name, the scanner then at its value; `nil` once the object has ended (its
+        /// names checked, the scanner after it and the space that follows). The caller reads each value
+        /// (``value(depth:)`` or a pulled object) before asking for the next name.
+        mutating func nextMember(of object: inout PulledObject) throws(JSONParseError) -> String? {
+            if pulledNames.count > object.namesStart {
+                skipSpace()
+                if current == UInt8(ascii: ",") {
+                    i += 1
+                    skipSpace()
+                } else {
+                    guard current == UInt8(ascii: "}") else {
+                        throw fail("expected ',' or '}', found \(describe(current))")
+                    }
+                    return try close(object)
+                }
+            } else if current == UInt8(ascii: "}") {
+                return try close(object)
+            }
+            let name = try memberName()
+            if !lastStringIsASCII { object.namesAreASCII = false }
+            pulledNames.append(name)
+            return name
+        }
+
+        private mutating func close(_ object: PulledObject) throws(JSONParseError) -> String? {
+            i += 1
+            let count = pulledNames.count - object.namesStart
+            // One name cannot be there twice (most of a template's objects hold one).
+            lastObjectInOrder = true
+            if count > 1 {
+                lastObjectInOrder = try refuseDuplicates(
+                    pulledNames[object.namesStart...], allASCII: object.namesAreASCII, objectStart: object.start)
+            }
+            for _ in 0..<count { pulledNames.removeLast() }  // removeLast(_:) was a generic replaceSubrange
+            skipSpace()
+            return nil
         }
 
         /// `"name" :` inside an object, leaving the scanner at the member's value.

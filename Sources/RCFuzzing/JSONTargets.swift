@@ -59,17 +59,29 @@ enum JSONTargets {
     static let remoteDocument = FuzzTarget(
         "remote-document", checkRemoteDocument,
         """
-        fetch response or template: errors name the document; accepted values are exactly the entries' (or \
-        parameters' default) values, none holding NUL; template versions are decimal
+        fetch response or template: read member by member as its JSON tree reads; errors name the document; \
+        accepted values are exactly the entries' (or parameters' default) values, none holding NUL; template \
+        versions are decimal
         """)
 
     private static func checkRemoteDocument(_ check: Checker, _ bytes: [UInt8]) throws(PropertyViolation) -> FuzzOutcome
     {
+        // Read member by member, the document is what its tree says, or refused in the same words.
+        let pulled = Result { () throws(JSONParseError) in try DocumentShape(bytes: bytes) }
+        let tree = Result { () throws(JSONParseError) in try JSONValue.parse(bytes) }
+        switch (pulled, tree) {
+        case let (.success(shape), .success(json)):
+            try check.require("\(shape)" == "\(DocumentShape(json))", "read member by member: \(shape)")
+        case let (.failure(a), .failure(b)):
+            try check.require(a.reason == b.reason, "read member by member: \(a.reason), the tree: \(b.reason)")
+        default:
+            try check.require(false, "read member by member: \(pulled), the tree: \(tree)")
+        }
         let name = "remote.json"
         guard let document = try check.parsed(name, { try RemoteDocument.parse(bytes, name: $0) }) else {
             return .rejected
         }
-        let json = try? JSONValue.parse(bytes)
+        let json = try? tree.get()
         try check.require(json?.objectMembers != nil, "accepted a document that is not a JSON object")
         guard case let .update(values, version) = document else {
             try check.require(json?["state"] == .string("NO_CHANGE"), "NO_CHANGE without that state")

@@ -53,22 +53,26 @@ package final class DocumentReader: Sendable {
     }
 
     private func read(plain bytes: consuming [UInt8], name: String) throws(DocumentError) -> RemoteDocument {
-        let json: JSONValue
-        do { json = try JSONValue.parse(bytes) } catch {
+        let shape: DocumentShape
+        do { shape = try DocumentShape(bytes: copy bytes) } catch {
             throw DocumentError(document: name, reason: error.description)
         }
-        _ = consume bytes  // the document's bytes go before its values are copied out of the tree
-        return try read(json, name: name)
+        _ = consume bytes  // the document's bytes go before its values are copied out of the shape
+        return try read(shape, name: name)
     }
 
     private func read(_ json: JSONValue, name: String) throws(DocumentError) -> RemoteDocument {
+        try read(DocumentShape(json), name: name)
+    }
+
+    private func read(_ shape: DocumentShape, name: String) throws(DocumentError) -> RemoteDocument {
         // A template with conditions is evaluated, which checks everything the plain reader would
         // (each parameter, its default and its key and value, the version) and more: it is not read
         // twice (the second walk was 2% of a 3,000-parameter fetch's CPU, BENCHMARKS.md).
-        guard json["parameters"] != nil && json["conditions"] != nil else {
-            return try RemoteDocument.read(json, name: name)
+        guard shape.parameters != nil && shape["conditions"] != nil else {
+            return try RemoteDocument.read(shape, name: name)
         }
-        let evaluation = try TemplateEvaluator.evaluate(json, name: name, context: context)
+        let evaluation = try TemplateEvaluator.evaluate(shape, name: name, context: context)
         let fresh = alreadyReported.withLock { reported in
             let new = evaluation.unsupportedConditions.filter { !reported.contains(ByteKey($0)) }
             if reported.count + new.count > Self.maximumRemembered {

@@ -44,29 +44,36 @@ public enum TemplateEvaluator {
     public static func evaluate(_ bytes: [UInt8], name: String, context: EvaluationContext) throws(DocumentError)
         -> TemplateEvaluation
     {
-        let json: JSONValue
-        do { json = try JSONValue.parse(bytes) } catch {
+        let shape: DocumentShape
+        do { shape = try DocumentShape(bytes: bytes) } catch {
             throw DocumentError(document: name, reason: error.description)
         }
-        return try evaluate(json, name: name, context: context)
+        return try evaluate(shape, name: name, context: context)
     }
 
     /// The same for a template already parsed.
     public static func evaluate(_ json: JSONValue, name: String, context: EvaluationContext) throws(DocumentError)
         -> TemplateEvaluation
     {
+        try evaluate(DocumentShape(json), name: name, context: context)
+    }
+
+    /// The same for a template's shape.
+    public static func evaluate(_ shape: DocumentShape, name: String, context: EvaluationContext)
+        throws(DocumentError) -> TemplateEvaluation
+    {
         let reader = ConditionReader(document: name)
-        guard json.objectMembers != nil else {
-            throw reader.error("not a template: expected a JSON object with \"parameters\", got \(json.typeName)")
+        if let type = shape.notObject {
+            throw reader.error("not a template: expected a JSON object with \"parameters\", got \(type)")
         }
-        guard let parameters = present(json["parameters"]) else {
-            throw reader.error("not a template: no \"parameters\" object")
-        }
-        guard let parameterMembers = parameters.objectMembers else {
-            throw reader.error("\"parameters\" must be an object, got \(parameters.typeName)")
+        let parameters: [(key: String, parameter: DocumentShape.Parameter)]
+        switch shape.parameters {
+        case nil, .notObject("null")?: throw reader.error("not a template: no \"parameters\" object")
+        case let .notObject(type)?: throw reader.error("\"parameters\" must be an object, got \(type)")
+        case let .members(members)?: parameters = members
         }
 
-        let conditions = try namedConditions(json["conditions"], reader: reader)
+        let conditions = try namedConditions(shape["conditions"], reader: reader)
         // Each regex may take BoundedRegex.matchLimit steps: the count bounds a template's evaluation.
         let regexTargets = conditions.reduce(0) { total, condition in
             guard case let .structured(tree) = condition.body else { return total }
@@ -90,29 +97,35 @@ public enum TemplateEvaluator {
 
         // In the members' order, which is the values' (``RemoteValues``).
         var values: [RemoteValues.Element] = []
-        values.reserveCapacity(parameterMembers.count)
-        for (key, parameter) in parameterMembers {
+        values.reserveCapacity(parameters.count)
+        for (key, parameter) in parameters {
             // The parameter's place in an error, made only for one (a template has thousands).
             func path() -> String { "parameters.\(RemoteEntry.quoted(key))" }
             if let problem = RemoteEntry.problem(key, isKey: true) { throw reader.error("\(path()): \(problem)") }
-            guard parameter.objectMembers != nil else {
-                throw reader.error("\(path()) must be an object, got \(parameter.typeName)")
+            if let type = parameter.notObject { throw reader.error("\(path()) must be an object, got \(type)") }
+            var chosen: (priority: Int, value: ParameterValue)?
+            switch parameter.conditionalValues {
+            case .absent: break
+            case let .notObject(type): throw reader.error("\(path()).conditionalValues must be an object, got \(type)")
+            case let .members(members):
+                for (condition, value) in members {
+                    let value = try parameterValue(
+                        value, path: "\(path()).conditionalValues.\(RemoteEntry.quoted(condition))", reader: reader)
+                    if let priority = priorityOfTrue[ByteKey(condition)], priority < chosen?.priority ?? .max {
+                        chosen = (priority, value)
+                    }
+                }
             }
-            let conditional = try conditionalValues(parameter["conditionalValues"], path: path(), reader: reader)
-            var defaultValue: ParameterValue?
             // A null default is refused, as the reader of templates without conditions refuses it.
-            if let value = parameter["defaultValue"] {
-                defaultValue = try parameterValue(value, path: path() + ".defaultValue", reader: reader)
+            let defaultValue = try parameter.defaultValue.map { (value) throws(DocumentError) in
+                try parameterValue(value, path: path() + ".defaultValue", reader: reader)
             }
-            let chosen =
-                conditional.compactMap { name, value in priorityOfTrue[ByteKey(name)].map { ($0, value) } }
-                .min { $0.0 < $1.0 }?.1 ?? defaultValue
-            if case let .value(text)? = chosen { values.append((key, text)) }
+            if case let .value(text)? = chosen?.value ?? defaultValue { values.append((key, text)) }
         }
 
         return TemplateEvaluation(
             values: RemoteValues(values),
-            templateVersion: try templateVersion(json["version"], reader: reader),
+            templateVersion: try templateVersion(shape["version"], reader: reader),
             unsupportedConditions: Set(conditions.filter { !$0.isSupported }.map { ByteKey($0.name) }).sorted().map(
                 \.text))
     }
@@ -148,36 +161,20 @@ public enum TemplateEvaluator {
         return conditions
     }
 
-    private static func conditionalValues(
-        _ json: JSONValue?, path: @autoclosure () -> String, reader: ConditionReader
-    ) throws(DocumentError) -> [String: ParameterValue] {
-        guard let json = present(json) else { return [:] }
-        guard let members = json.objectMembers else {
-            throw reader.error("\(path()).conditionalValues must be an object, got \(json.typeName)")
+    private static func parameterValue(
+        _ value: DocumentShape.Value, path: @autoclosure () -> String, reader: ConditionReader
+    ) throws(DocumentError) -> ParameterValue {
+        switch value {
+        case .inAppDefault: return .inAppDefault
+        case let .text(text):
+            if let problem = RemoteEntry.problem(text, isKey: false) {
+                throw reader.error("\(path()).value: \(problem)")
+            }
+            return .value(text)
+        case let .notObject(type): throw reader.error("\(path()) must be an object, got \(type)")
+        case .noValue, .nullValue: throw reader.error("\(path()) needs \"value\" or \"useInAppDefault\": true")
+        case let .valueNotString(type): throw reader.error("\(path()).value must be a string, got \(type)")
         }
-        var values: [String: ParameterValue] = [:]
-        for (condition, value) in members {
-            values[condition] = try parameterValue(
-                value, path: "\(path()).conditionalValues.\(RemoteEntry.quoted(condition))", reader: reader)
-        }
-        return values
-    }
-
-    private static func parameterValue(_ json: JSONValue, path: @autoclosure () -> String, reader: ConditionReader)
-        throws(DocumentError) -> ParameterValue
-    {
-        guard json.objectMembers != nil else {
-            throw reader.error("\(path()) must be an object, got \(json.typeName)")
-        }
-        if case .bool(true) = json["useInAppDefault"] { return .inAppDefault }
-        guard let value = present(json["value"]) else {
-            throw reader.error("\(path()) needs \"value\" or \"useInAppDefault\": true")
-        }
-        guard let text = value.stringValue else {
-            throw reader.error("\(path()).value must be a string, got \(value.typeName)")
-        }
-        if let problem = RemoteEntry.problem(text, isKey: false) { throw reader.error("\(path()).value: \(problem)") }
-        return .value(text)
     }
 
     /// Template versions are decimal strings in Firebase's JSON (at most
