@@ -79,6 +79,11 @@ public struct DocumentShape: Sendable {
         }
     }
 
+    /// The same, its error a ``DocumentError`` naming the document (`name`: its file or URL).
+    public init(bytes: some Collection<UInt8>, document name: String) throws(DocumentError) {
+        do { try self.init(bytes: bytes) } catch { throw DocumentError(document: name, reason: error.description) }
+    }
+
     init(notObject: String?, members: JSONValue, parameters: Parameters?) {
         self.notObject = notObject
         self.members = members

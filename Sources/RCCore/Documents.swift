@@ -80,19 +80,10 @@ public enum RemoteDocument: Sendable, Equatable {
     /// template (`parameters`). Template conditions are not evaluated yet: each parameter's
     /// `defaultValue` applies, and `useInAppDefault` leaves the key to the local defaults.
     public static func parse(_ bytes: [UInt8], name: String) throws(DocumentError) -> RemoteDocument {
-        let shape: DocumentShape
-        do { shape = try DocumentShape(bytes: bytes) } catch {
-            throw DocumentError(document: name, reason: error.description)
-        }
-        return try read(shape, name: name)
+        try read(DocumentShape(bytes: bytes, document: name), name: name)
     }
 
-    /// The same from a document already parsed.
-    public static func read(_ json: JSONValue, name: String) throws(DocumentError) -> RemoteDocument {
-        try read(DocumentShape(json), name: name)
-    }
-
-    /// The same from a document's shape.
+    /// The same from a document's shape (read from its bytes, or from a document already parsed).
     public static func read(_ shape: DocumentShape, name: String) throws(DocumentError) -> RemoteDocument {
         if let type = shape.notObject {
             throw DocumentError(document: name, reason: "expected a JSON object, got \(type)")

@@ -53,10 +53,7 @@ package final class DocumentReader: Sendable {
     }
 
     private func read(plain bytes: consuming [UInt8], name: String) throws(DocumentError) -> RemoteDocument {
-        let shape: DocumentShape
-        do { shape = try DocumentShape(bytes: copy bytes) } catch {
-            throw DocumentError(document: name, reason: error.description)
-        }
+        let shape = try DocumentShape(bytes: copy bytes, document: name)
         _ = consume bytes  // the document's bytes go before its values are copied out of the shape
         return try read(shape, name: name)
     }

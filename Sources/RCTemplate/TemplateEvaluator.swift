@@ -44,21 +44,10 @@ public enum TemplateEvaluator {
     public static func evaluate(_ bytes: [UInt8], name: String, context: EvaluationContext) throws(DocumentError)
         -> TemplateEvaluation
     {
-        let shape: DocumentShape
-        do { shape = try DocumentShape(bytes: bytes) } catch {
-            throw DocumentError(document: name, reason: error.description)
-        }
-        return try evaluate(shape, name: name, context: context)
+        try evaluate(DocumentShape(bytes: bytes, document: name), name: name, context: context)
     }
 
-    /// The same for a template already parsed.
-    public static func evaluate(_ json: JSONValue, name: String, context: EvaluationContext) throws(DocumentError)
-        -> TemplateEvaluation
-    {
-        try evaluate(DocumentShape(json), name: name, context: context)
-    }
-
-    /// The same for a template's shape.
+    /// The same for a template's shape (read from its bytes, or from a template already parsed).
     public static func evaluate(_ shape: DocumentShape, name: String, context: EvaluationContext)
         throws(DocumentError) -> TemplateEvaluation
     {
