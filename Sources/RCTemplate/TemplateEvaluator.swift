@@ -22,7 +22,8 @@ public struct TemplateEvaluation: Sendable, Equatable {
     /// `version.versionNumber`, when the template has one.
     public var templateVersion: String?
     /// Names of conditions the agent could not evaluate and treated as false: client-template expression
-    /// strings, and condition kinds or operators it does not know. Sorted, each name once.
+    /// strings, and condition kinds or operators it does not know. In the order of their bytes, each
+    /// name once.
     public var unsupportedConditions: [String]
 
     public init(values: RemoteValues, templateVersion: String?, unsupportedConditions: [String]) {

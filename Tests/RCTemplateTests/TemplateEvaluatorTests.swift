@@ -100,6 +100,19 @@ import Testing
         #expect(result.unsupportedConditions == ["ios", "old_app"])
     }
 
+    /// Found by the `template` fuzz target: the unsupported conditions come in the order of their
+    /// names' bytes (a combining mark after "a" sorts before "b"), each once.
+    @Test func unsupportedConditionsAreListedInByteOrder() throws {
+        let result = try TemplateFixtures.evaluate(
+            #"""
+            {"parameters": {"p": {"defaultValue": {"value": "0"}}},
+             "conditions": [{"name": "beta", "condition": {"geo": {"country": "DE"}}},
+                            {"name": "a\u0301client", "expression": "app.version.>=(['1.0'])"},
+                            {"name": "future", "condition": {"geo": {"country": "FR"}}}]}
+            """#)
+        #expect(result.unsupportedConditions.map(\.utf8.first) == [0x61, 0x62, 0x66])
+    }
+
     @Test func structuredConditionTakesPrecedenceOverAnExpression() throws {
         let document = """
             {
